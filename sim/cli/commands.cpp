@@ -1,0 +1,75 @@
+#include "cli/commands.h"
+
+#include <iostream>
+
+#include "graph/exporters.h"
+#include "graph/topology_graph.h"
+#include "load/catalog.h"
+#include "load/input_error.h"
+#include "load/scenario.h"
+#include "load/units.h"
+#include "report/catalog_listing.h"
+#include "report/output_file.h"
+#include "report/topo_matrix.h"
+
+namespace ringsim {
+
+int run_catalog(const std::string& catalog_dir, const std::string& section) {
+  const Catalog catalog = Catalog::load(catalog_dir);
+  std::cout << catalog_listing(catalog, section);
+  return 0;
+}
+
+int run_topo(const std::string& catalog_dir, const TopoOptions& o) {
+  const Catalog catalog = Catalog::load(catalog_dir);
+  const SourceLocation cmd{"", 0, 0, "ringsim topo"};
+  const SkuSpec* sku = catalog.find_sku(o.sku);
+  if (!sku) throw InputError(cmd, "unknown SKU '" + o.sku + "'" + suggestion_suffix(o.sku, catalog.sku_names()));
+  ClusterShape shape;
+  shape.sku = sku->name;
+  shape.nodes = o.nodes;
+  shape.fabric = sku->infiniband_link ? FabricKind::InfiniBand : FabricKind::Ethernet;
+  if (o.fabric) {
+    shape.fabric = *o.fabric == "infiniband" ? FabricKind::InfiniBand : FabricKind::Ethernet;
+    if (shape.fabric == FabricKind::InfiniBand && !sku->infiniband_link)
+      throw InputError(cmd, "--fabric infiniband: " + sku->name + " has no InfiniBand (RDMA) NIC; use --fabric ethernet");
+  }
+  shape.fabric_topology = o.fabric_topology == "fat_tree" ? FabricTopology::FatTree : FabricTopology::Star;
+  if (shape.fabric_topology == FabricTopology::Star && (o.nodes_per_leaf || o.oversubscription))
+    throw InputError(cmd, "--nodes-per-leaf and --oversubscription apply only to --fabric-topology fat_tree");
+  shape.nodes_per_leaf = o.nodes_per_leaf.value_or(0);
+  shape.oversubscription = o.oversubscription.value_or(1.0);
+  const Topology topology = Topology::build(catalog, shape);
+  // Render everything before writing anything, so an error leaves no partial output.
+  std::string dot, xml;
+  if (o.dot_file) dot = to_graphviz(topology);
+  if (o.platform_xml_file) xml = to_simgrid_platform_xml(topology, catalog);
+  std::cout << topo_matrix_report(topology, catalog);
+  if (o.dot_file) {
+    write_file_atomically(*o.dot_file, dot);
+    std::cout << "\nWrote Graphviz: " << *o.dot_file << "\n";
+  }
+  if (o.platform_xml_file) {
+    write_file_atomically(*o.platform_xml_file, xml);
+    std::cout << "Wrote SimGrid platform: " << *o.platform_xml_file << "\n";
+  }
+  return 0;
+}
+
+int run_check(const std::string& catalog_dir, const std::string& scenario_file, const std::vector<std::string>& sets) {
+  const Catalog catalog = Catalog::load(catalog_dir);
+  std::vector<Override> overrides;
+  for (const auto& s : sets) overrides.push_back(parse_override(s));
+  const Scenario s = load_scenario(scenario_file, catalog, overrides);
+  const Topology topology = Topology::build(catalog, cluster_shape(s.cluster));
+  const SkuSpec& sku = catalog.sku(s.cluster.sku);
+  const ModelSpec& model = catalog.model(s.model.name);
+  std::cout << "# " << scenario_file << ": valid. Resolved scenario (defaults filled in):\n" << to_yaml(s);
+  std::cout << "# " << s.cluster.total_gpus() << " GPUs (" << s.cluster.nodes << " x " << sku.name << ", "
+            << s.cluster.gpus_per_node << " of " << sku.gpus << " GPUs per node), " << boost::num_vertices(topology.graph())
+            << " devices in the topology graph; " << model.display_name << ": " << model.tensors.size() << " tensors, "
+            << format_bytes(model.gradient_bytes()) << " of gradients per iteration\n";
+  return 0;
+}
+
+}  // namespace ringsim

@@ -1,0 +1,26 @@
+// The `ringsim` subcommands. Each returns the process exit status; InputError propagates to main,
+// which prints it and exits 2.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ringsim {
+
+struct TopoOptions {
+  std::string sku;
+  int nodes = 1;
+  std::optional<std::string> fabric;            // infiniband | ethernet; default: InfiniBand when present
+  std::string fabric_topology = "star";         // star | fat_tree
+  std::optional<int> nodes_per_leaf;
+  std::optional<double> oversubscription;
+  std::optional<std::string> dot_file;
+  std::optional<std::string> platform_xml_file;
+};
+
+int run_catalog(const std::string& catalog_dir, const std::string& section);
+int run_topo(const std::string& catalog_dir, const TopoOptions& options);
+int run_check(const std::string& catalog_dir, const std::string& scenario, const std::vector<std::string>& sets);
+
+}  // namespace ringsim

@@ -1,0 +1,56 @@
+// ringsim: simulate, plan and validate data-parallel training on GPU clusters.
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+
+#include "cli/commands.h"
+#include "load/catalog.h"
+#include "load/input_error.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"ringsim: simulate, plan and validate data-parallel training on GPU clusters"};
+  app.require_subcommand(1);
+  std::string catalog_dir = ringsim::Catalog::default_dir();
+  app.add_option("--catalog", catalog_dir, "Catalog directory (topologies/); default $RINGSIM_CATALOG or the built-in one");
+
+  std::string section = "all";
+  auto* catalog = app.add_subcommand("catalog", "List SKUs, GPUs, models and link classes");
+  catalog->add_option("section", section, "What to list")->check(CLI::IsMember({"all", "skus", "gpus", "models", "links"}));
+
+  ringsim::TopoOptions topo_opts;
+  auto* topo = app.add_subcommand("topo", "Show a node's or cluster's topology (nvidia-smi topo -m style)");
+  topo->add_option("sku", topo_opts.sku, "SKU name, e.g. NC24rs_v3 or Standard_NC24rs_v3")->required();
+  topo->add_option("--nodes", topo_opts.nodes, "Number of nodes")->check(CLI::Range(1, 65536));
+  topo->add_option("--fabric", topo_opts.fabric, "Cluster fabric (default: InfiniBand when the SKU has it)")
+      ->check(CLI::IsMember({"infiniband", "ethernet"}));
+  topo->add_option("--fabric-topology", topo_opts.fabric_topology, "Fabric shape")->check(CLI::IsMember({"star", "fat_tree"}));
+  topo->add_option("--nodes-per-leaf", topo_opts.nodes_per_leaf, "fat_tree: nodes per leaf switch")->check(CLI::Range(1, 4096));
+  topo->add_option("--oversubscription", topo_opts.oversubscription, "fat_tree: leaf downlink:uplink bandwidth ratio")
+      ->check(CLI::Range(1.0, 64.0));
+  topo->add_option("--dot", topo_opts.dot_file, "Write the graph as Graphviz DOT");
+  topo->add_option("--platform-xml", topo_opts.platform_xml_file, "Write the equivalent SimGrid platform (smpirun -platform)");
+
+  std::string scenario;
+  std::vector<std::string> sets;
+  auto* check = app.add_subcommand("check", "Validate a scenario and print it with every default filled in");
+  check->add_option("scenario", scenario, "Scenario YAML file")->required();
+  check->add_option("--set", sets, "Override a key: --set cluster.nodes=8 (repeatable)");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  try {
+    if (*catalog) return ringsim::run_catalog(catalog_dir, section);
+    if (*topo) return ringsim::run_topo(catalog_dir, topo_opts);
+    if (*check) return ringsim::run_check(catalog_dir, scenario, sets);
+  } catch (const ringsim::InputError& e) {
+    std::cerr << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "ringsim: error: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}

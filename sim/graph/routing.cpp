@@ -1,0 +1,132 @@
+#include "graph/routing.h"
+
+#include <boost/graph/dijkstra_shortest_paths.hpp>
+#include <boost/graph/filtered_graph.hpp>
+#include <boost/property_map/function_property_map.hpp>
+
+#include <algorithm>
+#include <limits>
+#include <stdexcept>
+
+namespace ringsim {
+
+std::string_view to_string(ConnectionKind kind) {
+  switch (kind) {
+    case ConnectionKind::Self: return "X";
+    case ConnectionKind::NvLink: return "NV";
+    case ConnectionKind::Pix: return "PIX";
+    case ConnectionKind::Pxb: return "PXB";
+    case ConnectionKind::Phb: return "PHB";
+    case ConnectionKind::Sys: return "SYS";
+    case ConnectionKind::Net: return "NET";
+  }
+  return "?";
+}
+
+std::string_view describe(ConnectionKind kind) {
+  switch (kind) {
+    case ConnectionKind::Self: return "Self";
+    case ConnectionKind::NvLink: return "Connection traversing a bonded set of # NVLinks";
+    case ConnectionKind::Pix: return "Connection traversing at most a single PCIe switch";
+    case ConnectionKind::Pxb: return "Connection traversing multiple PCIe switches (without the CPU)";
+    case ConnectionKind::Phb: return "Connection traversing a CPU's PCIe host bridge (same socket)";
+    case ConnectionKind::Sys: return "Connection traversing PCIe and the socket interconnect (QPI/UPI) between CPUs";
+    case ConnectionKind::Net: return "Connection leaving the node through its NIC and the cluster fabric";
+  }
+  return "";
+}
+
+std::string Route::label() const {
+  if (kind == ConnectionKind::NvLink) return "NV" + std::to_string(nvlinks);
+  return std::string(to_string(kind));
+}
+
+namespace {
+
+struct RouteFilter {
+  const Topology* t = nullptr;
+  VertexId src{}, dst{};
+  int src_node = -1, dst_node = -1;
+  int spine = -1;  // allowed spine index, -1: any
+  bool operator()(VertexId v) const {
+    if (v == src || v == dst) return true;
+    const Device& d = t->device(v);
+    switch (d.kind) {
+      case DeviceKind::Gpu:
+      case DeviceKind::HostMemory: return false;  // endpoints only
+      case DeviceKind::FabricSwitch:
+        if (src_node == dst_node) return false;
+        return d.name.rfind("spine", 0) != 0 || spine < 0 || d.local_index == spine;
+      default: return d.node == src_node || d.node == dst_node;
+    }
+  }
+};
+
+ConnectionKind classify(const Topology& t, const Route& r, int* nvlinks) {
+  if (r.edges.empty()) return ConnectionKind::Self;
+  bool net = false, sys = false, cpu = false;
+  int switches = 0;
+  for (std::size_t i = 0; i < r.edges.size(); ++i) {
+    const Link& l = t.link(r.edges[i]);
+    if (l.kind == LinkKind::Ethernet || l.kind == LinkKind::InfiniBand) net = true;
+    if (l.kind == LinkKind::SocketInterconnect) sys = true;
+    if (i == 0) continue;
+    const Device& via = t.device(boost::source(r.edges[i], t.graph()));
+    if (via.kind == DeviceKind::Cpu) cpu = true;
+    if (via.kind == DeviceKind::PcieSwitch) ++switches;
+  }
+  if (net) return ConnectionKind::Net;
+  if (r.edges.size() == 1 && t.link(r.edges[0]).kind == LinkKind::NvLink) {
+    *nvlinks = t.link(r.edges[0]).lanes;
+    return ConnectionKind::NvLink;
+  }
+  if (sys) return ConnectionKind::Sys;
+  if (cpu) return ConnectionKind::Phb;
+  return switches > 1 ? ConnectionKind::Pxb : ConnectionKind::Pix;
+}
+
+}  // namespace
+
+Route Router::route(VertexId src, VertexId dst) const {
+  Route r;
+  r.src = src;
+  r.dst = dst;
+  r.bottleneck_bandwidth = std::numeric_limits<double>::infinity();
+  if (src == dst) return r;
+
+  const TopologyGraph& g = t_.graph();
+  RouteFilter filter{&t_, src, dst, t_.device(src).node, t_.device(dst).node, -1};
+  if (filter.src_node != filter.dst_node && t_.spines() > 0 && filter.dst_node >= 0)
+    filter.spine = filter.dst_node % t_.spines();
+  boost::filtered_graph<TopologyGraph, boost::keep_all, RouteFilter> fg(g, boost::keep_all(), filter);
+
+  const std::size_t n = boost::num_vertices(g);
+  std::vector<VertexId> pred(n);
+  std::vector<double> dist(n, std::numeric_limits<double>::infinity());
+  auto weight = boost::make_function_property_map<EdgeId, double>([&g](EdgeId e) { return g[e].latency; });
+  boost::dijkstra_shortest_paths(
+      fg, src,
+      boost::weight_map(weight)
+          .predecessor_map(boost::make_iterator_property_map(pred.begin(), boost::get(boost::vertex_index, g)))
+          .distance_map(boost::make_iterator_property_map(dist.begin(), boost::get(boost::vertex_index, g))));
+  if (dist[dst] == std::numeric_limits<double>::infinity())
+    throw std::runtime_error("no route from " + t_.device(src).name + " to " + t_.device(dst).name);
+
+  std::vector<VertexId> path;
+  for (VertexId v = dst; v != src; v = pred[v]) path.push_back(v);
+  path.push_back(src);
+  std::reverse(path.begin(), path.end());
+  for (std::size_t i = 0; i + 1 < path.size(); ++i) {
+    // Parallel edges do not occur; pick the lowest-latency edge between the two vertices anyway.
+    std::optional<EdgeId> best;
+    for (auto e : boost::make_iterator_range(boost::out_edges(path[i], g)))
+      if (boost::target(e, g) == path[i + 1] && (!best || g[e].latency < g[*best].latency)) best = e;
+    r.edges.push_back(*best);
+    r.latency += g[*best].latency;
+    r.bottleneck_bandwidth = std::min(r.bottleneck_bandwidth, g[*best].bandwidth);
+  }
+  r.kind = classify(t_, r, &r.nvlinks);
+  return r;
+}
+
+}  // namespace ringsim

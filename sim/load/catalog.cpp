@@ -1,0 +1,340 @@
+#include "load/catalog.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <set>
+
+#include "load/yaml_reader.h"
+
+#ifndef RINGSIM_CATALOG_DIR
+#define RINGSIM_CATALOG_DIR "topologies"
+#endif
+
+namespace fs = std::filesystem;
+
+namespace ringsim {
+
+std::string_view to_string(LinkKind kind) {
+  switch (kind) {
+    case LinkKind::Pcie: return "pcie";
+    case LinkKind::NvLink: return "nvlink";
+    case LinkKind::SocketInterconnect: return "socket";
+    case LinkKind::Memory: return "memory";
+    case LinkKind::Ethernet: return "ethernet";
+    case LinkKind::InfiniBand: return "infiniband";
+  }
+  return "?";
+}
+
+std::string_view to_string(FabricKind kind) { return kind == FabricKind::InfiniBand ? "infiniband" : "ethernet"; }
+
+double ModelSpec::gradient_bytes() const {
+  const double bytes_per_param = dtype == "float16" ? 2.0 : 4.0;
+  return static_cast<double>(total_params) * bytes_per_param;
+}
+
+namespace {
+
+const std::vector<std::string> kLinkKinds = {"pcie", "nvlink", "socket", "memory", "ethernet", "infiniband"};
+
+LinkKind parse_link_kind(const YamlField& f) {
+  const std::string k = f.choice(kLinkKinds);
+  for (auto kind : {LinkKind::Pcie, LinkKind::NvLink, LinkKind::SocketInterconnect, LinkKind::Memory,
+                    LinkKind::Ethernet, LinkKind::InfiniBand})
+    if (to_string(kind) == k) return kind;
+  f.fail("unknown link kind");
+}
+
+YamlField open_root(const fs::path& file, std::vector<std::string> top_keys) {
+  if (!fs::exists(file)) throw InputError({file.string(), 0, 0, ""}, "catalog file is missing");
+  auto doc = std::make_shared<YamlDocument>(YamlDocument::load_file(file.string()));
+  YamlField root = YamlField::root(doc);
+  root.require_map(top_keys);
+  return root;
+}
+
+template <class Map>
+std::vector<std::string> keys_of(const Map& m) {
+  std::vector<std::string> k;
+  for (const auto& [name, v] : m) k.push_back(name);
+  return k;
+}
+
+Attachment parse_attachment(const YamlField& f) {
+  f.require_map({"parent", "link"});
+  return {f.get("parent").str(), f.get("link").str()};
+}
+
+}  // namespace
+
+std::string Catalog::default_dir() {
+  if (const char* env = std::getenv("RINGSIM_CATALOG"); env && *env) return env;
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const fs::path installed = exe.parent_path().parent_path() / "share" / "ringsim" / "topologies";
+    if (fs::exists(installed / "skus.yaml")) return installed.string();
+  }
+  return RINGSIM_CATALOG_DIR;
+}
+
+Catalog Catalog::load(const std::string& dir) {
+  Catalog c;
+  c.dir_ = dir;
+  const fs::path base(dir);
+  if (!fs::is_directory(base))
+    throw InputError({dir, 0, 0, ""}, "catalog directory not found (set --catalog DIR or RINGSIM_CATALOG)");
+
+  // Link classes first: everything else refers to them.
+  {
+    YamlField root = open_root(base / "links.yaml", {"link_classes"});
+    for (auto& [name, f] : root.get("link_classes").entries()) {
+      f.require_map({"kind", "description", "bandwidth", "latency"});
+      LinkClass l;
+      l.name = name;
+      l.kind = parse_link_kind(f.get("kind"));
+      l.description = f.get("description").str();
+      l.bandwidth = f.get("bandwidth").positive_quantity(Quantity::Bandwidth);
+      l.latency = f.get("latency").nonnegative_quantity(Quantity::Time);
+      c.links_.emplace(name, l);
+      c.link_order_.push_back(name);
+    }
+  }
+  auto require_link = [&](const YamlField& f, std::optional<LinkKind> kind) {
+    const std::string name = f.str();
+    auto it = c.links_.find(name);
+    if (it == c.links_.end()) f.fail("unknown link class '" + name + "'" + suggestion_suffix(name, c.link_order_));
+    if (kind && it->second.kind != *kind)
+      f.fail("link class '" + name + "' is of kind " + std::string(to_string(it->second.kind)) + ", expected " +
+             std::string(to_string(*kind)));
+    return name;
+  };
+
+  {
+    YamlField root = open_root(base / "gpus.yaml", {"gpus"});
+    for (auto& [name, f] : root.get("gpus").entries()) {
+      f.require_map({"description", "fp32_peak", "memory_bandwidth", "memory", "gpus_per_board"});
+      GpuSpec g;
+      g.name = name;
+      g.description = f.get("description").str();
+      g.fp32_peak_flops = f.get("fp32_peak").positive_quantity(Quantity::FlopRate);
+      g.memory_bandwidth = f.get("memory_bandwidth").positive_quantity(Quantity::Bandwidth);
+      g.memory_bytes = f.get("memory").positive_quantity(Quantity::Bytes);
+      g.gpus_per_board = static_cast<int>(f.get("gpus_per_board").integer(1, 2));
+      c.gpus_.emplace(name, g);
+      c.gpu_order_.push_back(name);
+    }
+  }
+
+  {
+    YamlField root = open_root(base / "fabrics.yaml", {"fabrics"});
+    YamlField fabrics = root.get("fabrics");
+    fabrics.require_map({"infiniband", "ethernet"});
+    for (auto kind : {FabricKind::InfiniBand, FabricKind::Ethernet}) {
+      YamlField f = fabrics.get(std::string(to_string(kind)));
+      f.require_map({"description", "switch_latency", "default_nodes_per_leaf"});
+      FabricSpec s;
+      s.kind = kind;
+      s.description = f.get("description").str();
+      s.switch_latency = f.get("switch_latency").nonnegative_quantity(Quantity::Time);
+      s.default_nodes_per_leaf = static_cast<int>(f.get("default_nodes_per_leaf").integer(1, 4096));
+      c.fabrics_.emplace(kind, s);
+    }
+  }
+
+  {
+    YamlField root = open_root(base / "datasets.yaml", {"datasets"});
+    for (auto& [name, f] : root.get("datasets").entries()) {
+      f.require_map({"description", "training_images"});
+      f.get("description").str();
+      c.datasets_.emplace(name, DatasetSpec{name, f.get("training_images").integer(1, std::int64_t(1) << 40)});
+      c.dataset_order_.push_back(name);
+    }
+  }
+
+  {
+    YamlField root = open_root(base / "skus.yaml", {"layouts", "skus"});
+    for (auto& [name, f] : root.get("layouts").entries()) {
+      f.require_map({"description", "sockets", "pcie_switches", "gpus", "nics", "nvlink_class", "nvlinks"});
+      NodeLayout l;
+      l.name = name;
+      l.description = f.get("description").str();
+      l.sockets = static_cast<int>(f.get("sockets").integer(1, 8));
+      std::set<std::string> parents;
+      for (int s = 0; s < l.sockets; ++s) parents.insert("cpu" + std::to_string(s));
+      auto check_parent = [&](const YamlField& field, const Attachment& a) {
+        if (!parents.count(a.parent)) {
+          field.get("parent").fail("unknown parent '" + a.parent + "'" +
+                                   suggestion_suffix(a.parent, {parents.begin(), parents.end()}));
+        }
+      };
+      if (auto sw = f.find("pcie_switches")) {
+        for (auto& item : sw->items()) {
+          item.require_map({"name", "parent", "link"});
+          PcieSwitchSpec s{item.get("name").str(), {item.get("parent").str(), require_link(item.get("link"), LinkKind::Pcie)}};
+          check_parent(item, s.uplink);
+          if (!parents.insert(s.name).second) item.get("name").fail("duplicate device name '" + s.name + "'");
+          l.pcie_switches.push_back(s);
+        }
+      }
+      for (auto& item : f.get("gpus").items()) {
+        Attachment a = parse_attachment(item);
+        require_link(item.get("link"), LinkKind::Pcie);
+        check_parent(item, a);
+        l.gpus.push_back(a);
+      }
+      if (l.gpus.empty()) f.get("gpus").fail("a layout needs at least one GPU");
+      YamlField nics = f.get("nics");
+      nics.require_map({"ethernet", "infiniband"});
+      if (auto e = nics.find("ethernet")) {
+        l.ethernet_nic = parse_attachment(*e);
+        require_link(e->get("link"), LinkKind::Pcie);
+        check_parent(*e, *l.ethernet_nic);
+      }
+      if (auto ib = nics.find("infiniband")) {
+        l.infiniband_nic = parse_attachment(*ib);
+        require_link(ib->get("link"), LinkKind::Pcie);
+        check_parent(*ib, *l.infiniband_nic);
+      }
+      if (auto nv = f.find("nvlinks")) {
+        for (auto& item : nv->items()) {
+          item.require_map({"gpus", "links"});
+          auto pair = item.get("gpus").items();
+          if (pair.size() != 2) item.get("gpus").fail("expected two GPU indices, e.g. [0, 1]");
+          const int n = static_cast<int>(l.gpus.size());
+          NvLinkSpec s{static_cast<int>(pair[0].integer(0, n - 1)), static_cast<int>(pair[1].integer(0, n - 1)),
+                       static_cast<int>(item.get("links").integer(1, 12))};
+          if (s.gpu_a == s.gpu_b) item.get("gpus").fail("an NVLink joins two different GPUs");
+          l.nvlinks.push_back(s);
+        }
+        if (!l.nvlinks.empty()) l.nvlink_class = require_link(f.get("nvlink_class"), LinkKind::NvLink);
+      }
+      c.layouts_.emplace(name, l);
+    }
+
+    for (auto& [name, f] : root.get("skus").entries()) {
+      f.require_map({"azure_name", "series", "quota_family", "gpu", "gpus", "vcpus", "memory", "local_ssd", "cpu",
+                     "layout", "socket_link", "memory_link", "ethernet", "infiniband"});
+      SkuSpec s;
+      s.name = name;
+      if (auto a = f.find("azure_name")) s.azure_name = a->str();        // absent: not an Azure size
+      s.series = f.get("series").str();
+      if (auto q = f.find("quota_family")) s.quota_family = q->str();   // absent: no Azure quota
+      if (s.azure_name.empty() != s.quota_family.empty())
+        f.fail("azure_name and quota_family go together (both for an Azure size, neither otherwise)");
+      s.gpu = f.get("gpu").str();
+      if (!c.gpus_.count(s.gpu)) f.get("gpu").fail("unknown GPU '" + s.gpu + "'" + suggestion_suffix(s.gpu, c.gpu_order_));
+      s.gpus = static_cast<int>(f.get("gpus").integer(1, 64));
+      s.vcpus = static_cast<int>(f.get("vcpus").integer(1, 4096));
+      s.memory_bytes = f.get("memory").positive_quantity(Quantity::Bytes);
+      s.local_ssd_bytes = f.get("local_ssd").nonnegative_quantity(Quantity::Bytes);
+      s.cpu = f.get("cpu").str();
+      s.layout = f.get("layout").str();
+      auto lit = c.layouts_.find(s.layout);
+      if (lit == c.layouts_.end())
+        f.get("layout").fail("unknown layout '" + s.layout + "'" + suggestion_suffix(s.layout, keys_of(c.layouts_)));
+      const NodeLayout& layout = lit->second;
+      if (static_cast<int>(layout.gpus.size()) != s.gpus)
+        f.get("gpus").fail("layout '" + s.layout + "' places " + std::to_string(layout.gpus.size()) + " GPUs, not " +
+                           std::to_string(s.gpus));
+      if (layout.sockets > 1) s.socket_link = require_link(f.get("socket_link"), LinkKind::SocketInterconnect);
+      else if (f.has("socket_link")) f.get("socket_link").fail("layout '" + s.layout + "' has one socket: no socket link");
+      s.memory_link = require_link(f.get("memory_link"), LinkKind::Memory);
+      YamlField eth = f.get("ethernet");
+      eth.require_map({"bandwidth", "link"});
+      s.ethernet_bandwidth = eth.get("bandwidth").positive_quantity(Quantity::Bandwidth);
+      s.ethernet_link = require_link(eth.get("link"), LinkKind::Ethernet);
+      if (!layout.ethernet_nic) f.get("layout").fail("layout '" + s.layout + "' has no Ethernet NIC");
+      if (auto ib = f.find("infiniband")) {
+        s.infiniband_link = require_link(*ib, LinkKind::InfiniBand);
+        if (!layout.infiniband_nic) ib->fail("layout '" + s.layout + "' has no InfiniBand NIC slot");
+      }
+      c.skus_.emplace(name, s);
+      c.sku_order_.push_back(name);
+    }
+  }
+
+  // Models: one file per model under models/, loaded in file-name order.
+  std::vector<fs::path> model_files;
+  if (fs::is_directory(base / "models"))
+    for (const auto& e : fs::directory_iterator(base / "models"))
+      if (e.path().extension() == ".yaml") model_files.push_back(e.path());
+  std::sort(model_files.begin(), model_files.end());
+  for (const auto& file : model_files) {
+    YamlField f = open_root(file, {"name", "display_name", "dataset", "input_shape", "dtype", "total_params", "tensors"});
+    ModelSpec m;
+    m.file = file.string();
+    m.name = f.get("name").str();
+    if (m.name != file.stem().string()) f.get("name").fail("model name must match its file name '" + file.stem().string() + "'");
+    m.display_name = f.get("display_name").str();
+    m.dataset = f.get("dataset").str();
+    if (!c.datasets_.count(m.dataset))
+      f.get("dataset").fail("unknown dataset '" + m.dataset + "'" + suggestion_suffix(m.dataset, c.dataset_order_));
+    for (auto& d : f.get("input_shape").items()) m.input_shape.push_back(static_cast<int>(d.integer(1, 1 << 16)));
+    if (m.input_shape.size() != 3) f.get("input_shape").fail("expected [channels, height, width]");
+    m.dtype = f.get("dtype").choice({"float32", "float16"});
+    m.total_params = f.get("total_params").integer(1, std::int64_t(1) << 50);
+    std::int64_t sum = 0;
+    for (auto& t : f.get("tensors").items()) {
+      auto parts = t.items();
+      if (parts.size() != 2) t.fail("expected [name, [dims...]]");
+      TensorSpec ts;
+      ts.name = parts[0].str();
+      ts.numel = 1;
+      for (auto& d : parts[1].items()) {
+        ts.shape.push_back(d.integer(1, std::int64_t(1) << 40));
+        ts.numel *= ts.shape.back();
+      }
+      if (ts.shape.empty()) parts[1].fail("a tensor needs at least one dimension");
+      sum += ts.numel;
+      m.tensors.push_back(std::move(ts));
+    }
+    if (m.tensors.empty()) f.get("tensors").fail("a model needs at least one tensor");
+    if (sum != m.total_params)
+      f.get("total_params").fail("the tensors sum to " + std::to_string(sum) + " parameters, not " +
+                                 std::to_string(m.total_params));
+    if (c.models_.count(m.name)) f.get("name").fail("duplicate model '" + m.name + "'");
+    c.model_order_.push_back(m.name);
+    c.models_.emplace(m.name, std::move(m));
+  }
+  if (c.skus_.empty()) throw InputError({(base / "skus.yaml").string(), 0, 0, ""}, "the catalog defines no SKU");
+  return c;
+}
+
+namespace {
+template <class Map>
+const typename Map::mapped_type& lookup(const Map& m, const std::string& name, const char* what,
+                                        const std::vector<std::string>& names) {
+  auto it = m.find(name);
+  if (it == m.end()) throw InputError({}, std::string("unknown ") + what + " '" + name + "'" + suggestion_suffix(name, names));
+  return it->second;
+}
+}  // namespace
+
+const GpuSpec& Catalog::gpu(const std::string& n) const { return lookup(gpus_, n, "GPU", gpu_order_); }
+const LinkClass& Catalog::link(const std::string& n) const { return lookup(links_, n, "link class", link_order_); }
+const FabricSpec& Catalog::fabric(FabricKind k) const { return fabrics_.at(k); }
+const SkuSpec& Catalog::sku(const std::string& n) const {
+  if (const SkuSpec* s = find_sku(n)) return *s;
+  return lookup(skus_, n, "SKU", sku_order_);
+}
+const NodeLayout& Catalog::layout(const std::string& n) const { return lookup(layouts_, n, "layout", keys_of(layouts_)); }
+const ModelSpec& Catalog::model(const std::string& n) const { return lookup(models_, n, "model", model_order_); }
+const DatasetSpec& Catalog::dataset(const std::string& n) const { return lookup(datasets_, n, "dataset", dataset_order_); }
+
+const SkuSpec* Catalog::find_sku(const std::string& name) const {
+  auto it = skus_.find(name);
+  if (it != skus_.end()) return &it->second;
+  for (const auto& [n, s] : skus_)
+    if (!s.azure_name.empty() && s.azure_name == name) return &s;
+  return nullptr;
+}
+
+const ModelSpec* Catalog::find_model(const std::string& name) const {
+  auto it = models_.find(name);
+  return it == models_.end() ? nullptr : &it->second;
+}
+
+}  // namespace ringsim

@@ -1,0 +1,153 @@
+// The hardware and model catalog: data loaded from topologies/*.yaml (every number there carries a
+// source comment). Nothing about specific hardware is written in code.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ringsim {
+
+enum class LinkKind { Pcie, NvLink, SocketInterconnect, Memory, Ethernet, InfiniBand };
+std::string_view to_string(LinkKind kind);
+
+enum class FabricKind { InfiniBand, Ethernet };
+std::string_view to_string(FabricKind kind);
+
+struct GpuSpec {
+  std::string name;  // e.g. "V100-PCIe-16GB"
+  std::string description;
+  double fp32_peak_flops = 0;
+  double memory_bandwidth = 0;  // bytes/s
+  double memory_bytes = 0;
+  int gpus_per_board = 1;  // K80/M60 boards carry two GPUs behind an on-board PCIe switch
+};
+
+struct LinkClass {
+  std::string name;  // e.g. "pcie3_x16"
+  LinkKind kind = LinkKind::Pcie;
+  std::string description;
+  double bandwidth = 0;  // bytes/s, per direction
+  double latency = 0;    // seconds, one way
+};
+
+struct FabricSpec {
+  FabricKind kind = FabricKind::InfiniBand;
+  std::string description;
+  double switch_latency = 0;  // seconds per switch traversal
+  int default_nodes_per_leaf = 0;
+};
+
+struct DatasetSpec {
+  std::string name;
+  std::int64_t training_images = 0;
+};
+
+// Where a device hangs in a node's PCIe/CPU tree. `parent` is "cpu<N>" or a PCIe switch name.
+struct Attachment {
+  std::string parent;
+  std::string link;  // link class name
+};
+
+struct PcieSwitchSpec {
+  std::string name;
+  Attachment uplink;
+};
+
+struct NvLinkSpec {
+  int gpu_a = 0;
+  int gpu_b = 0;
+  int links = 1;
+};
+
+struct NodeLayout {
+  std::string name;
+  std::string description;
+  int sockets = 1;
+  std::vector<PcieSwitchSpec> pcie_switches;
+  std::vector<Attachment> gpus;  // GPU index order
+  std::optional<Attachment> ethernet_nic;
+  std::optional<Attachment> infiniband_nic;
+  std::string nvlink_class;  // link class of one NVLink brick, when nvlinks is not empty
+  std::vector<NvLinkSpec> nvlinks;
+};
+
+struct SkuSpec {
+  std::string name;        // "NC24rs_v3"
+  std::string azure_name;  // "Standard_NC24rs_v3"
+  std::string series;      // "NCv3"
+  std::string quota_family;
+  std::string gpu;         // GpuSpec name
+  int gpus = 0;
+  int vcpus = 0;
+  double memory_bytes = 0;
+  double local_ssd_bytes = 0;
+  std::string cpu;
+  std::string layout;       // NodeLayout name
+  std::string socket_link;  // link class between sockets (when the layout has > 1)
+  std::string memory_link;  // link class CPU <-> its host memory
+  double ethernet_bandwidth = 0;      // bytes/s of the VM's Ethernet (per-size NIC speed)
+  std::string ethernet_link;          // link class for latency of the Ethernet NIC-to-switch hop
+  std::optional<std::string> infiniband_link;  // link class of the RDMA NIC; absent: no InfiniBand
+};
+
+struct TensorSpec {
+  std::string name;
+  std::vector<std::int64_t> shape;
+  std::int64_t numel = 0;
+};
+
+struct ModelSpec {
+  std::string name;
+  std::string display_name;
+  std::string dataset;
+  std::vector<int> input_shape;
+  std::string dtype;
+  std::int64_t total_params = 0;
+  std::vector<TensorSpec> tensors;  // registration (forward) order
+  std::string file;
+  double gradient_bytes() const;  // total_params x dtype size
+};
+
+class Catalog {
+ public:
+  // Loads every catalog file under `dir`; throws InputError with file:line:col on bad data.
+  static Catalog load(const std::string& dir);
+  // The directory used when none is given: $RINGSIM_CATALOG, else the install/source default.
+  static std::string default_dir();
+
+  const std::string& dir() const { return dir_; }
+  const GpuSpec& gpu(const std::string& name) const;
+  const LinkClass& link(const std::string& name) const;
+  const FabricSpec& fabric(FabricKind kind) const;
+  const SkuSpec& sku(const std::string& name) const;
+  const NodeLayout& layout(const std::string& name) const;
+  const ModelSpec& model(const std::string& name) const;
+  const DatasetSpec& dataset(const std::string& name) const;
+
+  // Accepts "NC24rs_v3" and "Standard_NC24rs_v3"; nullptr when unknown.
+  const SkuSpec* find_sku(const std::string& name) const;
+  const ModelSpec* find_model(const std::string& name) const;
+
+  // Names in catalog file order (models: file-name order).
+  std::vector<std::string> gpu_names() const { return gpu_order_; }
+  std::vector<std::string> link_names() const { return link_order_; }
+  std::vector<std::string> sku_names() const { return sku_order_; }
+  std::vector<std::string> model_names() const { return model_order_; }
+  std::vector<std::string> dataset_names() const { return dataset_order_; }
+
+ private:
+  std::string dir_;
+  std::map<std::string, GpuSpec> gpus_;
+  std::map<std::string, LinkClass> links_;
+  std::map<FabricKind, FabricSpec> fabrics_;
+  std::map<std::string, DatasetSpec> datasets_;
+  std::map<std::string, NodeLayout> layouts_;
+  std::map<std::string, SkuSpec> skus_;
+  std::map<std::string, ModelSpec> models_;
+  std::vector<std::string> gpu_order_, link_order_, sku_order_, model_order_, dataset_order_;
+};
+
+}  // namespace ringsim

@@ -1,0 +1,82 @@
+#include "load/input_error.h"
+
+#include <algorithm>
+#include <cctype>
+#include <numeric>
+
+namespace ringsim {
+
+std::string SourceLocation::str() const {
+  if (!origin.empty()) return origin;
+  std::string s = file.empty() ? std::string("<input>") : file;
+  if (line > 0) {
+    s.append(":").append(std::to_string(line));
+    if (column > 0) s.append(":").append(std::to_string(column));
+  }
+  return s;
+}
+
+InputError::InputError(SourceLocation where, std::string message)
+    : std::runtime_error(where.str() + ": error: " + message), where_(std::move(where)), message_(std::move(message)) {}
+
+namespace {
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
+  return out;
+}
+
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> prev(b.size() + 1), cur(b.size() + 1);
+  std::iota(prev.begin(), prev.end(), 0);
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      std::size_t sub = prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1);
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, sub});
+    }
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+std::string join_alternatives(const std::vector<std::string>& names, std::string_view last_sep) {
+  std::string s;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    if (i > 0) s += (i + 1 == names.size()) ? std::string(last_sep) : std::string(", ");
+    s += names[i];
+  }
+  return s;
+}
+
+}  // namespace
+
+std::vector<std::string> closest_names(std::string_view word, const std::vector<std::string>& candidates,
+                                       std::size_t max_results) {
+  const std::string w = lower(word);
+  const std::size_t limit = std::max<std::size_t>(2, w.size() / 3);
+  std::vector<std::pair<std::size_t, std::string>> scored;
+  for (const auto& c : candidates) {
+    const std::string lc = lower(c);
+    std::size_t d = edit_distance(w, lc);
+    bool prefix = w.size() >= 3 && (lc.rfind(w, 0) == 0 || w.rfind(lc, 0) == 0);
+    if (d <= limit || prefix) scored.emplace_back(prefix ? std::min<std::size_t>(d, 1) : d, c);
+  }
+  std::stable_sort(scored.begin(), scored.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<std::string> out;
+  for (const auto& [d, c] : scored) {
+    if (out.size() == max_results) break;
+    if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
+  }
+  return out;
+}
+
+std::string suggestion_suffix(std::string_view word, const std::vector<std::string>& candidates) {
+  auto close = closest_names(word, candidates);
+  if (!close.empty()) return "; did you mean " + join_alternatives(close, " or ") + "?";
+  if (!candidates.empty() && candidates.size() <= 12) return "; expected one of: " + join_alternatives(candidates, ", ");
+  return "";
+}
+
+}  // namespace ringsim

@@ -1,0 +1,250 @@
+#include "load/scenario.h"
+
+#include <cmath>
+#include <memory>
+#include <sstream>
+
+#include "load/units.h"
+#include "load/yaml_reader.h"
+
+namespace ringsim {
+
+std::string_view to_string(FabricTopology v) { return v == FabricTopology::Star ? "star" : "fat_tree"; }
+std::string_view to_string(Strategy v) {
+  switch (v) {
+    case Strategy::Ring: return "ring";
+    case Strategy::Hierarchical: return "hierarchical";
+    case Strategy::ParameterServer: return "parameter_server";
+  }
+  return "?";
+}
+std::string_view to_string(PsPlacement v) { return v == PsPlacement::Colocated ? "colocated" : "dedicated"; }
+std::string_view to_string(CommLibrary v) { return v == CommLibrary::Nccl ? "nccl" : "mpi"; }
+
+namespace {
+
+const std::vector<std::string> kTopKeys = {"name", "description", "cluster", "model", "training", "communication"};
+const std::vector<std::string> kClusterKeys = {"sku",   "nodes", "gpus_per_node", "fabric", "fabric_topology",
+                                               "nodes_per_leaf", "oversubscription"};
+const std::vector<std::string> kModelKeys = {"name", "batch_per_gpu", "images_per_sec_single_gpu"};
+const std::vector<std::string> kTrainingKeys = {"epochs", "dataset_images"};
+const std::vector<std::string> kCommKeys = {"strategy",        "parameter_servers", "parameter_server_placement",
+                                            "fusion_threshold", "cycle_time",        "library"};
+
+const std::vector<std::pair<std::string, const std::vector<std::string>*>> kSections = {
+    {"cluster", &kClusterKeys}, {"model", &kModelKeys}, {"training", &kTrainingKeys}, {"communication", &kCommKeys}};
+
+// Largest cluster accepted: far beyond any Azure quota, small enough that later stages can size their work.
+constexpr std::int64_t kMaxNodes = 65536;
+
+void apply_override(YamlDocument& doc, const Override& o) {
+  SourceLocation where{doc.file, 0, 0, o.text};
+  const auto dot = o.path.find('.');
+  std::vector<std::string> all = scenario_keys();
+  auto unknown = [&]() {
+    throw InputError(where, "unknown key '" + o.path + "'" + suggestion_suffix(o.path, all));
+  };
+  YAML::Node value;
+  try {
+    value = YAML::Load(o.value);
+  } catch (const YAML::ParserException& e) {
+    throw InputError(where, o.path + ": value is not valid YAML: " + e.msg);
+  }
+  if (!doc.root.IsDefined() || doc.root.IsNull()) doc.root = YAML::Node(YAML::NodeType::Map);
+  if (!doc.root.IsMap()) return;  // the loader reports the malformed document itself
+  if (dot == std::string::npos) {
+    if (o.path != "name" && o.path != "description") unknown();
+    doc.root[o.path] = value;
+  } else {
+    const std::string section = o.path.substr(0, dot), key = o.path.substr(dot + 1);
+    bool known = false;
+    for (const auto& [s, keys] : kSections)
+      if (s == section && std::find(keys->begin(), keys->end(), key) != keys->end()) known = true;
+    if (!known) unknown();
+    YAML::Node sec = doc.root[section];
+    if (!sec.IsDefined() || sec.IsNull()) {
+      doc.root[section] = YAML::Node(YAML::NodeType::Map);
+      sec = doc.root[section];
+    }
+    if (!sec.IsMap()) throw InputError(where, section + ": cannot set '" + key + "' because '" + section + "' is not a mapping");
+    sec[key] = value;
+  }
+  doc.overrides[o.path] = o.text;
+}
+
+Scenario parse(std::shared_ptr<YamlDocument> doc, const Catalog& catalog, const std::vector<Override>& overrides) {
+  for (const auto& o : overrides) apply_override(*doc, o);
+  YamlField root = YamlField::root(doc);
+  if (!root.node().IsDefined() || root.node().IsNull()) root.fail("the scenario is empty; expected the sections cluster, model, training, communication");
+  root.require_map(kTopKeys);
+
+  Scenario s;
+  s.file = doc->file;
+  if (auto f = root.find("name")) s.name = f->str();
+  if (auto f = root.find("description")) s.description = f->str();
+
+  // cluster
+  YamlField cl = root.get("cluster");
+  cl.require_map(kClusterKeys);
+  YamlField sku_field = cl.get("sku");
+  const std::string sku_name = sku_field.str();
+  const SkuSpec* sku = catalog.find_sku(sku_name);
+  if (!sku) sku_field.fail("unknown SKU '" + sku_name + "'" + suggestion_suffix(sku_name, catalog.sku_names()));
+  s.cluster.sku = sku->name;
+  s.cluster.nodes = static_cast<int>(cl.get("nodes").integer(1, kMaxNodes));
+  if (auto f = cl.find("gpus_per_node")) {
+    const auto n = f->integer(1, 1 << 20);
+    if (n > sku->gpus)
+      f->fail("the scenario places " + std::to_string(n) + " processes per node but " + sku->name + " has only " +
+              std::to_string(sku->gpus) + " GPU" + (sku->gpus == 1 ? "" : "s"));
+    s.cluster.gpus_per_node = static_cast<int>(n);
+  } else {
+    s.cluster.gpus_per_node = sku->gpus;
+  }
+  if (auto f = cl.find("fabric")) {
+    s.cluster.fabric = f->choice({"infiniband", "ethernet"}) == "infiniband" ? FabricKind::InfiniBand : FabricKind::Ethernet;
+    if (s.cluster.fabric == FabricKind::InfiniBand && !sku->infiniband_link) {
+      std::vector<std::string> rdma;
+      for (const auto& n : catalog.sku_names())
+        if (catalog.sku(n).infiniband_link && catalog.sku(n).series == sku->series) rdma.push_back(n);
+      f->fail(sku->name + " has no InfiniBand (RDMA) NIC; use fabric: ethernet" +
+              (rdma.empty() ? std::string() : " or an RDMA size of its series: " + rdma.front()));
+    }
+  } else {
+    s.cluster.fabric = sku->infiniband_link ? FabricKind::InfiniBand : FabricKind::Ethernet;
+  }
+  if (auto f = cl.find("fabric_topology"))
+    s.cluster.fabric_topology = f->choice({"star", "fat_tree"}) == "star" ? FabricTopology::Star : FabricTopology::FatTree;
+  const FabricSpec& fabric = catalog.fabric(s.cluster.fabric);
+  if (s.cluster.fabric_topology == FabricTopology::FatTree) {
+    s.cluster.nodes_per_leaf = fabric.default_nodes_per_leaf;
+    if (auto f = cl.find("nodes_per_leaf")) s.cluster.nodes_per_leaf = static_cast<int>(f->integer(1, 4096));
+    if (auto f = cl.find("oversubscription")) s.cluster.oversubscription = f->number(1, 64);
+  } else {
+    for (const char* k : {"nodes_per_leaf", "oversubscription"})
+      if (auto f = cl.find(k)) f->fail(std::string(k) + " applies only to fabric_topology: fat_tree");
+  }
+
+  // model
+  YamlField mo = root.get("model");
+  mo.require_map(kModelKeys);
+  YamlField model_field = mo.get("name");
+  const std::string model_name = model_field.str();
+  const ModelSpec* model = catalog.find_model(model_name);
+  if (!model) model_field.fail("unknown model '" + model_name + "'" + suggestion_suffix(model_name, catalog.model_names()));
+  s.model.name = model->name;
+  s.model.batch_per_gpu = static_cast<int>(mo.get("batch_per_gpu").integer(1, 1 << 20));
+  if (auto f = mo.find("images_per_sec_single_gpu")) s.model.images_per_sec_single_gpu = f->positive_number();
+
+  // training
+  YamlField tr = root.get("training");
+  tr.require_map(kTrainingKeys);
+  s.training.epochs = static_cast<int>(tr.get("epochs").integer(1, 100000));
+  if (auto f = tr.find("dataset_images")) s.training.dataset_images = f->integer(1, std::int64_t(1) << 40);
+  else s.training.dataset_images = catalog.dataset(model->dataset).training_images;
+
+  // communication (the whole section may be omitted: Horovod's defaults)
+  if (auto co = root.find("communication")) {
+    co->require_map(kCommKeys);
+    if (auto f = co->find("strategy")) {
+      const std::string v = f->choice({"ring", "hierarchical", "parameter_server"});
+      s.communication.strategy = v == "ring" ? Strategy::Ring : v == "hierarchical" ? Strategy::Hierarchical : Strategy::ParameterServer;
+    }
+    const bool ps = s.communication.strategy == Strategy::ParameterServer;
+    if (auto f = co->find("parameter_servers")) {
+      if (!ps) f->fail("applies only to strategy: parameter_server");
+      s.communication.parameter_servers = static_cast<int>(f->integer(1, 1 << 20));
+    }
+    if (auto f = co->find("parameter_server_placement")) {
+      if (!ps) f->fail("applies only to strategy: parameter_server");
+      s.communication.ps_placement = f->choice({"colocated", "dedicated"}) == "colocated" ? PsPlacement::Colocated : PsPlacement::Dedicated;
+    }
+    if (auto f = co->find("fusion_threshold")) s.communication.fusion_threshold_bytes = f->nonnegative_quantity(Quantity::Bytes);
+    if (auto f = co->find("cycle_time")) s.communication.cycle_time_s = f->nonnegative_quantity(Quantity::Time);
+    if (auto f = co->find("library")) s.communication.library = f->choice({"nccl", "mpi"}) == "nccl" ? CommLibrary::Nccl : CommLibrary::Mpi;
+    if (ps && s.communication.parameter_servers == 0) s.communication.parameter_servers = 1;
+    if (ps && s.communication.ps_placement == PsPlacement::Colocated &&
+        s.communication.parameter_servers > s.cluster.nodes) {
+      co->get("parameter_servers").fail("colocated parameter servers run one per node at most: " +
+                                        std::to_string(s.communication.parameter_servers) + " servers on " +
+                                        std::to_string(s.cluster.nodes) + " node(s)");
+    }
+    if (s.communication.strategy == Strategy::Hierarchical && s.cluster.gpus_per_node == 1 && s.cluster.nodes > 1) {
+      // Valid (it degenerates to a ring among nodes); nothing to reject.
+    }
+  }
+  return s;
+}
+
+}  // namespace
+
+const std::vector<std::string>& scenario_keys() {
+  static const std::vector<std::string> keys = [] {
+    std::vector<std::string> k = {"name", "description"};
+    for (const auto& [section, names] : kSections)
+      for (const auto& n : *names) k.push_back(section + "." + n);
+    return k;
+  }();
+  return keys;
+}
+
+Override parse_override(const std::string& arg) {
+  const auto eq = arg.find('=');
+  SourceLocation where{"", 0, 0, "--set " + arg};
+  if (eq == std::string::npos || eq == 0)
+    throw InputError(where, "expected KEY=VALUE, e.g. --set cluster.nodes=8");
+  Override o{arg.substr(0, eq), arg.substr(eq + 1), "--set " + arg};
+  if (o.value.empty()) throw InputError(where, o.path + ": the value after '=' is empty");
+  return o;
+}
+
+Scenario load_scenario(const std::string& path, const Catalog& catalog, const std::vector<Override>& overrides) {
+  return parse(std::make_shared<YamlDocument>(YamlDocument::load_file(path)), catalog, overrides);
+}
+
+Scenario load_scenario_text(const std::string& text, const std::string& name, const Catalog& catalog,
+                            const std::vector<Override>& overrides) {
+  return parse(std::make_shared<YamlDocument>(YamlDocument::load_string(text, name)), catalog, overrides);
+}
+
+std::string to_yaml(const Scenario& s) {
+  YAML::Emitter out;
+  out << YAML::BeginMap;
+  if (!s.name.empty()) out << YAML::Key << "name" << YAML::Value << s.name;
+  if (!s.description.empty()) out << YAML::Key << "description" << YAML::Value << s.description;
+  out << YAML::Key << "cluster" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "sku" << YAML::Value << s.cluster.sku;
+  out << YAML::Key << "nodes" << YAML::Value << s.cluster.nodes;
+  out << YAML::Key << "gpus_per_node" << YAML::Value << s.cluster.gpus_per_node;
+  out << YAML::Key << "fabric" << YAML::Value << std::string(to_string(s.cluster.fabric));
+  out << YAML::Key << "fabric_topology" << YAML::Value << std::string(to_string(s.cluster.fabric_topology));
+  if (s.cluster.fabric_topology == FabricTopology::FatTree) {
+    out << YAML::Key << "nodes_per_leaf" << YAML::Value << s.cluster.nodes_per_leaf;
+    out << YAML::Key << "oversubscription" << YAML::Value << s.cluster.oversubscription;
+  }
+  out << YAML::EndMap;
+  out << YAML::Key << "model" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "name" << YAML::Value << s.model.name;
+  out << YAML::Key << "batch_per_gpu" << YAML::Value << s.model.batch_per_gpu;
+  if (s.model.images_per_sec_single_gpu)
+    out << YAML::Key << "images_per_sec_single_gpu" << YAML::Value << *s.model.images_per_sec_single_gpu;
+  out << YAML::EndMap;
+  out << YAML::Key << "training" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "epochs" << YAML::Value << s.training.epochs;
+  out << YAML::Key << "dataset_images" << YAML::Value << s.training.dataset_images;
+  out << YAML::EndMap;
+  out << YAML::Key << "communication" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "strategy" << YAML::Value << std::string(to_string(s.communication.strategy));
+  if (s.communication.strategy == Strategy::ParameterServer) {
+    out << YAML::Key << "parameter_servers" << YAML::Value << s.communication.parameter_servers;
+    out << YAML::Key << "parameter_server_placement" << YAML::Value << std::string(to_string(s.communication.ps_placement));
+  }
+  out << YAML::Key << "fusion_threshold" << YAML::Value << format_bytes(s.communication.fusion_threshold_bytes);
+  out << YAML::Key << "cycle_time" << YAML::Value << format_time(s.communication.cycle_time_s);
+  out << YAML::Key << "library" << YAML::Value << std::string(to_string(s.communication.library));
+  out << YAML::EndMap;
+  out << YAML::EndMap;
+  return std::string(out.c_str()) + "\n";
+}
+
+}  // namespace ringsim

@@ -1,0 +1,85 @@
+// A what-if scenario (scenarios/*.yaml): cluster, model, training, communication. Every key, its unit
+// and its default is documented in scenarios/README.md; `ringsim check` prints the resolved values.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "load/catalog.h"
+
+namespace ringsim {
+
+enum class FabricTopology { Star, FatTree };
+enum class Strategy { Ring, Hierarchical, ParameterServer };
+enum class PsPlacement { Colocated, Dedicated };
+enum class CommLibrary { Nccl, Mpi };
+
+std::string_view to_string(FabricTopology v);
+std::string_view to_string(Strategy v);
+std::string_view to_string(PsPlacement v);
+std::string_view to_string(CommLibrary v);
+
+struct ClusterConfig {
+  std::string sku;  // catalog SKU name (canonical, e.g. "NC24rs_v3")
+  int nodes = 1;
+  int gpus_per_node = 0;  // processes per node, one GPU each
+  FabricKind fabric = FabricKind::InfiniBand;
+  FabricTopology fabric_topology = FabricTopology::Star;
+  int nodes_per_leaf = 0;        // fat_tree only
+  double oversubscription = 1;   // fat_tree only: leaf downlink : uplink bandwidth
+  int total_gpus() const { return nodes * gpus_per_node; }
+};
+
+struct ModelConfig {
+  std::string name;
+  int batch_per_gpu = 0;
+  std::optional<double> images_per_sec_single_gpu;
+};
+
+struct TrainingConfig {
+  int epochs = 1;
+  std::int64_t dataset_images = 0;
+};
+
+struct CommunicationConfig {
+  Strategy strategy = Strategy::Ring;
+  int parameter_servers = 0;  // parameter_server only
+  PsPlacement ps_placement = PsPlacement::Colocated;
+  double fusion_threshold_bytes = 64.0 * 1024 * 1024;  // 0 disables fusion
+  double cycle_time_s = 5e-3;
+  CommLibrary library = CommLibrary::Nccl;
+};
+
+struct Scenario {
+  std::string file;
+  std::string name;
+  std::string description;
+  ClusterConfig cluster;
+  ModelConfig model;
+  TrainingConfig training;
+  CommunicationConfig communication;
+};
+
+// "--set key.path=value" as given on the command line.
+struct Override {
+  std::string path;
+  std::string value;
+  std::string text;  // the original argument, for error messages
+};
+Override parse_override(const std::string& arg);  // throws InputError naming the argument
+
+// Loads, applies overrides, validates against the catalog. Throws InputError (file:line:col or the
+// --set argument) on the first problem.
+Scenario load_scenario(const std::string& path, const Catalog& catalog, const std::vector<Override>& overrides = {});
+Scenario load_scenario_text(const std::string& text, const std::string& name, const Catalog& catalog,
+                            const std::vector<Override>& overrides = {});
+
+// The resolved scenario as YAML text (every key, defaults filled in), in the documented key order.
+std::string to_yaml(const Scenario& s);
+
+// All valid scenario keys as dotted paths ("cluster.nodes", ...), for docs and suggestions.
+const std::vector<std::string>& scenario_keys();
+
+}  // namespace ringsim

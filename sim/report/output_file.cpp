@@ -1,0 +1,36 @@
+#include "report/output_file.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+#include <unistd.h>
+
+namespace ringsim {
+
+void write_file_atomically(const std::string& path, const std::string& content) {
+  namespace fs = std::filesystem;
+  const fs::path target(path);
+  const fs::path tmp = target.parent_path() / ("." + target.filename().string() + ".tmp" + std::to_string(::getpid()));
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw std::runtime_error("cannot write '" + path + "': " + std::strerror(errno));
+    out << content;
+    out.flush();
+    if (!out) {
+      std::error_code ec;
+      fs::remove(tmp, ec);
+      throw std::runtime_error("writing '" + path + "' failed");
+    }
+  }
+  std::error_code ec;
+  fs::rename(tmp, target, ec);
+  if (ec) {
+    fs::remove(tmp, ec);
+    throw std::runtime_error("cannot write '" + path + "': " + ec.message());
+  }
+}
+
+}  // namespace ringsim
