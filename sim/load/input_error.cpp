@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 #include <numeric>
+#include <tuple>
+#include <cstdlib>
 
 namespace ringsim {
 
@@ -56,18 +58,30 @@ std::vector<std::string> closest_names(std::string_view word, const std::vector<
                                        std::size_t max_results) {
   const std::string w = lower(word);
   const std::size_t limit = std::max<std::size_t>(2, w.size() / 3);
-  std::vector<std::pair<std::size_t, std::string>> scored;
+  struct Scored {
+    std::size_t distance;
+    int tie;  // for equal lengths: how far apart the differing characters are ('v4' is nearer 'v3' than 'v2')
+    std::string name;
+  };
+  std::vector<Scored> scored;
   for (const auto& c : candidates) {
     const std::string lc = lower(c);
-    std::size_t d = edit_distance(w, lc);
-    bool prefix = w.size() >= 3 && (lc.rfind(w, 0) == 0 || w.rfind(lc, 0) == 0);
-    if (d <= limit || prefix) scored.emplace_back(prefix ? std::min<std::size_t>(d, 1) : d, c);
+    const std::size_t d = edit_distance(w, lc);
+    const bool prefix = w.size() >= 3 && (lc.rfind(w, 0) == 0 || w.rfind(lc, 0) == 0);
+    if (d > limit && !prefix) continue;
+    int tie = 1 << 20;
+    if (lc.size() == w.size()) {
+      tie = 0;
+      for (std::size_t i = 0; i < w.size(); ++i) tie += std::abs(int(w[i]) - int(lc[i]));
+    }
+    scored.push_back({d, tie, c});
   }
-  std::stable_sort(scored.begin(), scored.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::stable_sort(scored.begin(), scored.end(),
+                   [](const Scored& a, const Scored& b) { return std::tie(a.distance, a.tie) < std::tie(b.distance, b.tie); });
   std::vector<std::string> out;
-  for (const auto& [d, c] : scored) {
-    if (out.size() == max_results) break;
-    if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
+  for (const auto& s : scored) {
+    if (out.size() == max_results || s.distance > scored.front().distance) break;  // only the closest ones
+    out.push_back(s.name);
   }
   return out;
 }

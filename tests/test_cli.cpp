@@ -1,0 +1,106 @@
+// The `ringsim` program as a user runs it: output, exit status, and no partial files on errors.
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include <catch2/catch.hpp>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Run {
+  int status = -1;
+  std::string output;  // stdout and stderr
+};
+
+Run ringsim(const std::string& args) {
+  const std::string cmd = std::string(RINGSIM_TEST_BINARY) + " --catalog " + RINGSIM_TEST_CATALOG + " " + args + " 2>&1";
+  Run r;
+  FILE* p = ::popen(cmd.c_str(), "r");
+  REQUIRE(p != nullptr);
+  std::array<char, 4096> buf{};
+  std::size_t n = 0;
+  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) r.output.append(buf.data(), n);
+  const int st = ::pclose(p);
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+const std::string kScenarios = RINGSIM_TEST_SCENARIOS;
+
+}  // namespace
+
+TEST_CASE("cli: ringsim catalog lists SKUs, GPUs, models and link classes", "[cli]") {
+  const Run r = ringsim("catalog");
+  CHECK(r.status == 0);
+  for (const char* s : {"NC24rs_v3", "ND40rs_v2", "monk", "V100-SXM2-32GB", "ResNet-50", "cifar10_keras_cnn", "nvlink2", "ib_edr",
+                        "Standard NCSv3 Family vCPUs"})
+    CHECK_THAT(r.output, Catch::Contains(s));
+  CHECK(ringsim("catalog models").output.find("NC24rs_v3") == std::string::npos);
+  CHECK(ringsim("catalog nonsense").status != 0);
+}
+
+TEST_CASE("cli: ringsim topo prints the matrix, bandwidths, latencies and legend", "[cli]") {
+  const Run r = ringsim("topo NC24rs_v3 --nodes 2");
+  CHECK(r.status == 0);
+  for (const char* s : {"Connection", "n0.GPU0", "PHB", "SYS", "NET", "Bottleneck bandwidth", "Latency (us", "Legend:", "6.82"})
+    CHECK_THAT(r.output, Catch::Contains(s));
+  CHECK_THAT(ringsim("topo Standard_ND40rs_v2").output, Catch::Contains("NV2"));
+  CHECK_THAT(ringsim("topo NC12").output, Catch::Contains("PIX"));
+  const Run tree = ringsim("topo NC24rs_v3 --nodes 40 --fabric-topology fat_tree --oversubscription 2");
+  CHECK(tree.status == 0);
+  CHECK_THAT(tree.output, Catch::Contains("3 leaves x 9 spines"));
+  CHECK_THAT(tree.output, Catch::Contains("showing nodes 0-1 of 40"));
+}
+
+TEST_CASE("cli: ringsim topo writes Graphviz and SimGrid files, deterministically", "[cli]") {
+  const fs::path dir = fs::temp_directory_path() / "ringsim_cli_test";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string dot = (dir / "a.dot").string(), xml1 = (dir / "a.xml").string(), xml2 = (dir / "b.xml").string();
+  CHECK(ringsim("topo NC24rs_v3 --nodes 2 --dot " + dot + " --platform-xml " + xml1).status == 0);
+  CHECK(ringsim("topo NC24rs_v3 --nodes 2 --platform-xml " + xml2).status == 0);
+  CHECK_THAT(slurp(dot), Catch::StartsWith("graph ringsim {"));
+  CHECK_THAT(slurp(xml1), Catch::StartsWith("<?xml"));
+  CHECK(slurp(xml1) == slurp(xml2));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("cli: errors exit non-zero, name the problem and leave no output file", "[cli]") {
+  const fs::path dir = fs::temp_directory_path() / "ringsim_cli_err";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const Run unknown = ringsim("topo NC24rs_v4");
+  CHECK(unknown.status == 2);
+  CHECK_THAT(unknown.output, Catch::Contains("ringsim topo: error: unknown SKU 'NC24rs_v4'; did you mean NC24rs_v3 or NC24rs_v2?"));
+  const Run no_ib = ringsim("topo NC24s_v3 --nodes 2 --fabric infiniband --dot " + (dir / "x.dot").string());
+  CHECK(no_ib.status == 2);
+  CHECK_THAT(no_ib.output, Catch::Contains("has no InfiniBand"));
+  CHECK(fs::is_empty(dir));
+  const Run bad_set = ringsim("check " + kScenarios + "/resnet50_imagenet_8x_nc24rs_v3.yaml --set cluster.nodes=0");
+  CHECK(bad_set.status == 2);
+  CHECK_THAT(bad_set.output, Catch::Contains("--set cluster.nodes=0: error: cluster.nodes: must be between 1 and 65536, got 0"));
+  const Run missing = ringsim("check " + (dir / "missing.yaml").string());
+  CHECK(missing.status == 2);
+  CHECK_THAT(missing.output, Catch::Contains("missing.yaml: error: cannot open file"));
+  CHECK(ringsim("topo").status != 0);  // the SKU argument is required
+  fs::remove_all(dir);
+}
+
+TEST_CASE("cli: ringsim check prints the resolved scenario", "[cli]") {
+  const Run r = ringsim("check " + kScenarios + "/landolakes_cifar10_2x_nc24rs_v3.yaml --set training.epochs=7");
+  CHECK(r.status == 0);
+  CHECK_THAT(r.output, Catch::Contains("valid"));
+  CHECK_THAT(r.output, Catch::Contains("epochs: 7"));
+  CHECK_THAT(r.output, Catch::Contains("library: mpi"));
+  CHECK_THAT(r.output, Catch::Contains("8 GPUs (2 x NC24rs_v3"));
+}

@@ -1,0 +1,134 @@
+#include "graph/routing.h"
+#include "test_support.h"
+
+using namespace ringsim;
+
+namespace {
+
+Topology build(const std::string& sku, int nodes, FabricKind fabric = FabricKind::InfiniBand,
+               FabricTopology shape = FabricTopology::Star, int per_leaf = 0, double oversub = 1) {
+  return Topology::build(test::catalog(), ClusterShape{sku, nodes, fabric, shape, per_leaf, oversub});
+}
+
+std::vector<std::string> path_names(const Topology& t, const Route& r) {
+  std::vector<std::string> names{t.device(r.src).name};
+  for (EdgeId e : r.edges) names.push_back(t.device(boost::target(e, t.graph())).name);
+  return names;
+}
+
+}  // namespace
+
+TEST_CASE("routing: two V100s on one NC24rs_v3 meet at the expected PCIe level", "[routing]") {
+  const Topology t = build("NC24rs_v3", 1);
+  const Router router(t);
+  const Route same_socket = router.route(t.gpu(0, 0), t.gpu(0, 1));
+  CHECK(same_socket.kind == ConnectionKind::Phb);
+  CHECK(path_names(t, same_socket) == std::vector<std::string>{"n0.gpu0", "n0.cpu0", "n0.gpu1"});
+  CHECK(same_socket.bottleneck_bandwidth == Approx(15.75e9));
+  CHECK(same_socket.latency == Approx(1.0e-6));
+
+  const Route cross_socket = router.route(t.gpu(0, 0), t.gpu(0, 3));
+  CHECK(cross_socket.kind == ConnectionKind::Sys);
+  CHECK(path_names(t, cross_socket) == std::vector<std::string>{"n0.gpu0", "n0.cpu0", "n0.cpu1", "n0.gpu3"});
+  CHECK(cross_socket.latency == Approx(1.1e-6));
+  CHECK(boost::num_vertices(t.graph()) == 10);  // 2 cpu, 2 mem, 4 gpu, eth0, ib0; no switch on one node
+}
+
+TEST_CASE("routing: K80 pairs share the board's PCIe switch", "[routing]") {
+  const Topology t = build("NC24", 1, FabricKind::Ethernet);
+  const Router router(t);
+  const Route board = router.route(t.gpu(0, 0), t.gpu(0, 1));
+  CHECK(board.kind == ConnectionKind::Pix);
+  CHECK(path_names(t, board) == std::vector<std::string>{"n0.gpu0", "n0.k80sw0", "n0.gpu1"});
+  const Route across = router.route(t.gpu(0, 1), t.gpu(0, 2));
+  CHECK(across.kind == ConnectionKind::Sys);
+  CHECK(path_names(t, across) ==
+        std::vector<std::string>{"n0.gpu1", "n0.k80sw0", "n0.cpu0", "n0.cpu1", "n0.k80sw1", "n0.gpu2"});
+}
+
+TEST_CASE("routing: GPUs on two nodes cross the InfiniBand NICs", "[routing]") {
+  const Topology t = build("NC24rs_v3", 2);
+  const Router router(t);
+  const Route r = router.route(t.gpu(0, 2), t.gpu(1, 1));
+  CHECK(r.kind == ConnectionKind::Net);
+  CHECK(path_names(t, r) ==
+        std::vector<std::string>{"n0.gpu2", "n0.cpu1", "n0.cpu0", "n0.ib0", "switch0", "n1.ib0", "n1.cpu0", "n1.gpu1"});
+  const Catalog& c = test::catalog();
+  CHECK(r.bottleneck_bandwidth == Approx(c.link("ib_fdr").bandwidth));
+  // gpu2-cpu1, cpu0-ib0, ib0-cpu0, cpu0-gpu1: four PCIe hops; one QPI hop; two IB hops and one switch.
+  const double expected_latency = 4 * c.link("pcie3_x16").latency + c.link("qpi_2x9.6GTs").latency +
+                                  2 * c.link("ib_fdr").latency + c.fabric(FabricKind::InfiniBand).switch_latency;
+  CHECK(r.latency == Approx(expected_latency));
+}
+
+TEST_CASE("routing: Ethernet fabric uses the Ethernet NIC at the size's speed", "[routing]") {
+  const Topology t = build("NC24s_v3", 2, FabricKind::Ethernet);
+  const Router router(t);
+  const Route r = router.route(t.gpu(0, 0), t.gpu(1, 0));
+  CHECK(r.kind == ConnectionKind::Net);
+  CHECK(path_names(t, r)[2] == "n0.eth0");
+  CHECK(r.bottleneck_bandwidth == Approx(test::catalog().sku("NC24s_v3").ethernet_bandwidth));
+  CHECK_THROWS_AS(build("NC24s_v3", 2, FabricKind::InfiniBand), InputError);
+}
+
+TEST_CASE("routing: NVLink pairs on ND40rs_v2, PCIe where no NVLink exists", "[routing]") {
+  const Topology t = build("ND40rs_v2", 1);
+  const Router router(t);
+  const Route nv2 = router.route(t.gpu(0, 0), t.gpu(0, 3));
+  CHECK(nv2.label() == "NV2");
+  CHECK(nv2.bottleneck_bandwidth == Approx(50e9));
+  CHECK(router.route(t.gpu(0, 0), t.gpu(0, 1)).label() == "NV1");
+  const Route sys = router.route(t.gpu(0, 0), t.gpu(0, 5));
+  CHECK(sys.kind == ConnectionKind::Sys);  // never routed through another GPU
+  for (EdgeId e : sys.edges) {
+    const VertexId via = boost::target(e, t.graph());
+    CHECK((via == sys.dst || t.device(via).kind != DeviceKind::Gpu));
+  }
+}
+
+TEST_CASE("routing: GPU to host memory and host to host", "[routing]") {
+  const Topology t = build("NC24rs_v3", 2);
+  const Router router(t);
+  const Route to_remote_socket_memory = router.route(t.gpu(0, 3), t.host_memory(0, 0));
+  CHECK(to_remote_socket_memory.kind == ConnectionKind::Sys);
+  CHECK(path_names(t, to_remote_socket_memory) == std::vector<std::string>{"n0.gpu3", "n0.cpu1", "n0.cpu0", "n0.mem0"});
+  CHECK(to_remote_socket_memory.bottleneck_bandwidth == Approx(15.75e9));
+  const Route host_to_host = router.route(t.host_memory(0, 0), t.host_memory(1, 0));
+  CHECK(host_to_host.kind == ConnectionKind::Net);
+  CHECK(path_names(t, host_to_host).size() == 7);  // mem0 cpu0 ib0 switch0 ib0 cpu0 mem0
+}
+
+TEST_CASE("routing: two-level fat tree with D-mod-k spine choice and oversubscription", "[routing]") {
+  const Topology t = build("NC24rs_v3", 40, FabricKind::InfiniBand, FabricTopology::FatTree, 18, 2);
+  CHECK(t.leaves() == 3);
+  CHECK(t.spines() == 9);
+  const Router router(t);
+  const Route same_leaf = router.route(t.gpu(0, 0), t.gpu(17, 0));
+  CHECK(path_names(t, same_leaf) ==
+        std::vector<std::string>{"n0.gpu0", "n0.cpu0", "n0.ib0", "leaf0", "n17.ib0", "n17.cpu0", "n17.gpu0"});
+  const Route cross = router.route(t.gpu(0, 0), t.gpu(20, 0));  // node 20 on leaf1, spine 20 mod 9 = 2
+  const auto names = path_names(t, cross);
+  CHECK(names == std::vector<std::string>{"n0.gpu0", "n0.cpu0", "n0.ib0", "leaf0", "spine2", "leaf1", "n20.ib0",
+                                          "n20.cpu0", "n20.gpu0"});
+  // 18 nodes x FDR down, 9 uplinks carrying half of it: each uplink = 18 * B / 2 / 9 = B.
+  const double fdr = test::catalog().link("ib_fdr").bandwidth;
+  for (EdgeId e : cross.edges)
+    if (t.link(e).link_class == "fabric:ib_fdr") CHECK(t.link(e).bandwidth == Approx(fdr));
+  const Topology t4 = build("NC24rs_v3", 40, FabricKind::InfiniBand, FabricTopology::FatTree, 18, 4);
+  CHECK(t4.spines() == 5);  // ceil(18 / 4)
+}
+
+TEST_CASE("routing: every link is two directed edges with one physical id", "[routing]") {
+  const Topology t = build("ND40rs_v2", 3);
+  const auto& g = t.graph();
+  std::map<int, int> count;
+  for (auto e : boost::make_iterator_range(boost::edges(g))) {
+    ++count[g[e].physical_id];
+    auto [back, found] = boost::edge(boost::target(e, g), boost::source(e, g), g);
+    REQUIRE(found);
+    CHECK(g[back].physical_id == g[e].physical_id);
+    CHECK(g[back].bandwidth == g[e].bandwidth);
+  }
+  for (const auto& [id, n] : count) CHECK(n == 2);
+  CHECK(t.gpus().size() == 24);
+}

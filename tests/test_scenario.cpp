@@ -1,0 +1,81 @@
+#include <filesystem>
+
+#include "load/scenario.h"
+#include "test_support.h"
+
+using namespace ringsim;
+
+TEST_CASE("scenario: every bundled scenario loads", "[scenario]") {
+  int n = 0;
+  for (const auto& e : std::filesystem::directory_iterator(RINGSIM_TEST_SCENARIOS)) {
+    if (e.path().extension() != ".yaml") continue;
+    INFO(e.path());
+    const Scenario s = load_scenario(e.path().string(), test::catalog());
+    CHECK(s.cluster.total_gpus() >= 1);
+    ++n;
+  }
+  CHECK(n >= 4);
+}
+
+TEST_CASE("scenario: the seed set-ups are expressible", "[scenario]") {
+  const std::string dir = RINGSIM_TEST_SCENARIOS;
+  const Scenario lol = load_scenario(dir + "/landolakes_cifar10_2x_nc24rs_v3.yaml", test::catalog());
+  CHECK(lol.cluster.total_gpus() == 8);
+  CHECK(lol.cluster.fabric == FabricKind::InfiniBand);
+  CHECK(lol.communication.library == CommLibrary::Mpi);  // Horovod + Intel MPI, host-staged
+  CHECK(lol.model.batch_per_gpu == 64);
+  CHECK(lol.training.epochs == 5);
+  CHECK(lol.communication.fusion_threshold_bytes == 64.0 * 1048576);
+  const Scenario tcp = load_scenario(dir + "/resnet50_imagenet_nccl_tcp_4x_nc24s_v3.yaml", test::catalog());
+  CHECK(tcp.cluster.fabric == FabricKind::Ethernet);
+  CHECK(tcp.communication.library == CommLibrary::Nccl);
+  const Scenario monk = load_scenario(dir + "/sharcnet_alexnet_caffe_monk.yaml", test::catalog());
+  CHECK(monk.cluster.total_gpus() == 1);
+  CHECK(*monk.model.images_per_sec_single_gpu == Approx(193.2));
+}
+
+TEST_CASE("scenario: defaults are documented values, filled in visibly", "[scenario]") {
+  const Scenario s = load_scenario_text("cluster: {sku: Standard_ND40rs_v2, nodes: 2}\nmodel: {name: vgg16, batch_per_gpu: 32}\n"
+                                        "training: {epochs: 3}\n", "min.yaml", test::catalog());
+  CHECK(s.cluster.sku == "ND40rs_v2");  // the Azure name is accepted and canonicalised
+  CHECK(s.cluster.gpus_per_node == 8);
+  CHECK(s.cluster.fabric == FabricKind::InfiniBand);
+  CHECK(s.cluster.fabric_topology == FabricTopology::Star);
+  CHECK(s.training.dataset_images == 1281167);
+  CHECK(s.communication.strategy == Strategy::Ring);
+  CHECK(s.communication.library == CommLibrary::Nccl);
+  CHECK(s.communication.cycle_time_s == Approx(5e-3));
+  CHECK(s.communication.fusion_threshold_bytes == 64.0 * 1048576);
+  const Scenario eth = load_scenario_text("cluster: {sku: NC24s_v3, nodes: 2}\nmodel: {name: vgg16, batch_per_gpu: 32}\n"
+                                          "training: {epochs: 3}\n", "min.yaml", test::catalog());
+  CHECK(eth.cluster.fabric == FabricKind::Ethernet);  // no RDMA NIC on this size
+}
+
+TEST_CASE("scenario: --set overrides any key", "[scenario]") {
+  const std::string dir = RINGSIM_TEST_SCENARIOS;
+  const Scenario s = load_scenario(dir + "/resnet50_imagenet_8x_nc24rs_v3.yaml", test::catalog(),
+                                   {parse_override("cluster.nodes=16"), parse_override("model.name=vgg16"),
+                                    parse_override("communication.fusion_threshold=0"),
+                                    parse_override("communication.strategy=parameter_server"),
+                                    parse_override("communication.parameter_servers=4"),
+                                    parse_override("cluster.fabric_topology=fat_tree"),
+                                    parse_override("cluster.oversubscription=2")});
+  CHECK(s.cluster.nodes == 16);
+  CHECK(s.model.name == "vgg16");
+  CHECK(s.communication.fusion_threshold_bytes == 0);
+  CHECK(s.communication.strategy == Strategy::ParameterServer);
+  CHECK(s.communication.parameter_servers == 4);
+  CHECK(s.cluster.nodes_per_leaf == 18);
+  CHECK(s.cluster.oversubscription == 2);
+}
+
+TEST_CASE("scenario: the resolved YAML reloads to the same scenario, byte for byte", "[scenario]") {
+  const std::string dir = RINGSIM_TEST_SCENARIOS;
+  for (const char* f : {"/landolakes_cifar10_2x_nc24rs_v3.yaml", "/resnet50_imagenet_8x_nc24rs_v3.yaml",
+                        "/sharcnet_alexnet_caffe_monk.yaml"}) {
+    const Scenario a = load_scenario(dir + f, test::catalog());
+    const std::string text = to_yaml(a);
+    const Scenario b = load_scenario_text(text, "resolved.yaml", test::catalog());
+    CHECK(to_yaml(b) == text);
+  }
+}
