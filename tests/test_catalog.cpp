@@ -20,9 +20,12 @@ std::vector<std::vector<std::string>> read_csv(const std::string& path) {
     std::string cell;
     bool quoted = false;
     for (char c : line) {
-      if (c == '"') quoted = !quoted;
-      else if (c == ',' && !quoted) cells.push_back(std::exchange(cell, ""));
-      else cell += c;
+      if (c == '"')
+        quoted = !quoted;
+      else if (c == ',' && !quoted)
+        cells.push_back(std::exchange(cell, ""));
+      else
+        cell += c;
     }
     cells.push_back(cell);
     rows.push_back(cells);
@@ -93,7 +96,7 @@ TEST_CASE("catalog: link classes and fabrics", "[catalog]") {
 TEST_CASE("catalog: models sum to their reference parameter counts", "[catalog]") {
   const Catalog& c = test::catalog();
   const std::map<std::string, std::int64_t> expected = {
-      {"resnet50", 25557032}, {"resnet101", 44549160}, {"resnet152", 60192808},      {"vgg16", 138357544},
+      {"resnet50", 25557032}, {"resnet101", 44549160},    {"resnet152", 60192808},        {"vgg16", 138357544},
       {"alexnet", 61100840},  {"inception_v3", 27161264}, {"cifar10_keras_cnn", 1250858}, {"googlenet", 13004888}};
   for (const auto& [name, params] : expected) {
     INFO(name);

@@ -2,11 +2,10 @@
 #include <sys/wait.h>
 
 #include <array>
+#include <catch2/catch.hpp>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-
-#include <catch2/catch.hpp>
 
 namespace fs = std::filesystem;
 
@@ -18,7 +17,8 @@ struct Run {
 };
 
 Run ringsim(const std::string& args) {
-  const std::string cmd = std::string(RINGSIM_TEST_BINARY) + " --catalog " + RINGSIM_TEST_CATALOG + " " + args + " 2>&1";
+  const std::string cmd =
+      std::string(RINGSIM_TEST_BINARY) + " --catalog " + RINGSIM_TEST_CATALOG + " " + args + " 2>&1";
   Run r;
   FILE* p = ::popen(cmd.c_str(), "r");
   REQUIRE(p != nullptr);
@@ -42,8 +42,8 @@ const std::string kScenarios = RINGSIM_TEST_SCENARIOS;
 TEST_CASE("cli: ringsim catalog lists SKUs, GPUs, models and link classes", "[cli]") {
   const Run r = ringsim("catalog");
   CHECK(r.status == 0);
-  for (const char* s : {"NC24rs_v3", "ND40rs_v2", "monk", "V100-SXM2-32GB", "ResNet-50", "cifar10_keras_cnn", "nvlink2", "ib_edr",
-                        "Standard NCSv3 Family vCPUs"})
+  for (const char* s : {"NC24rs_v3", "ND40rs_v2", "monk", "V100-SXM2-32GB", "ResNet-50", "cifar10_keras_cnn", "nvlink2",
+                        "ib_edr", "Standard NCSv3 Family vCPUs"})
     CHECK_THAT(r.output, Catch::Contains(s));
   CHECK(ringsim("catalog models").output.find("NC24rs_v3") == std::string::npos);
   CHECK(ringsim("catalog nonsense").status != 0);
@@ -52,7 +52,8 @@ TEST_CASE("cli: ringsim catalog lists SKUs, GPUs, models and link classes", "[cl
 TEST_CASE("cli: ringsim topo prints the matrix, bandwidths, latencies and legend", "[cli]") {
   const Run r = ringsim("topo NC24rs_v3 --nodes 2");
   CHECK(r.status == 0);
-  for (const char* s : {"Connection", "n0.GPU0", "PHB", "SYS", "NET", "Bottleneck bandwidth", "Latency (us", "Legend:", "6.82"})
+  for (const char* s :
+       {"Connection", "n0.GPU0", "PHB", "SYS", "NET", "Bottleneck bandwidth", "Latency (us", "Legend:", "6.82"})
     CHECK_THAT(r.output, Catch::Contains(s));
   CHECK_THAT(ringsim("topo Standard_ND40rs_v2").output, Catch::Contains("NV2"));
   CHECK_THAT(ringsim("topo NC12").output, Catch::Contains("PIX"));
@@ -81,14 +82,16 @@ TEST_CASE("cli: errors exit non-zero, name the problem and leave no output file"
   fs::create_directories(dir);
   const Run unknown = ringsim("topo NC24rs_v4");
   CHECK(unknown.status == 2);
-  CHECK_THAT(unknown.output, Catch::Contains("ringsim topo: error: unknown SKU 'NC24rs_v4'; did you mean NC24rs_v3 or NC24rs_v2?"));
+  CHECK_THAT(unknown.output,
+             Catch::Contains("ringsim topo: error: unknown SKU 'NC24rs_v4'; did you mean NC24rs_v3 or NC24rs_v2?"));
   const Run no_ib = ringsim("topo NC24s_v3 --nodes 2 --fabric infiniband --dot " + (dir / "x.dot").string());
   CHECK(no_ib.status == 2);
   CHECK_THAT(no_ib.output, Catch::Contains("has no InfiniBand"));
   CHECK(fs::is_empty(dir));
   const Run bad_set = ringsim("check " + kScenarios + "/resnet50_imagenet_8x_nc24rs_v3.yaml --set cluster.nodes=0");
   CHECK(bad_set.status == 2);
-  CHECK_THAT(bad_set.output, Catch::Contains("--set cluster.nodes=0: error: cluster.nodes: must be between 1 and 65536, got 0"));
+  CHECK_THAT(bad_set.output,
+             Catch::Contains("--set cluster.nodes=0: error: cluster.nodes: must be between 1 and 65536, got 0"));
   const Run missing = ringsim("check " + (dir / "missing.yaml").string());
   CHECK(missing.status == 2);
   CHECK_THAT(missing.output, Catch::Contains("missing.yaml: error: cannot open file"));

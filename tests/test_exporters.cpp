@@ -22,6 +22,7 @@ TEST_CASE("exporters: the SimGrid platform is deterministic and declares every G
   CHECK(a == b);
   for (int n = 0; n < 3; ++n)
     for (int g = 0; g < 4; ++g)
-      CHECK_THAT(a, Catch::Contains("<host id=\"n" + std::to_string(n) + ".gpu" + std::to_string(g) + "\" speed=\"14000000000000f\"/>"));
+      CHECK_THAT(a, Catch::Contains("<host id=\"n" + std::to_string(n) + ".gpu" + std::to_string(g) +
+                                    "\" speed=\"14000000000000f\"/>"));
   CHECK_THAT(a, Catch::Contains("<zoneRoute src=\"n0\" dst=\"n2\" gw_src=\"n0.ib0\" gw_dst=\"n2.ib0\""));
 }

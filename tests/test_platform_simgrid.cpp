@@ -1,8 +1,7 @@
 // The exported platform, loaded by SimGrid itself: every GPU pair's route in SimGrid has the latency and
 // bottleneck bandwidth that ringsim's Router computes on the graph.
-#include <simgrid/s4u.hpp>
-
 #include <filesystem>
+#include <simgrid/s4u.hpp>
 
 #include "graph/exporters.h"
 #include "graph/routing.h"

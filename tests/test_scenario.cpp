@@ -35,8 +35,10 @@ TEST_CASE("scenario: the seed set-ups are expressible", "[scenario]") {
 }
 
 TEST_CASE("scenario: defaults are documented values, filled in visibly", "[scenario]") {
-  const Scenario s = load_scenario_text("cluster: {sku: Standard_ND40rs_v2, nodes: 2}\nmodel: {name: vgg16, batch_per_gpu: 32}\n"
-                                        "training: {epochs: 3}\n", "min.yaml", test::catalog());
+  const Scenario s = load_scenario_text(
+      "cluster: {sku: Standard_ND40rs_v2, nodes: 2}\nmodel: {name: vgg16, batch_per_gpu: 32}\n"
+      "training: {epochs: 3}\n",
+      "min.yaml", test::catalog());
   CHECK(s.cluster.sku == "ND40rs_v2");  // the Azure name is accepted and canonicalised
   CHECK(s.cluster.gpus_per_node == 8);
   CHECK(s.cluster.fabric == FabricKind::InfiniBand);
@@ -46,20 +48,21 @@ TEST_CASE("scenario: defaults are documented values, filled in visibly", "[scena
   CHECK(s.communication.library == CommLibrary::Nccl);
   CHECK(s.communication.cycle_time_s == Approx(5e-3));
   CHECK(s.communication.fusion_threshold_bytes == 64.0 * 1048576);
-  const Scenario eth = load_scenario_text("cluster: {sku: NC24s_v3, nodes: 2}\nmodel: {name: vgg16, batch_per_gpu: 32}\n"
-                                          "training: {epochs: 3}\n", "min.yaml", test::catalog());
+  const Scenario eth = load_scenario_text(
+      "cluster: {sku: NC24s_v3, nodes: 2}\nmodel: {name: vgg16, batch_per_gpu: 32}\n"
+      "training: {epochs: 3}\n",
+      "min.yaml", test::catalog());
   CHECK(eth.cluster.fabric == FabricKind::Ethernet);  // no RDMA NIC on this size
 }
 
 TEST_CASE("scenario: --set overrides any key", "[scenario]") {
   const std::string dir = RINGSIM_TEST_SCENARIOS;
-  const Scenario s = load_scenario(dir + "/resnet50_imagenet_8x_nc24rs_v3.yaml", test::catalog(),
-                                   {parse_override("cluster.nodes=16"), parse_override("model.name=vgg16"),
-                                    parse_override("communication.fusion_threshold=0"),
-                                    parse_override("communication.strategy=parameter_server"),
-                                    parse_override("communication.parameter_servers=4"),
-                                    parse_override("cluster.fabric_topology=fat_tree"),
-                                    parse_override("cluster.oversubscription=2")});
+  const Scenario s = load_scenario(
+      dir + "/resnet50_imagenet_8x_nc24rs_v3.yaml", test::catalog(),
+      {parse_override("cluster.nodes=16"), parse_override("model.name=vgg16"),
+       parse_override("communication.fusion_threshold=0"), parse_override("communication.strategy=parameter_server"),
+       parse_override("communication.parameter_servers=4"), parse_override("cluster.fabric_topology=fat_tree"),
+       parse_override("cluster.oversubscription=2")});
   CHECK(s.cluster.nodes == 16);
   CHECK(s.model.name == "vgg16");
   CHECK(s.communication.fusion_threshold_bytes == 0);

@@ -32,7 +32,8 @@ int run_topo(const std::string& catalog_dir, const TopoOptions& o) {
   if (o.fabric) {
     shape.fabric = *o.fabric == "infiniband" ? FabricKind::InfiniBand : FabricKind::Ethernet;
     if (shape.fabric == FabricKind::InfiniBand && !sku->infiniband_link)
-      throw InputError(cmd, "--fabric infiniband: " + sku->name + " has no InfiniBand (RDMA) NIC; use --fabric ethernet");
+      throw InputError(cmd,
+                       "--fabric infiniband: " + sku->name + " has no InfiniBand (RDMA) NIC; use --fabric ethernet");
   }
   shape.fabric_topology = o.fabric_topology == "fat_tree" ? FabricTopology::FatTree : FabricTopology::Star;
   if (shape.fabric_topology == FabricTopology::Star && (o.nodes_per_leaf || o.oversubscription))
@@ -66,9 +67,10 @@ int run_check(const std::string& catalog_dir, const std::string& scenario_file, 
   const ModelSpec& model = catalog.model(s.model.name);
   std::cout << "# " << scenario_file << ": valid. Resolved scenario (defaults filled in):\n" << to_yaml(s);
   std::cout << "# " << s.cluster.total_gpus() << " GPUs (" << s.cluster.nodes << " x " << sku.name << ", "
-            << s.cluster.gpus_per_node << " of " << sku.gpus << " GPUs per node), " << boost::num_vertices(topology.graph())
-            << " devices in the topology graph; " << model.display_name << ": " << model.tensors.size() << " tensors, "
-            << format_bytes(model.gradient_bytes()) << " of gradients per iteration\n";
+            << s.cluster.gpus_per_node << " of " << sku.gpus << " GPUs per node), "
+            << boost::num_vertices(topology.graph()) << " devices in the topology graph; " << model.display_name << ": "
+            << model.tensors.size() << " tensors, " << format_bytes(model.gradient_bytes())
+            << " of gradients per iteration\n";
   return 0;
 }
 

@@ -11,8 +11,8 @@ namespace ringsim {
 struct TopoOptions {
   std::string sku;
   int nodes = 1;
-  std::optional<std::string> fabric;            // infiniband | ethernet; default: InfiniBand when present
-  std::string fabric_topology = "star";         // star | fat_tree
+  std::optional<std::string> fabric;     // infiniband | ethernet; default: InfiniBand when present
+  std::string fabric_topology = "star";  // star | fat_tree
   std::optional<int> nodes_per_leaf;
   std::optional<double> oversubscription;
   std::optional<std::string> dot_file;

@@ -1,6 +1,5 @@
 // ringsim: simulate, plan and validate data-parallel training on GPU clusters.
 #include <CLI/CLI.hpp>
-
 #include <iostream>
 
 #include "cli/commands.h"
@@ -11,11 +10,13 @@ int main(int argc, char** argv) {
   CLI::App app{"ringsim: simulate, plan and validate data-parallel training on GPU clusters"};
   app.require_subcommand(1);
   std::string catalog_dir = ringsim::Catalog::default_dir();
-  app.add_option("--catalog", catalog_dir, "Catalog directory (topologies/); default $RINGSIM_CATALOG or the built-in one");
+  app.add_option("--catalog", catalog_dir,
+                 "Catalog directory (topologies/); default $RINGSIM_CATALOG or the built-in one");
 
   std::string section = "all";
   auto* catalog = app.add_subcommand("catalog", "List SKUs, GPUs, models and link classes");
-  catalog->add_option("section", section, "What to list")->check(CLI::IsMember({"all", "skus", "gpus", "models", "links"}));
+  catalog->add_option("section", section, "What to list")
+      ->check(CLI::IsMember({"all", "skus", "gpus", "models", "links"}));
 
   ringsim::TopoOptions topo_opts;
   auto* topo = app.add_subcommand("topo", "Show a node's or cluster's topology (nvidia-smi topo -m style)");
@@ -23,12 +24,15 @@ int main(int argc, char** argv) {
   topo->add_option("--nodes", topo_opts.nodes, "Number of nodes")->check(CLI::Range(1, 65536));
   topo->add_option("--fabric", topo_opts.fabric, "Cluster fabric (default: InfiniBand when the SKU has it)")
       ->check(CLI::IsMember({"infiniband", "ethernet"}));
-  topo->add_option("--fabric-topology", topo_opts.fabric_topology, "Fabric shape")->check(CLI::IsMember({"star", "fat_tree"}));
-  topo->add_option("--nodes-per-leaf", topo_opts.nodes_per_leaf, "fat_tree: nodes per leaf switch")->check(CLI::Range(1, 4096));
+  topo->add_option("--fabric-topology", topo_opts.fabric_topology, "Fabric shape")
+      ->check(CLI::IsMember({"star", "fat_tree"}));
+  topo->add_option("--nodes-per-leaf", topo_opts.nodes_per_leaf, "fat_tree: nodes per leaf switch")
+      ->check(CLI::Range(1, 4096));
   topo->add_option("--oversubscription", topo_opts.oversubscription, "fat_tree: leaf downlink:uplink bandwidth ratio")
       ->check(CLI::Range(1.0, 64.0));
   topo->add_option("--dot", topo_opts.dot_file, "Write the graph as Graphviz DOT");
-  topo->add_option("--platform-xml", topo_opts.platform_xml_file, "Write the equivalent SimGrid platform (smpirun -platform)");
+  topo->add_option("--platform-xml", topo_opts.platform_xml_file,
+                   "Write the equivalent SimGrid platform (smpirun -platform)");
 
   std::string scenario;
   std::vector<std::string> sets;

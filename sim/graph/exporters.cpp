@@ -27,23 +27,31 @@ std::string link_id(const Topology& t, EdgeId e) {
 std::string to_graphviz(const Topology& t) {
   const auto& g = t.graph();
   std::ostringstream out;
-  out << "graph ringsim {\n  graph [rankdir=TB, fontname=\"Helvetica\"];\n  node [fontname=\"Helvetica\", shape=box];\n";
+  out << "graph ringsim {\n  graph [rankdir=TB, fontname=\"Helvetica\"];\n  node [fontname=\"Helvetica\", "
+         "shape=box];\n";
   std::map<int, std::vector<VertexId>> by_node;
   for (auto v : boost::make_iterator_range(boost::vertices(g))) by_node[g[v].node].push_back(v);
   auto shape = [](DeviceKind k) {
     switch (k) {
-      case DeviceKind::Gpu: return "box, style=filled, fillcolor=\"#b7e1a1\"";
-      case DeviceKind::Cpu: return "box, style=filled, fillcolor=\"#a1c4e1\"";
-      case DeviceKind::HostMemory: return "cylinder";
-      case DeviceKind::PcieSwitch: return "diamond";
-      case DeviceKind::Nic: return "hexagon";
-      case DeviceKind::FabricSwitch: return "octagon";
+      case DeviceKind::Gpu:
+        return "box, style=filled, fillcolor=\"#b7e1a1\"";
+      case DeviceKind::Cpu:
+        return "box, style=filled, fillcolor=\"#a1c4e1\"";
+      case DeviceKind::HostMemory:
+        return "cylinder";
+      case DeviceKind::PcieSwitch:
+        return "diamond";
+      case DeviceKind::Nic:
+        return "hexagon";
+      case DeviceKind::FabricSwitch:
+        return "octagon";
     }
     return "box";
   };
   for (const auto& [node, vs] : by_node) {
     const std::string indent = node >= 0 ? "    " : "  ";
-    if (node >= 0) out << "  subgraph cluster_n" << node << " {\n    label=\"node " << node << " (" << t.shape().sku << ")\";\n";
+    if (node >= 0)
+      out << "  subgraph cluster_n" << node << " {\n    label=\"node " << node << " (" << t.shape().sku << ")\";\n";
     for (VertexId v : vs) out << indent << quoted(g[v].name) << " [shape=" << shape(g[v].kind) << "];\n";
     if (node >= 0) out << "  }\n";
   }
@@ -51,7 +59,8 @@ std::string to_graphviz(const Topology& t) {
     VertexId a = boost::source(e, g), b = boost::target(e, g);
     if (a > b) continue;  // one line per physical link
     const Link& l = g[e];
-    out << "  " << quoted(g[a].name) << " -- " << quoted(g[b].name) << " [label=" << quoted(l.link_class + "\\n" + format_bandwidth(l.bandwidth));
+    out << "  " << quoted(g[a].name) << " -- " << quoted(g[b].name)
+        << " [label=" << quoted(l.link_class + "\\n" + format_bandwidth(l.bandwidth));
     if (l.kind == LinkKind::NvLink) out << ", color=\"#76b900\", penwidth=" << 1 + l.lanes;
     if (l.kind == LinkKind::InfiniBand || l.kind == LinkKind::Ethernet) out << ", style=bold";
     out << "];\n";

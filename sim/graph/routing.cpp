@@ -1,10 +1,9 @@
 #include "graph/routing.h"
 
+#include <algorithm>
 #include <boost/graph/dijkstra_shortest_paths.hpp>
 #include <boost/graph/filtered_graph.hpp>
 #include <boost/property_map/function_property_map.hpp>
-
-#include <algorithm>
 #include <limits>
 #include <stdexcept>
 
@@ -12,26 +11,40 @@ namespace ringsim {
 
 std::string_view to_string(ConnectionKind kind) {
   switch (kind) {
-    case ConnectionKind::Self: return "X";
-    case ConnectionKind::NvLink: return "NV";
-    case ConnectionKind::Pix: return "PIX";
-    case ConnectionKind::Pxb: return "PXB";
-    case ConnectionKind::Phb: return "PHB";
-    case ConnectionKind::Sys: return "SYS";
-    case ConnectionKind::Net: return "NET";
+    case ConnectionKind::Self:
+      return "X";
+    case ConnectionKind::NvLink:
+      return "NV";
+    case ConnectionKind::Pix:
+      return "PIX";
+    case ConnectionKind::Pxb:
+      return "PXB";
+    case ConnectionKind::Phb:
+      return "PHB";
+    case ConnectionKind::Sys:
+      return "SYS";
+    case ConnectionKind::Net:
+      return "NET";
   }
   return "?";
 }
 
 std::string_view describe(ConnectionKind kind) {
   switch (kind) {
-    case ConnectionKind::Self: return "Self";
-    case ConnectionKind::NvLink: return "Connection traversing a bonded set of # NVLinks";
-    case ConnectionKind::Pix: return "Connection traversing at most a single PCIe switch";
-    case ConnectionKind::Pxb: return "Connection traversing multiple PCIe switches (without the CPU)";
-    case ConnectionKind::Phb: return "Connection traversing a CPU's PCIe host bridge (same socket)";
-    case ConnectionKind::Sys: return "Connection traversing PCIe and the socket interconnect (QPI/UPI) between CPUs";
-    case ConnectionKind::Net: return "Connection leaving the node through its NIC and the cluster fabric";
+    case ConnectionKind::Self:
+      return "Self";
+    case ConnectionKind::NvLink:
+      return "Connection traversing a bonded set of # NVLinks";
+    case ConnectionKind::Pix:
+      return "Connection traversing at most a single PCIe switch";
+    case ConnectionKind::Pxb:
+      return "Connection traversing multiple PCIe switches (without the CPU)";
+    case ConnectionKind::Phb:
+      return "Connection traversing a CPU's PCIe host bridge (same socket)";
+    case ConnectionKind::Sys:
+      return "Connection traversing PCIe and the socket interconnect (QPI/UPI) between CPUs";
+    case ConnectionKind::Net:
+      return "Connection leaving the node through its NIC and the cluster fabric";
   }
   return "";
 }
@@ -53,11 +66,13 @@ struct RouteFilter {
     const Device& d = t->device(v);
     switch (d.kind) {
       case DeviceKind::Gpu:
-      case DeviceKind::HostMemory: return false;  // endpoints only
+      case DeviceKind::HostMemory:
+        return false;  // endpoints only
       case DeviceKind::FabricSwitch:
         if (src_node == dst_node) return false;
         return d.name.rfind("spine", 0) != 0 || spine < 0 || d.local_index == spine;
-      default: return d.node == src_node || d.node == dst_node;
+      default:
+        return d.node == src_node || d.node == dst_node;
     }
   }
 };

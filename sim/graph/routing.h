@@ -24,11 +24,11 @@ std::string_view describe(ConnectionKind kind);  // legend text
 
 struct Route {
   VertexId src{}, dst{};
-  std::vector<EdgeId> edges;  // in path order
+  std::vector<EdgeId> edges;        // in path order
   double latency = 0;               // seconds, summed
   double bottleneck_bandwidth = 0;  // bytes/s, minimum over the edges (infinite for Self)
   ConnectionKind kind = ConnectionKind::Self;
-  int nvlinks = 0;  // for NvLink: bricks on the edge
+  int nvlinks = 0;            // for NvLink: bricks on the edge
   std::string label() const;  // "NV2", "PIX", "NET", ...
 };
 

@@ -11,12 +11,18 @@ namespace ringsim {
 
 std::string_view to_string(DeviceKind kind) {
   switch (kind) {
-    case DeviceKind::Gpu: return "gpu";
-    case DeviceKind::Cpu: return "cpu";
-    case DeviceKind::HostMemory: return "memory";
-    case DeviceKind::PcieSwitch: return "pcie_switch";
-    case DeviceKind::Nic: return "nic";
-    case DeviceKind::FabricSwitch: return "fabric_switch";
+    case DeviceKind::Gpu:
+      return "gpu";
+    case DeviceKind::Cpu:
+      return "cpu";
+    case DeviceKind::HostMemory:
+      return "memory";
+    case DeviceKind::PcieSwitch:
+      return "pcie_switch";
+    case DeviceKind::Nic:
+      return "nic";
+    case DeviceKind::FabricSwitch:
+      return "fabric_switch";
   }
   return "?";
 }
@@ -126,9 +132,12 @@ class TopologyBuilder {
     t_.spines_ = std::max(1, static_cast<int>(std::ceil(per_leaf / s.oversubscription)));
     const double uplink_bw = per_leaf * fl.bandwidth / s.oversubscription / t_.spines_;
     std::vector<VertexId> leaves, spines;
-    for (int l = 0; l < t_.leaves_; ++l) leaves.push_back(add_device(DeviceKind::FabricSwitch, "leaf" + std::to_string(l), -1, l));
-    for (int k = 0; k < t_.spines_; ++k) spines.push_back(add_device(DeviceKind::FabricSwitch, "spine" + std::to_string(k), -1, k));
-    for (int n = 0; n < s.nodes; ++n) connect(t_.nics_[n], leaves[n / per_leaf], fl.cls, fl.kind, fl.bandwidth, fl.latency, 1, 0, sw);
+    for (int l = 0; l < t_.leaves_; ++l)
+      leaves.push_back(add_device(DeviceKind::FabricSwitch, "leaf" + std::to_string(l), -1, l));
+    for (int k = 0; k < t_.spines_; ++k)
+      spines.push_back(add_device(DeviceKind::FabricSwitch, "spine" + std::to_string(k), -1, k));
+    for (int n = 0; n < s.nodes; ++n)
+      connect(t_.nics_[n], leaves[n / per_leaf], fl.cls, fl.kind, fl.bandwidth, fl.latency, 1, 0, sw);
     for (VertexId leaf : leaves)
       for (VertexId spine : spines) connect(leaf, spine, "fabric:" + fl.cls, fl.kind, uplink_bw, fl.latency, 1, sw, sw);
   }

@@ -4,7 +4,6 @@
 #pragma once
 
 #include <boost/graph/adjacency_list.hpp>
-
 #include <string>
 #include <vector>
 
@@ -18,8 +17,8 @@ std::string_view to_string(DeviceKind kind);
 
 struct Device {
   DeviceKind kind = DeviceKind::Gpu;
-  std::string name;  // unique, e.g. "n0.gpu1", "n0.cpu0", "n1.ib0", "leaf0", "spine2"
-  int node = -1;     // cluster node index; -1 for fabric switches
+  std::string name;      // unique, e.g. "n0.gpu1", "n0.cpu0", "n1.ib0", "leaf0", "spine2"
+  int node = -1;         // cluster node index; -1 for fabric switches
   int local_index = -1;  // GPU index within the node, socket index, ...
 };
 

@@ -18,12 +18,18 @@ namespace ringsim {
 
 std::string_view to_string(LinkKind kind) {
   switch (kind) {
-    case LinkKind::Pcie: return "pcie";
-    case LinkKind::NvLink: return "nvlink";
-    case LinkKind::SocketInterconnect: return "socket";
-    case LinkKind::Memory: return "memory";
-    case LinkKind::Ethernet: return "ethernet";
-    case LinkKind::InfiniBand: return "infiniband";
+    case LinkKind::Pcie:
+      return "pcie";
+    case LinkKind::NvLink:
+      return "nvlink";
+    case LinkKind::SocketInterconnect:
+      return "socket";
+    case LinkKind::Memory:
+      return "memory";
+    case LinkKind::Ethernet:
+      return "ethernet";
+    case LinkKind::InfiniBand:
+      return "infiniband";
   }
   return "?";
 }
@@ -173,7 +179,8 @@ Catalog Catalog::load(const std::string& dir) {
       if (auto sw = f.find("pcie_switches")) {
         for (auto& item : sw->items()) {
           item.require_map({"name", "parent", "link"});
-          PcieSwitchSpec s{item.get("name").str(), {item.get("parent").str(), require_link(item.get("link"), LinkKind::Pcie)}};
+          PcieSwitchSpec s{item.get("name").str(),
+                           {item.get("parent").str(), require_link(item.get("link"), LinkKind::Pcie)}};
           check_parent(item, s.uplink);
           if (!parents.insert(s.name).second) item.get("name").fail("duplicate device name '" + s.name + "'");
           l.pcie_switches.push_back(s);
@@ -219,13 +226,14 @@ Catalog Catalog::load(const std::string& dir) {
                      "layout", "socket_link", "memory_link", "ethernet", "infiniband"});
       SkuSpec s;
       s.name = name;
-      if (auto a = f.find("azure_name")) s.azure_name = a->str();        // absent: not an Azure size
+      if (auto a = f.find("azure_name")) s.azure_name = a->str();  // absent: not an Azure size
       s.series = f.get("series").str();
-      if (auto q = f.find("quota_family")) s.quota_family = q->str();   // absent: no Azure quota
+      if (auto q = f.find("quota_family")) s.quota_family = q->str();  // absent: no Azure quota
       if (s.azure_name.empty() != s.quota_family.empty())
         f.fail("azure_name and quota_family go together (both for an Azure size, neither otherwise)");
       s.gpu = f.get("gpu").str();
-      if (!c.gpus_.count(s.gpu)) f.get("gpu").fail("unknown GPU '" + s.gpu + "'" + suggestion_suffix(s.gpu, c.gpu_order_));
+      if (!c.gpus_.count(s.gpu))
+        f.get("gpu").fail("unknown GPU '" + s.gpu + "'" + suggestion_suffix(s.gpu, c.gpu_order_));
       s.gpus = static_cast<int>(f.get("gpus").integer(1, 64));
       s.vcpus = static_cast<int>(f.get("vcpus").integer(1, 4096));
       s.memory_bytes = f.get("memory").positive_quantity(Quantity::Bytes);
@@ -239,8 +247,10 @@ Catalog Catalog::load(const std::string& dir) {
       if (static_cast<int>(layout.gpus.size()) != s.gpus)
         f.get("gpus").fail("layout '" + s.layout + "' places " + std::to_string(layout.gpus.size()) + " GPUs, not " +
                            std::to_string(s.gpus));
-      if (layout.sockets > 1) s.socket_link = require_link(f.get("socket_link"), LinkKind::SocketInterconnect);
-      else if (f.has("socket_link")) f.get("socket_link").fail("layout '" + s.layout + "' has one socket: no socket link");
+      if (layout.sockets > 1)
+        s.socket_link = require_link(f.get("socket_link"), LinkKind::SocketInterconnect);
+      else if (f.has("socket_link"))
+        f.get("socket_link").fail("layout '" + s.layout + "' has one socket: no socket link");
       s.memory_link = require_link(f.get("memory_link"), LinkKind::Memory);
       YamlField eth = f.get("ethernet");
       eth.require_map({"bandwidth", "link"});
@@ -263,11 +273,13 @@ Catalog Catalog::load(const std::string& dir) {
       if (e.path().extension() == ".yaml") model_files.push_back(e.path());
   std::sort(model_files.begin(), model_files.end());
   for (const auto& file : model_files) {
-    YamlField f = open_root(file, {"name", "display_name", "dataset", "input_shape", "dtype", "total_params", "tensors"});
+    YamlField f =
+        open_root(file, {"name", "display_name", "dataset", "input_shape", "dtype", "total_params", "tensors"});
     ModelSpec m;
     m.file = file.string();
     m.name = f.get("name").str();
-    if (m.name != file.stem().string()) f.get("name").fail("model name must match its file name '" + file.stem().string() + "'");
+    if (m.name != file.stem().string())
+      f.get("name").fail("model name must match its file name '" + file.stem().string() + "'");
     m.display_name = f.get("display_name").str();
     m.dataset = f.get("dataset").str();
     if (!c.datasets_.count(m.dataset))
@@ -293,8 +305,8 @@ Catalog Catalog::load(const std::string& dir) {
     }
     if (m.tensors.empty()) f.get("tensors").fail("a model needs at least one tensor");
     if (sum != m.total_params)
-      f.get("total_params").fail("the tensors sum to " + std::to_string(sum) + " parameters, not " +
-                                 std::to_string(m.total_params));
+      f.get("total_params")
+          .fail("the tensors sum to " + std::to_string(sum) + " parameters, not " + std::to_string(m.total_params));
     if (c.models_.count(m.name)) f.get("name").fail("duplicate model '" + m.name + "'");
     c.model_order_.push_back(m.name);
     c.models_.emplace(m.name, std::move(m));
@@ -308,7 +320,8 @@ template <class Map>
 const typename Map::mapped_type& lookup(const Map& m, const std::string& name, const char* what,
                                         const std::vector<std::string>& names) {
   auto it = m.find(name);
-  if (it == m.end()) throw InputError({}, std::string("unknown ") + what + " '" + name + "'" + suggestion_suffix(name, names));
+  if (it == m.end())
+    throw InputError({}, std::string("unknown ") + what + " '" + name + "'" + suggestion_suffix(name, names));
   return it->second;
 }
 }  // namespace
@@ -320,9 +333,13 @@ const SkuSpec& Catalog::sku(const std::string& n) const {
   if (const SkuSpec* s = find_sku(n)) return *s;
   return lookup(skus_, n, "SKU", sku_order_);
 }
-const NodeLayout& Catalog::layout(const std::string& n) const { return lookup(layouts_, n, "layout", keys_of(layouts_)); }
+const NodeLayout& Catalog::layout(const std::string& n) const {
+  return lookup(layouts_, n, "layout", keys_of(layouts_));
+}
 const ModelSpec& Catalog::model(const std::string& n) const { return lookup(models_, n, "model", model_order_); }
-const DatasetSpec& Catalog::dataset(const std::string& n) const { return lookup(datasets_, n, "dataset", dataset_order_); }
+const DatasetSpec& Catalog::dataset(const std::string& n) const {
+  return lookup(datasets_, n, "dataset", dataset_order_);
+}
 
 const SkuSpec* Catalog::find_sku(const std::string& name) const {
   auto it = skus_.find(name);

@@ -79,17 +79,17 @@ struct SkuSpec {
   std::string azure_name;  // "Standard_NC24rs_v3"
   std::string series;      // "NCv3"
   std::string quota_family;
-  std::string gpu;         // GpuSpec name
+  std::string gpu;  // GpuSpec name
   int gpus = 0;
   int vcpus = 0;
   double memory_bytes = 0;
   double local_ssd_bytes = 0;
   std::string cpu;
-  std::string layout;       // NodeLayout name
-  std::string socket_link;  // link class between sockets (when the layout has > 1)
-  std::string memory_link;  // link class CPU <-> its host memory
-  double ethernet_bandwidth = 0;      // bytes/s of the VM's Ethernet (per-size NIC speed)
-  std::string ethernet_link;          // link class for latency of the Ethernet NIC-to-switch hop
+  std::string layout;                          // NodeLayout name
+  std::string socket_link;                     // link class between sockets (when the layout has > 1)
+  std::string memory_link;                     // link class CPU <-> its host memory
+  double ethernet_bandwidth = 0;               // bytes/s of the VM's Ethernet (per-size NIC speed)
+  std::string ethernet_link;                   // link class for latency of the Ethernet NIC-to-switch hop
   std::optional<std::string> infiniband_link;  // link class of the RDMA NIC; absent: no InfiniBand
 };
 

@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <numeric>
 #include <tuple>
-#include <cstdlib>
 
 namespace ringsim {
 
@@ -76,8 +76,9 @@ std::vector<std::string> closest_names(std::string_view word, const std::vector<
     }
     scored.push_back({d, tie, c});
   }
-  std::stable_sort(scored.begin(), scored.end(),
-                   [](const Scored& a, const Scored& b) { return std::tie(a.distance, a.tie) < std::tie(b.distance, b.tie); });
+  std::stable_sort(scored.begin(), scored.end(), [](const Scored& a, const Scored& b) {
+    return std::tie(a.distance, a.tie) < std::tie(b.distance, b.tie);
+  });
   std::vector<std::string> out;
   for (const auto& s : scored) {
     if (out.size() == max_results || s.distance > scored.front().distance) break;  // only the closest ones
@@ -89,7 +90,8 @@ std::vector<std::string> closest_names(std::string_view word, const std::vector<
 std::string suggestion_suffix(std::string_view word, const std::vector<std::string>& candidates) {
   auto close = closest_names(word, candidates);
   if (!close.empty()) return "; did you mean " + join_alternatives(close, " or ") + "?";
-  if (!candidates.empty() && candidates.size() <= 12) return "; expected one of: " + join_alternatives(candidates, ", ");
+  if (!candidates.empty() && candidates.size() <= 12)
+    return "; expected one of: " + join_alternatives(candidates, ", ");
   return "";
 }
 

@@ -11,10 +11,10 @@ namespace ringsim {
 
 // Where a value came from: a file position (1-based line and column) or a command-line override.
 struct SourceLocation {
-  std::string file;     // empty when unknown
-  int line = 0;         // 1-based; 0 when unknown
-  int column = 0;       // 1-based; 0 when unknown
-  std::string origin;   // e.g. "--set cluster.nodes=0"; replaces file:line:col when set
+  std::string file;    // empty when unknown
+  int line = 0;        // 1-based; 0 when unknown
+  int column = 0;      // 1-based; 0 when unknown
+  std::string origin;  // e.g. "--set cluster.nodes=0"; replaces file:line:col when set
 
   std::string str() const;
 };

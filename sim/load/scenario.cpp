@@ -12,9 +12,12 @@ namespace ringsim {
 std::string_view to_string(FabricTopology v) { return v == FabricTopology::Star ? "star" : "fat_tree"; }
 std::string_view to_string(Strategy v) {
   switch (v) {
-    case Strategy::Ring: return "ring";
-    case Strategy::Hierarchical: return "hierarchical";
-    case Strategy::ParameterServer: return "parameter_server";
+    case Strategy::Ring:
+      return "ring";
+    case Strategy::Hierarchical:
+      return "hierarchical";
+    case Strategy::ParameterServer:
+      return "parameter_server";
   }
   return "?";
 }
@@ -24,11 +27,11 @@ std::string_view to_string(CommLibrary v) { return v == CommLibrary::Nccl ? "ncc
 namespace {
 
 const std::vector<std::string> kTopKeys = {"name", "description", "cluster", "model", "training", "communication"};
-const std::vector<std::string> kClusterKeys = {"sku",   "nodes", "gpus_per_node", "fabric", "fabric_topology",
-                                               "nodes_per_leaf", "oversubscription"};
+const std::vector<std::string> kClusterKeys = {
+    "sku", "nodes", "gpus_per_node", "fabric", "fabric_topology", "nodes_per_leaf", "oversubscription"};
 const std::vector<std::string> kModelKeys = {"name", "batch_per_gpu", "images_per_sec_single_gpu"};
 const std::vector<std::string> kTrainingKeys = {"epochs", "dataset_images"};
-const std::vector<std::string> kCommKeys = {"strategy",        "parameter_servers", "parameter_server_placement",
+const std::vector<std::string> kCommKeys = {"strategy",         "parameter_servers", "parameter_server_placement",
                                             "fusion_threshold", "cycle_time",        "library"};
 
 const std::vector<std::pair<std::string, const std::vector<std::string>*>> kSections = {
@@ -41,9 +44,7 @@ void apply_override(YamlDocument& doc, const Override& o) {
   SourceLocation where{doc.file, 0, 0, o.text};
   const auto dot = o.path.find('.');
   std::vector<std::string> all = scenario_keys();
-  auto unknown = [&]() {
-    throw InputError(where, "unknown key '" + o.path + "'" + suggestion_suffix(o.path, all));
-  };
+  auto unknown = [&]() { throw InputError(where, "unknown key '" + o.path + "'" + suggestion_suffix(o.path, all)); };
   YAML::Node value;
   try {
     value = YAML::Load(o.value);
@@ -66,7 +67,8 @@ void apply_override(YamlDocument& doc, const Override& o) {
       doc.root[section] = YAML::Node(YAML::NodeType::Map);
       sec = doc.root[section];
     }
-    if (!sec.IsMap()) throw InputError(where, section + ": cannot set '" + key + "' because '" + section + "' is not a mapping");
+    if (!sec.IsMap())
+      throw InputError(where, section + ": cannot set '" + key + "' because '" + section + "' is not a mapping");
     sec[key] = value;
   }
   doc.overrides[o.path] = o.text;
@@ -75,7 +77,8 @@ void apply_override(YamlDocument& doc, const Override& o) {
 Scenario parse(std::shared_ptr<YamlDocument> doc, const Catalog& catalog, const std::vector<Override>& overrides) {
   for (const auto& o : overrides) apply_override(*doc, o);
   YamlField root = YamlField::root(doc);
-  if (!root.node().IsDefined() || root.node().IsNull()) root.fail("the scenario is empty; expected the sections cluster, model, training, communication");
+  if (!root.node().IsDefined() || root.node().IsNull())
+    root.fail("the scenario is empty; expected the sections cluster, model, training, communication");
   root.require_map(kTopKeys);
 
   Scenario s;
@@ -102,7 +105,8 @@ Scenario parse(std::shared_ptr<YamlDocument> doc, const Catalog& catalog, const 
     s.cluster.gpus_per_node = sku->gpus;
   }
   if (auto f = cl.find("fabric")) {
-    s.cluster.fabric = f->choice({"infiniband", "ethernet"}) == "infiniband" ? FabricKind::InfiniBand : FabricKind::Ethernet;
+    s.cluster.fabric =
+        f->choice({"infiniband", "ethernet"}) == "infiniband" ? FabricKind::InfiniBand : FabricKind::Ethernet;
     if (s.cluster.fabric == FabricKind::InfiniBand && !sku->infiniband_link) {
       std::vector<std::string> rdma;
       for (const auto& n : catalog.sku_names())
@@ -114,7 +118,8 @@ Scenario parse(std::shared_ptr<YamlDocument> doc, const Catalog& catalog, const 
     s.cluster.fabric = sku->infiniband_link ? FabricKind::InfiniBand : FabricKind::Ethernet;
   }
   if (auto f = cl.find("fabric_topology"))
-    s.cluster.fabric_topology = f->choice({"star", "fat_tree"}) == "star" ? FabricTopology::Star : FabricTopology::FatTree;
+    s.cluster.fabric_topology =
+        f->choice({"star", "fat_tree"}) == "star" ? FabricTopology::Star : FabricTopology::FatTree;
   const FabricSpec& fabric = catalog.fabric(s.cluster.fabric);
   if (s.cluster.fabric_topology == FabricTopology::FatTree) {
     s.cluster.nodes_per_leaf = fabric.default_nodes_per_leaf;
@@ -131,7 +136,8 @@ Scenario parse(std::shared_ptr<YamlDocument> doc, const Catalog& catalog, const 
   YamlField model_field = mo.get("name");
   const std::string model_name = model_field.str();
   const ModelSpec* model = catalog.find_model(model_name);
-  if (!model) model_field.fail("unknown model '" + model_name + "'" + suggestion_suffix(model_name, catalog.model_names()));
+  if (!model)
+    model_field.fail("unknown model '" + model_name + "'" + suggestion_suffix(model_name, catalog.model_names()));
   s.model.name = model->name;
   s.model.batch_per_gpu = static_cast<int>(mo.get("batch_per_gpu").integer(1, 1 << 20));
   if (auto f = mo.find("images_per_sec_single_gpu")) s.model.images_per_sec_single_gpu = f->positive_number();
@@ -140,15 +146,19 @@ Scenario parse(std::shared_ptr<YamlDocument> doc, const Catalog& catalog, const 
   YamlField tr = root.get("training");
   tr.require_map(kTrainingKeys);
   s.training.epochs = static_cast<int>(tr.get("epochs").integer(1, 100000));
-  if (auto f = tr.find("dataset_images")) s.training.dataset_images = f->integer(1, std::int64_t(1) << 40);
-  else s.training.dataset_images = catalog.dataset(model->dataset).training_images;
+  if (auto f = tr.find("dataset_images"))
+    s.training.dataset_images = f->integer(1, std::int64_t(1) << 40);
+  else
+    s.training.dataset_images = catalog.dataset(model->dataset).training_images;
 
   // communication (the whole section may be omitted: Horovod's defaults)
   if (auto co = root.find("communication")) {
     co->require_map(kCommKeys);
     if (auto f = co->find("strategy")) {
       const std::string v = f->choice({"ring", "hierarchical", "parameter_server"});
-      s.communication.strategy = v == "ring" ? Strategy::Ring : v == "hierarchical" ? Strategy::Hierarchical : Strategy::ParameterServer;
+      s.communication.strategy = v == "ring"           ? Strategy::Ring
+                                 : v == "hierarchical" ? Strategy::Hierarchical
+                                                       : Strategy::ParameterServer;
     }
     const bool ps = s.communication.strategy == Strategy::ParameterServer;
     if (auto f = co->find("parameter_servers")) {
@@ -157,17 +167,21 @@ Scenario parse(std::shared_ptr<YamlDocument> doc, const Catalog& catalog, const 
     }
     if (auto f = co->find("parameter_server_placement")) {
       if (!ps) f->fail("applies only to strategy: parameter_server");
-      s.communication.ps_placement = f->choice({"colocated", "dedicated"}) == "colocated" ? PsPlacement::Colocated : PsPlacement::Dedicated;
+      s.communication.ps_placement =
+          f->choice({"colocated", "dedicated"}) == "colocated" ? PsPlacement::Colocated : PsPlacement::Dedicated;
     }
-    if (auto f = co->find("fusion_threshold")) s.communication.fusion_threshold_bytes = f->nonnegative_quantity(Quantity::Bytes);
+    if (auto f = co->find("fusion_threshold"))
+      s.communication.fusion_threshold_bytes = f->nonnegative_quantity(Quantity::Bytes);
     if (auto f = co->find("cycle_time")) s.communication.cycle_time_s = f->nonnegative_quantity(Quantity::Time);
-    if (auto f = co->find("library")) s.communication.library = f->choice({"nccl", "mpi"}) == "nccl" ? CommLibrary::Nccl : CommLibrary::Mpi;
+    if (auto f = co->find("library"))
+      s.communication.library = f->choice({"nccl", "mpi"}) == "nccl" ? CommLibrary::Nccl : CommLibrary::Mpi;
     if (ps && s.communication.parameter_servers == 0) s.communication.parameter_servers = 1;
     if (ps && s.communication.ps_placement == PsPlacement::Colocated &&
         s.communication.parameter_servers > s.cluster.nodes) {
-      co->get("parameter_servers").fail("colocated parameter servers run one per node at most: " +
-                                        std::to_string(s.communication.parameter_servers) + " servers on " +
-                                        std::to_string(s.cluster.nodes) + " node(s)");
+      co->get("parameter_servers")
+          .fail("colocated parameter servers run one per node at most: " +
+                std::to_string(s.communication.parameter_servers) + " servers on " + std::to_string(s.cluster.nodes) +
+                " node(s)");
     }
     if (s.communication.strategy == Strategy::Hierarchical && s.cluster.gpus_per_node == 1 && s.cluster.nodes > 1) {
       // Valid (it degenerates to a ring among nodes); nothing to reject.
@@ -191,8 +205,7 @@ const std::vector<std::string>& scenario_keys() {
 Override parse_override(const std::string& arg) {
   const auto eq = arg.find('=');
   SourceLocation where{"", 0, 0, "--set " + arg};
-  if (eq == std::string::npos || eq == 0)
-    throw InputError(where, "expected KEY=VALUE, e.g. --set cluster.nodes=8");
+  if (eq == std::string::npos || eq == 0) throw InputError(where, "expected KEY=VALUE, e.g. --set cluster.nodes=8");
   Override o{arg.substr(0, eq), arg.substr(eq + 1), "--set " + arg};
   if (o.value.empty()) throw InputError(where, o.path + ": the value after '=' is empty");
   return o;
@@ -237,7 +250,8 @@ std::string to_yaml(const Scenario& s) {
   out << YAML::Key << "strategy" << YAML::Value << std::string(to_string(s.communication.strategy));
   if (s.communication.strategy == Strategy::ParameterServer) {
     out << YAML::Key << "parameter_servers" << YAML::Value << s.communication.parameter_servers;
-    out << YAML::Key << "parameter_server_placement" << YAML::Value << std::string(to_string(s.communication.ps_placement));
+    out << YAML::Key << "parameter_server_placement" << YAML::Value
+        << std::string(to_string(s.communication.ps_placement));
   }
   out << YAML::Key << "fusion_threshold" << YAML::Value << format_bytes(s.communication.fusion_threshold_bytes);
   out << YAML::Key << "cycle_time" << YAML::Value << format_time(s.communication.cycle_time_s);

@@ -27,8 +27,8 @@ struct ClusterConfig {
   int gpus_per_node = 0;  // processes per node, one GPU each
   FabricKind fabric = FabricKind::InfiniBand;
   FabricTopology fabric_topology = FabricTopology::Star;
-  int nodes_per_leaf = 0;        // fat_tree only
-  double oversubscription = 1;   // fat_tree only: leaf downlink : uplink bandwidth
+  int nodes_per_leaf = 0;       // fat_tree only
+  double oversubscription = 1;  // fat_tree only: leaf downlink : uplink bandwidth
   int total_gpus() const { return nodes * gpus_per_node; }
 };
 

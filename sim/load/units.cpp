@@ -16,28 +16,32 @@ struct Unit {
 };
 
 // Decimal prefixes are powers of 1000, binary ones powers of 1024 (IEC). Bit rates are divided by 8.
-constexpr Unit kBytes[] = {{"B", 1},       {"kB", 1e3},          {"MB", 1e6},          {"GB", 1e9},
-                           {"TB", 1e12},   {"KiB", 1024.0},      {"MiB", 1048576.0},   {"GiB", 1073741824.0},
-                           {"TiB", 1099511627776.0}};
+constexpr Unit kBytes[] = {{"B", 1},           {"kB", 1e3},           {"MB", 1e6},
+                           {"GB", 1e9},        {"TB", 1e12},          {"KiB", 1024.0},
+                           {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"TiB", 1099511627776.0}};
 constexpr Unit kBandwidth[] = {
-    {"B/s", 1},          {"kB/s", 1e3},         {"MB/s", 1e6},          {"GB/s", 1e9},        {"TB/s", 1e12},
-    {"Bps", 1},          {"kBps", 1e3},         {"MBps", 1e6},          {"GBps", 1e9},        {"TBps", 1e12},
-    {"KiB/s", 1024.0},   {"MiB/s", 1048576.0},  {"GiB/s", 1073741824.0},
-    {"b/s", 1 / 8.0},    {"kb/s", 1e3 / 8},     {"Mb/s", 1e6 / 8},      {"Gb/s", 1e9 / 8},    {"Tb/s", 1e12 / 8},
-    {"bps", 1 / 8.0},    {"kbps", 1e3 / 8},     {"Mbps", 1e6 / 8},      {"Gbps", 1e9 / 8},    {"Tbps", 1e12 / 8},
-    {"bit/s", 1 / 8.0},  {"kbit/s", 1e3 / 8},   {"Mbit/s", 1e6 / 8},    {"Gbit/s", 1e9 / 8},  {"Tbit/s", 1e12 / 8}};
+    {"B/s", 1},          {"kB/s", 1e3},        {"MB/s", 1e6},           {"GB/s", 1e9},      {"TB/s", 1e12},
+    {"Bps", 1},          {"kBps", 1e3},        {"MBps", 1e6},           {"GBps", 1e9},      {"TBps", 1e12},
+    {"KiB/s", 1024.0},   {"MiB/s", 1048576.0}, {"GiB/s", 1073741824.0}, {"b/s", 1 / 8.0},   {"kb/s", 1e3 / 8},
+    {"Mb/s", 1e6 / 8},   {"Gb/s", 1e9 / 8},    {"Tb/s", 1e12 / 8},      {"bps", 1 / 8.0},   {"kbps", 1e3 / 8},
+    {"Mbps", 1e6 / 8},   {"Gbps", 1e9 / 8},    {"Tbps", 1e12 / 8},      {"bit/s", 1 / 8.0}, {"kbit/s", 1e3 / 8},
+    {"Mbit/s", 1e6 / 8}, {"Gbit/s", 1e9 / 8},  {"Tbit/s", 1e12 / 8}};
 constexpr Unit kTime[] = {{"ns", 1e-9}, {"us", 1e-6}, {"\xC2\xB5s", 1e-6}, {"ms", 1e-3},
                           {"s", 1},     {"min", 60},  {"h", 3600}};
-constexpr Unit kFlopRate[] = {{"FLOPS", 1},      {"kFLOPS", 1e3},   {"MFLOPS", 1e6},   {"GFLOPS", 1e9},
-                              {"TFLOPS", 1e12},  {"PFLOPS", 1e15},  {"FLOP/s", 1},     {"kFLOP/s", 1e3},
-                              {"MFLOP/s", 1e6},  {"GFLOP/s", 1e9},  {"TFLOP/s", 1e12}, {"PFLOP/s", 1e15}};
+constexpr Unit kFlopRate[] = {{"FLOPS", 1},     {"kFLOPS", 1e3},  {"MFLOPS", 1e6},   {"GFLOPS", 1e9},
+                              {"TFLOPS", 1e12}, {"PFLOPS", 1e15}, {"FLOP/s", 1},     {"kFLOP/s", 1e3},
+                              {"MFLOP/s", 1e6}, {"GFLOP/s", 1e9}, {"TFLOP/s", 1e12}, {"PFLOP/s", 1e15}};
 
 std::pair<const Unit*, const Unit*> units_of(Quantity kind) {
   switch (kind) {
-    case Quantity::Bytes: return {std::begin(kBytes), std::end(kBytes)};
-    case Quantity::Bandwidth: return {std::begin(kBandwidth), std::end(kBandwidth)};
-    case Quantity::Time: return {std::begin(kTime), std::end(kTime)};
-    case Quantity::FlopRate: return {std::begin(kFlopRate), std::end(kFlopRate)};
+    case Quantity::Bytes:
+      return {std::begin(kBytes), std::end(kBytes)};
+    case Quantity::Bandwidth:
+      return {std::begin(kBandwidth), std::end(kBandwidth)};
+    case Quantity::Time:
+      return {std::begin(kTime), std::end(kTime)};
+    case Quantity::FlopRate:
+      return {std::begin(kFlopRate), std::end(kFlopRate)};
   }
   return {nullptr, nullptr};
 }
@@ -46,8 +50,10 @@ bool is_space(char c) { return c == ' ' || c == '\t'; }
 
 std::string fmt(double v, const char* unit) {
   char buf[64];
-  if (v != 0 && (std::fabs(v) < 0.01 || std::fabs(v) >= 1e5)) std::snprintf(buf, sizeof buf, "%.3g %s", v, unit);
-  else std::snprintf(buf, sizeof buf, "%.4g %s", v, unit);
+  if (v != 0 && (std::fabs(v) < 0.01 || std::fabs(v) >= 1e5))
+    std::snprintf(buf, sizeof buf, "%.3g %s", v, unit);
+  else
+    std::snprintf(buf, sizeof buf, "%.4g %s", v, unit);
   return buf;
 }
 
@@ -55,20 +61,28 @@ std::string fmt(double v, const char* unit) {
 
 std::string_view quantity_name(Quantity kind) {
   switch (kind) {
-    case Quantity::Bytes: return "a size";
-    case Quantity::Bandwidth: return "a bandwidth";
-    case Quantity::Time: return "a time";
-    case Quantity::FlopRate: return "a FLOP rate";
+    case Quantity::Bytes:
+      return "a size";
+    case Quantity::Bandwidth:
+      return "a bandwidth";
+    case Quantity::Time:
+      return "a time";
+    case Quantity::FlopRate:
+      return "a FLOP rate";
   }
   return "a quantity";
 }
 
 std::string_view quantity_example(Quantity kind) {
   switch (kind) {
-    case Quantity::Bytes: return "64 MiB";
-    case Quantity::Bandwidth: return "12.5 GB/s or 100 Gb/s";
-    case Quantity::Time: return "1.5 us or 5 ms";
-    case Quantity::FlopRate: return "15.7 TFLOPS";
+    case Quantity::Bytes:
+      return "64 MiB";
+    case Quantity::Bandwidth:
+      return "12.5 GB/s or 100 Gb/s";
+    case Quantity::Time:
+      return "1.5 us or 5 ms";
+    case Quantity::FlopRate:
+      return "15.7 TFLOPS";
   }
   return "";
 }
@@ -86,8 +100,8 @@ double parse_quantity(std::string_view text, Quantity kind) {
   std::size_t end = text.size();
   while (end > i && is_space(text[end - 1])) --end;
   const std::string_view body = text.substr(i, end - i);
-  const std::string expected =
-      "expected " + std::string(quantity_name(kind)) + " with a unit, such as '" + std::string(quantity_example(kind)) + "'";
+  const std::string expected = "expected " + std::string(quantity_name(kind)) + " with a unit, such as '" +
+                               std::string(quantity_example(kind)) + "'";
   if (body.empty()) throw UnitError(expected + "; got an empty value");
 
   double value = 0;

@@ -15,11 +15,16 @@ std::string join_path(const std::string& parent, const std::string& key) {
 
 std::string describe(const YAML::Node& n) {
   switch (n.Type()) {
-    case YAML::NodeType::Map: return "a mapping";
-    case YAML::NodeType::Sequence: return "a list";
-    case YAML::NodeType::Null: return "nothing (null)";
-    case YAML::NodeType::Scalar: return "'" + n.Scalar() + "'";
-    default: return "an undefined value";
+    case YAML::NodeType::Map:
+      return "a mapping";
+    case YAML::NodeType::Sequence:
+      return "a list";
+    case YAML::NodeType::Null:
+      return "nothing (null)";
+    case YAML::NodeType::Scalar:
+      return "'" + n.Scalar() + "'";
+    default:
+      return "an undefined value";
   }
 }
 
@@ -82,7 +87,8 @@ void YamlField::require_map(const std::vector<std::string>& allowed) const {
   for (auto it = node_.begin(); it != node_.end(); ++it) {
     const std::string key = it->first.Scalar();
     if (std::find(allowed.begin(), allowed.end(), key) == allowed.end())
-      YamlField(doc_, it->first, join_path(path_, key)).fail("unknown key '" + key + "'" + suggestion_suffix(key, allowed));
+      YamlField(doc_, it->first, join_path(path_, key))
+          .fail("unknown key '" + key + "'" + suggestion_suffix(key, allowed));
   }
 }
 
@@ -141,8 +147,7 @@ std::int64_t YamlField::integer(std::int64_t min, std::int64_t max) const {
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (ec == std::errc::result_out_of_range) fail("number '" + s + "' is out of range");
   if (ec != std::errc() || p != s.data() + s.size()) fail("expected a whole number, got '" + s + "'");
-  if (v < min || v > max)
-    fail("must be between " + std::to_string(min) + " and " + std::to_string(max) + ", got " + s);
+  if (v < min || v > max) fail("must be between " + std::to_string(min) + " and " + std::to_string(max) + ", got " + s);
   return v;
 }
 

@@ -64,8 +64,8 @@ std::string catalog_listing(const Catalog& c, const std::string& section) {
     Table t({"GPU", "FP32 peak", "memory bandwidth", "memory", "per board", "description"});
     for (const auto& n : c.gpu_names()) {
       const GpuSpec& g = c.gpu(n);
-      t.add({g.name, format_flop_rate(g.fp32_peak_flops), format_bandwidth(g.memory_bandwidth), format_bytes(g.memory_bytes),
-             std::to_string(g.gpus_per_board), g.description});
+      t.add({g.name, format_flop_rate(g.fp32_peak_flops), format_bandwidth(g.memory_bandwidth),
+             format_bytes(g.memory_bytes), std::to_string(g.gpus_per_board), g.description});
     }
     out << "GPUs (" << c.gpu_names().size() << ")\n" << t.str() << "\n";
   }
@@ -74,7 +74,8 @@ std::string catalog_listing(const Catalog& c, const std::string& section) {
     for (const auto& n : c.model_names()) {
       const ModelSpec& m = c.model(n);
       t.add({m.name, m.display_name, m.dataset,
-             std::to_string(m.input_shape[0]) + "x" + std::to_string(m.input_shape[1]) + "x" + std::to_string(m.input_shape[2]),
+             std::to_string(m.input_shape[0]) + "x" + std::to_string(m.input_shape[1]) + "x" +
+                 std::to_string(m.input_shape[2]),
              std::to_string(m.tensors.size()), std::to_string(m.total_params), format_bytes(m.gradient_bytes())});
     }
     out << "Models (" << c.model_names().size() << ")\n" << t.str() << "\n";
@@ -83,7 +84,8 @@ std::string catalog_listing(const Catalog& c, const std::string& section) {
     Table t({"link class", "kind", "bandwidth", "latency", "description"});
     for (const auto& n : c.link_names()) {
       const LinkClass& l = c.link(n);
-      t.add({l.name, std::string(to_string(l.kind)), format_bandwidth(l.bandwidth), format_time(l.latency), l.description});
+      t.add({l.name, std::string(to_string(l.kind)), format_bandwidth(l.bandwidth), format_time(l.latency),
+             l.description});
     }
     out << "Link classes (" << c.link_names().size() << ")\n" << t.str() << "\n";
   }

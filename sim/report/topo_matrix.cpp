@@ -26,8 +26,9 @@ std::string topo_matrix_report(const Topology& t, const Catalog& catalog, int ma
   const SkuSpec& sku = catalog.sku(t.shape().sku);
   const GpuSpec& gpu = catalog.gpu(sku.gpu);
   std::ostringstream out;
-  out << sku.name << (sku.azure_name.empty() ? "" : " (" + sku.azure_name + ")") << ": " << sku.gpus << " x " << gpu.name
-      << ", " << sku.vcpus << " vCPUs, " << format_bytes(sku.memory_bytes) << ", layout " << sku.layout << "\n";
+  out << sku.name << (sku.azure_name.empty() ? "" : " (" + sku.azure_name + ")") << ": " << sku.gpus << " x "
+      << gpu.name << ", " << sku.vcpus << " vCPUs, " << format_bytes(sku.memory_bytes) << ", layout " << sku.layout
+      << "\n";
   out << "Cluster: " << t.nodes() << " node" << (t.nodes() == 1 ? "" : "s") << ", fabric "
       << to_string(t.shape().fabric);
   if (t.nodes() > 1) {
@@ -57,7 +58,8 @@ std::string topo_matrix_report(const Topology& t, const Catalog& catalog, int ma
     const Device& d = t.device(v);
     if (d.node >= shown_nodes) continue;
     ends.push_back(v);
-    names.push_back((multi ? "n" + std::to_string(d.node) + "." : std::string()) + "NIC" + std::to_string(nic_index++ % (per_node - t.gpus_per_node())));
+    names.push_back((multi ? "n" + std::to_string(d.node) + "." : std::string()) + "NIC" +
+                    std::to_string(nic_index++ % (per_node - t.gpus_per_node())));
   }
   std::size_t width = 6;
   for (const auto& n : names) width = std::max(width, n.size() + 2);
@@ -79,7 +81,8 @@ std::string topo_matrix_report(const Topology& t, const Catalog& catalog, int ma
     out << "\n";
   };
   matrix("Connection", [](const Route& r) { return r.label(); });
-  matrix("Bottleneck bandwidth (GB/s, one direction)", [](const Route& r) { return fixed(r.bottleneck_bandwidth / 1e9, 2); });
+  matrix("Bottleneck bandwidth (GB/s, one direction)",
+         [](const Route& r) { return fixed(r.bottleneck_bandwidth / 1e9, 2); });
   matrix("Latency (us, one way)", [](const Route& r) { return fixed(r.latency * 1e6, 2); });
 
   out << "NICs:\n";
@@ -88,7 +91,8 @@ std::string topo_matrix_report(const Topology& t, const Catalog& catalog, int ma
     const Device& d = t.device(ends[i]);
     if (d.kind != DeviceKind::Nic) continue;
     const bool on_fabric = std::find(t.fabric_nics().begin(), t.fabric_nics().end(), ends[i]) != t.fabric_nics().end();
-    out << "  " << cell(names[i], width) << d.name << (d.name.find(".ib") != std::string::npos ? " (InfiniBand" : " (Ethernet")
+    out << "  " << cell(names[i], width) << d.name
+        << (d.name.find(".ib") != std::string::npos ? " (InfiniBand" : " (Ethernet")
         << (on_fabric ? ", carries the cluster fabric)" : ", not on the selected fabric)") << "\n";
   }
   if (shown_nodes < t.nodes())
