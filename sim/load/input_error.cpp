@@ -10,7 +10,7 @@ namespace ringsim {
 
 std::string SourceLocation::str() const {
   if (!origin.empty()) return origin;
-  std::string s = file.empty() ? std::string("<input>") : file;
+  std::string s = file.empty() ? std::string("ringsim") : file;
   if (line > 0) {
     s.append(":").append(std::to_string(line));
     if (column > 0) s.append(":").append(std::to_string(column));
