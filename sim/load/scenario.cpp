@@ -183,9 +183,6 @@ Scenario parse(std::shared_ptr<YamlDocument> doc, const Catalog& catalog, const 
                 std::to_string(s.communication.parameter_servers) + " servers on " + std::to_string(s.cluster.nodes) +
                 " node(s)");
     }
-    if (s.communication.strategy == Strategy::Hierarchical && s.cluster.gpus_per_node == 1 && s.cluster.nodes > 1) {
-      // Valid (it degenerates to a ring among nodes); nothing to reject.
-    }
   }
   return s;
 }

@@ -53,13 +53,12 @@ std::string topo_matrix_report(const Topology& t, const Catalog& catalog, int ma
       ends.push_back(t.gpu(n, i));
       names.push_back((multi ? "n" + std::to_string(n) + "." : std::string()) + "GPU" + std::to_string(i));
     }
-  int nic_index = 0;
   for (VertexId v : t.all_nics()) {
     const Device& d = t.device(v);
     if (d.node >= shown_nodes) continue;
     ends.push_back(v);
     names.push_back((multi ? "n" + std::to_string(d.node) + "." : std::string()) + "NIC" +
-                    std::to_string(nic_index++ % (per_node - t.gpus_per_node())));
+                    std::to_string(d.local_index));
   }
   std::size_t width = 6;
   for (const auto& n : names) width = std::max(width, n.size() + 2);
@@ -86,7 +85,6 @@ std::string topo_matrix_report(const Topology& t, const Catalog& catalog, int ma
   matrix("Latency (us, one way)", [](const Route& r) { return fixed(r.latency * 1e6, 2); });
 
   out << "NICs:\n";
-  nic_index = 0;
   for (std::size_t i = 0; i < ends.size(); ++i) {
     const Device& d = t.device(ends[i]);
     if (d.kind != DeviceKind::Nic) continue;
