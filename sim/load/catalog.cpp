@@ -36,9 +36,25 @@ std::string_view to_string(LinkKind kind) {
 
 std::string_view to_string(FabricKind kind) { return kind == FabricKind::InfiniBand ? "infiniband" : "ethernet"; }
 
-double ModelSpec::gradient_bytes() const {
-  const double bytes_per_param = dtype == "float16" ? 2.0 : 4.0;
-  return static_cast<double>(total_params) * bytes_per_param;
+double ModelSpec::gradient_bytes() const { return static_cast<double>(total_params) * dtype_bytes(); }
+int ModelSpec::dtype_bytes() const { return dtype == "float16" ? 2 : 4; }
+
+double TensorSpec::forward_flops() const {
+  if (out_h > 0) return 2.0 * static_cast<double>(numel) * out_h * out_w;
+  if (shape.size() == 2) return 2.0 * static_cast<double>(numel);
+  return 0;
+}
+
+double ModelSpec::forward_flops() const {
+  double f = 0;
+  for (const auto& t : tensors) f += t.forward_flops();
+  return f;
+}
+
+const MeasuredRate* ComputeSpec::find(const std::string& gpu, const std::string& model, int batch) const {
+  for (const auto& m : measured)
+    if (m.gpu == gpu && m.model == model && m.batch_per_gpu == batch) return &m;
+  return nullptr;
 }
 
 namespace {
@@ -266,6 +282,37 @@ Catalog Catalog::load(const std::string& dir) {
     }
   }
 
+  {
+    YamlField root = open_root(base / "libraries.yaml", {"libraries"});
+    for (auto& [name, f] : root.get("libraries").entries()) {
+      f.require_map({"description", "data_path", "collective_overhead", "host_reduction_rate", "paths"});
+      LibraryProfile l;
+      l.name = name;
+      l.description = f.get("description").str();
+      l.data_path = f.get("data_path").choice({"device", "host"}) == "device" ? DataPath::Device : DataPath::Host;
+      l.collective_overhead = f.get("collective_overhead").nonnegative_quantity(Quantity::Time);
+      l.host_reduction_rate = f.get("host_reduction_rate").positive_quantity(Quantity::Bandwidth);
+      YamlField paths = f.get("paths");
+      paths.require_map({"intra_node", "infiniband", "ethernet"});
+      auto path = [&](const char* key) {
+        YamlField p = paths.get(key);
+        p.require_map({"bandwidth_fraction", "message_overhead"});
+        PathProfile r;
+        r.bandwidth_fraction = p.get("bandwidth_fraction").number(0.01, 1.0);
+        r.message_overhead = p.get("message_overhead").nonnegative_quantity(Quantity::Time);
+        return r;
+      };
+      l.intra_node = path("intra_node");
+      l.infiniband = path("infiniband");
+      l.ethernet = path("ethernet");
+      c.libraries_.emplace(name, l);
+      c.library_order_.push_back(name);
+    }
+    for (const char* required : {"nccl", "mpi"})
+      if (!c.libraries_.count(required))
+        root.get("libraries").fail(std::string("library '") + required + "' is missing");
+  }
+
   // Models: one file per model under models/, loaded in file-name order.
   std::vector<fs::path> model_files;
   if (fs::is_directory(base / "models"))
@@ -291,7 +338,8 @@ Catalog Catalog::load(const std::string& dir) {
     std::int64_t sum = 0;
     for (auto& t : f.get("tensors").items()) {
       auto parts = t.items();
-      if (parts.size() != 2) t.fail("expected [name, [dims...]]");
+      if (parts.size() != 2 && parts.size() != 3)
+        t.fail("expected [name, [dims...]] or, for a convolution, [name, [dims...], [out_h, out_w]]");
       TensorSpec ts;
       ts.name = parts[0].str();
       ts.numel = 1;
@@ -300,6 +348,15 @@ Catalog Catalog::load(const std::string& dir) {
         ts.numel *= ts.shape.back();
       }
       if (ts.shape.empty()) parts[1].fail("a tensor needs at least one dimension");
+      if (parts.size() == 3) {
+        if (ts.shape.size() != 4) parts[2].fail("only a 4-D convolution weight has an output size [out_h, out_w]");
+        auto hw = parts[2].items();
+        if (hw.size() != 2) parts[2].fail("expected the convolution output size [out_h, out_w]");
+        ts.out_h = static_cast<int>(hw[0].integer(1, 1 << 16));
+        ts.out_w = static_cast<int>(hw[1].integer(1, 1 << 16));
+      } else if (ts.shape.size() == 4) {
+        t.fail("a 4-D convolution weight needs its output size: [name, [dims...], [out_h, out_w]]");
+      }
       sum += ts.numel;
       m.tensors.push_back(std::move(ts));
     }
@@ -311,6 +368,32 @@ Catalog Catalog::load(const std::string& dir) {
     c.model_order_.push_back(m.name);
     c.models_.emplace(m.name, std::move(m));
   }
+  {
+    YamlField root = open_root(base / "compute.yaml", {"roofline", "measured"});
+    YamlField roof = root.get("roofline");
+    roof.require_map({"backward_to_forward", "efficiency"});
+    c.compute_.backward_to_forward = roof.get("backward_to_forward").number(0, 100);
+    c.compute_.roofline_efficiency = roof.get("efficiency").number(0.001, 1);
+    for (auto& item : root.get("measured").items()) {
+      item.require_map({"gpu", "model", "batch_per_gpu", "images_per_sec"});
+      MeasuredRate m;
+      m.gpu = item.get("gpu").str();
+      if (!c.gpus_.count(m.gpu))
+        item.get("gpu").fail("unknown GPU '" + m.gpu + "'" + suggestion_suffix(m.gpu, c.gpu_order_));
+      m.model = item.get("model").str();
+      if (!c.models_.count(m.model))
+        item.get("model").fail("unknown model '" + m.model + "'" + suggestion_suffix(m.model, c.model_order_));
+      m.batch_per_gpu = static_cast<int>(item.get("batch_per_gpu").integer(1, 1 << 20));
+      m.images_per_sec = item.get("images_per_sec").positive_number();
+      const SourceLocation at = item.location();
+      m.source = fs::path(at.file).filename().string() + ":" + std::to_string(at.line);
+      if (c.compute_.find(m.gpu, m.model, m.batch_per_gpu))
+        item.fail("duplicate measured rate for " + m.gpu + " / " + m.model + " / batch " +
+                  std::to_string(m.batch_per_gpu));
+      c.compute_.measured.push_back(m);
+    }
+  }
+
   if (c.skus_.empty()) throw InputError({(base / "skus.yaml").string(), 0, 0, ""}, "the catalog defines no SKU");
   return c;
 }
@@ -327,6 +410,9 @@ const typename Map::mapped_type& lookup(const Map& m, const std::string& name, c
 }  // namespace
 
 const GpuSpec& Catalog::gpu(const std::string& n) const { return lookup(gpus_, n, "GPU", gpu_order_); }
+const LibraryProfile& Catalog::library(const std::string& n) const {
+  return lookup(libraries_, n, "library", library_order_);
+}
 const LinkClass& Catalog::link(const std::string& n) const { return lookup(links_, n, "link class", link_order_); }
 const FabricSpec& Catalog::fabric(FabricKind k) const { return fabrics_.at(k); }
 const SkuSpec& Catalog::sku(const std::string& n) const {

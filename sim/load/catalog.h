@@ -97,6 +97,10 @@ struct TensorSpec {
   std::string name;
   std::vector<std::int64_t> shape;
   std::int64_t numel = 0;
+  int out_h = 0, out_w = 0;  // convolution output size per image; 0 for other tensors
+  // Forward FLOPs per image: 2 x numel x out_h x out_w for convolutions, 2 x numel for 2-D (linear)
+  // weights, 0 for 1-D tensors (biases, batch-norm scales).
+  double forward_flops() const;
 };
 
 struct ModelSpec {
@@ -109,6 +113,38 @@ struct ModelSpec {
   std::vector<TensorSpec> tensors;  // registration (forward) order
   std::string file;
   double gradient_bytes() const;  // total_params x dtype size
+  int dtype_bytes() const;        // 4 for float32, 2 for float16
+  double forward_flops() const;   // per image, summed over tensors
+};
+
+// compute.yaml: single-GPU training speed.
+struct MeasuredRate {
+  std::string gpu, model;
+  int batch_per_gpu = 0;
+  double images_per_sec = 0;
+  std::string source;  // "compute.yaml:LINE"
+};
+struct ComputeSpec {
+  double roofline_efficiency = 0;  // achieved / peak FP32 in training
+  double backward_to_forward = 2;  // backward FLOPs / forward FLOPs
+  std::vector<MeasuredRate> measured;
+  const MeasuredRate* find(const std::string& gpu, const std::string& model, int batch) const;
+};
+
+// libraries.yaml: what a collective library achieves on each kind of path.
+enum class DataPath { Device, Host };
+struct PathProfile {
+  double bandwidth_fraction = 1;  // of the nominal link bandwidth
+  double message_overhead = 0;    // seconds per message (one transfer of one collective step)
+};
+struct LibraryProfile {
+  std::string name;
+  std::string description;
+  DataPath data_path = DataPath::Device;
+  double collective_overhead = 0;  // seconds per collective call
+  double host_reduction_rate = 0;  // bytes/s of input a reduction on the host CPU consumes
+  PathProfile intra_node, infiniband, ethernet;
+  const PathProfile& fabric(FabricKind kind) const { return kind == FabricKind::InfiniBand ? infiniband : ethernet; }
 };
 
 class Catalog {
@@ -126,6 +162,8 @@ class Catalog {
   const NodeLayout& layout(const std::string& name) const;
   const ModelSpec& model(const std::string& name) const;
   const DatasetSpec& dataset(const std::string& name) const;
+  const LibraryProfile& library(const std::string& name) const;
+  const ComputeSpec& compute() const { return compute_; }
 
   // Accepts "NC24rs_v3" and "Standard_NC24rs_v3"; nullptr when unknown.
   const SkuSpec* find_sku(const std::string& name) const;
@@ -147,6 +185,9 @@ class Catalog {
   std::map<std::string, NodeLayout> layouts_;
   std::map<std::string, SkuSpec> skus_;
   std::map<std::string, ModelSpec> models_;
+  std::map<std::string, LibraryProfile> libraries_;
+  std::vector<std::string> library_order_;
+  ComputeSpec compute_;
   std::vector<std::string> gpu_order_, link_order_, sku_order_, model_order_, dataset_order_;
 };
 

@@ -156,3 +156,11 @@ std::string format_flop_rate(double f) {
 }
 
 }  // namespace ringsim
+
+namespace ringsim {
+std::string format_number(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+}  // namespace ringsim
