@@ -2,6 +2,7 @@
 
 #include <iostream>
 
+#include "execute/training_sim.h"
 #include "graph/exporters.h"
 #include "graph/topology_graph.h"
 #include "load/catalog.h"
@@ -10,6 +11,7 @@
 #include "load/units.h"
 #include "report/catalog_listing.h"
 #include "report/output_file.h"
+#include "report/prediction_report.h"
 #include "report/topo_matrix.h"
 
 namespace ringsim {
@@ -71,6 +73,25 @@ int run_check(const std::string& catalog_dir, const std::string& scenario_file, 
             << boost::num_vertices(topology.graph()) << " devices in the topology graph; " << model.display_name << ": "
             << model.tensors.size() << " tensors, " << format_bytes(model.gradient_bytes())
             << " of gradients per iteration\n";
+  return 0;
+}
+
+int run_predict(const std::string& catalog_dir, const PredictOptions& o) {
+  const Catalog catalog = Catalog::load(catalog_dir);
+  std::vector<Override> overrides;
+  for (const auto& s : o.sets) overrides.push_back(parse_override(s));
+  const Scenario s = load_scenario(o.scenario, catalog, overrides);
+  const Fidelity fidelity =
+      o.fidelity ? (*o.fidelity == "flow" ? Fidelity::Flow : Fidelity::Step) : default_fidelity(s);
+  const Prediction p = predict(catalog, s, fidelity);
+  // Render everything first, then write: a failure leaves no output file behind.
+  const std::string json = o.json_file ? result_json(p, "predict") : "";
+  const std::string trace = o.trace_file ? timeline_json(p) : "";
+  const std::string links = o.links_file ? links_csv(p) : "";
+  if (o.json_file) write_file_atomically(*o.json_file, json);
+  if (o.trace_file) write_file_atomically(*o.trace_file, trace);
+  if (o.links_file) write_file_atomically(*o.links_file, links);
+  std::cout << prediction_table(p);
   return 0;
 }
 

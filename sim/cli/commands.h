@@ -21,6 +21,14 @@ struct TopoOptions {
 
 int run_catalog(const std::string& catalog_dir, const std::string& section);
 int run_topo(const std::string& catalog_dir, const TopoOptions& options);
+struct PredictOptions {
+  std::string scenario;
+  std::vector<std::string> sets;
+  std::optional<std::string> fidelity;  // flow | step; default by GPU count
+  std::optional<std::string> json_file, trace_file, links_file;
+};
+
+int run_predict(const std::string& catalog_dir, const PredictOptions& options);
 int run_check(const std::string& catalog_dir, const std::string& scenario, const std::vector<std::string>& sets);
 
 }  // namespace ringsim

@@ -40,6 +40,19 @@ int main(int argc, char** argv) {
   check->add_option("scenario", scenario, "Scenario YAML file")->required();
   check->add_option("--set", sets, "Override a key: --set cluster.nodes=8 (repeatable)");
 
+  ringsim::PredictOptions predict_opts;
+  auto* predict = app.add_subcommand("predict", "Simulate one training iteration on SimGrid and predict training time");
+  predict->add_option("scenario", predict_opts.scenario, "Scenario YAML file")->required();
+  predict->add_option("--set", predict_opts.sets, "Override a key: --set cluster.nodes=8 (repeatable)");
+  predict
+      ->add_option("--fidelity", predict_opts.fidelity,
+                   "flow: every chunk a SimGrid communication; step: each collective step evaluated from link "
+                   "loads (default: flow up to 256 GPUs)")
+      ->check(CLI::IsMember({"flow", "step"}));
+  predict->add_option("--json", predict_opts.json_file, "Write the result JSON (schema ringsim.result/1)");
+  predict->add_option("--trace", predict_opts.trace_file, "Write a Chrome trace in Horovod's timeline format");
+  predict->add_option("--links", predict_opts.links_file, "Write bytes and utilisation per link as CSV");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -49,6 +62,7 @@ int main(int argc, char** argv) {
     if (*catalog) return ringsim::run_catalog(catalog_dir, section);
     if (*topo) return ringsim::run_topo(catalog_dir, topo_opts);
     if (*check) return ringsim::run_check(catalog_dir, scenario, sets);
+    if (*predict) return ringsim::run_predict(catalog_dir, predict_opts);
   } catch (const ringsim::InputError& e) {
     std::cerr << e.what() << "\n";
     return 2;

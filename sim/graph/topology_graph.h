@@ -64,6 +64,7 @@ class Topology {
   const std::vector<VertexId>& fabric_nics() const { return nics_; }   // one per node: the NIC on the fabric
   const std::vector<VertexId>& all_nics() const { return all_nics_; }  // node-major, Ethernet then InfiniBand
   VertexId host_memory(int node, int socket) const;
+  int sockets() const { return sockets_; }  // per node
   int spines() const { return spines_; }
   int leaves() const { return leaves_; }
 

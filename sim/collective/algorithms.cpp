@@ -1,0 +1,255 @@
+#include <algorithm>
+#include <numeric>
+#include <stdexcept>
+
+#include "collective/collective.h"
+
+namespace ringsim::collective {
+
+std::string_view to_string(Space s) { return s == Space::Device ? "device" : "host"; }
+
+Chunking::Chunking(std::uint64_t bytes, int parts, int element_bytes_) : element_bytes(element_bytes_) {
+  if (parts < 1 || element_bytes < 1 || bytes % element_bytes != 0)
+    throw std::invalid_argument("chunking: bytes must be a whole number of elements and parts >= 1");
+  const std::uint64_t elements = bytes / element_bytes;
+  elements_base = elements / parts;
+  remainder = elements % parts;
+}
+std::uint64_t Chunking::offset(int c) const {
+  const auto cu = static_cast<std::uint64_t>(c);
+  return (cu * elements_base + std::min<std::uint64_t>(cu, remainder)) * element_bytes;
+}
+std::uint64_t Chunking::size(int c) const {
+  return (elements_base + (static_cast<std::uint64_t>(c) < remainder ? 1 : 0)) * element_bytes;
+}
+
+namespace {
+
+int mod(int a, int n) { return ((a % n) + n) % n; }
+
+// Step `s` of a ring allreduce among `n` participants (reduce-scatter for s < n-1, then allgather), seen by
+// participant `i`; `member(k)` maps participant k to its collective member.
+template <class MemberOf>
+void ring_allreduce_step(int i, int n, int s, const Chunking& ch, Space space, MemberOf member, RankStep& out) {
+  const bool scatter = s < n - 1;
+  const int t = scatter ? s : s - (n - 1);
+  const int send_chunk = scatter ? mod(i - t, n) : mod(i + 1 - t, n);
+  const int recv_chunk = scatter ? mod(i - t - 1, n) : mod(i - t, n);
+  const int right = member(mod(i + 1, n)), left = member(mod(i - 1, n)), me = member(i);
+  out.sends.push_back({me, right, space, space, ch.offset(send_chunk), ch.size(send_chunk), scatter});
+  out.recvs.push_back({left, me, space, space, ch.offset(recv_chunk), ch.size(recv_chunk), scatter});
+}
+
+void copy_step(int me, std::uint64_t bytes, Space from, Space to, RankStep& out) {
+  Transfer t{me, me, from, to, 0, bytes, false};
+  out.sends.push_back(t);
+  out.recvs.push_back(t);
+}
+
+// Phases laid out one after another; a phase is a run of identical steps.
+struct Phases {
+  struct Phase {
+    std::string_view name;
+    int count;
+  };
+  std::vector<Phase> list;
+  void add(std::string_view name, int count) {
+    if (count > 0) list.push_back({name, count});
+  }
+  int steps() const {
+    int n = 0;
+    for (const auto& p : list) n += p.count;
+    return n;
+  }
+  // Which phase step `s` is in, and its index within the phase.
+  std::pair<std::string_view, int> locate(int s) const {
+    for (const auto& p : list) {
+      if (s < p.count) return {p.name, s};
+      s -= p.count;
+    }
+    throw std::out_of_range("collective step out of range");
+  }
+  std::vector<StepRun> runs() const {
+    std::vector<StepRun> r;
+    int first = 0;
+    for (const auto& p : list) {
+      r.push_back({first, p.count, p.name});
+      first += p.count;
+    }
+    return r;
+  }
+};
+
+class RingAllreduce final : public Collective {
+ public:
+  RingAllreduce(int p, std::uint64_t bytes, int element_bytes, Space space)
+      : Collective(bytes), p_(p), space_(space), chunks_(bytes, p, element_bytes) {
+    const bool staged = space == Space::Host && p > 1;
+    if (staged) phases_.add("copy_to_host", 1);
+    phases_.add("reduce_scatter", p - 1);
+    phases_.add("allgather", p - 1);
+    if (staged) phases_.add("copy_to_device", 1);
+  }
+  std::string_view algorithm() const override { return "ring_allreduce"; }
+  int members() const override { return p_; }
+  int steps() const override { return phases_.steps(); }
+  std::vector<StepRun> runs() const override { return phases_.runs(); }
+  Space home_space(int) const override { return space_; }
+  void rank_step(int m, int s, RankStep& out) const override {
+    out.clear();
+    auto [phase, i] = phases_.locate(s);
+    if (phase == "copy_to_host") return copy_step(m, bytes_, Space::Device, Space::Host, out);
+    if (phase == "copy_to_device") return copy_step(m, bytes_, Space::Host, Space::Device, out);
+    const int ring_step = phase == "reduce_scatter" ? i : (p_ - 1) + i;
+    ring_allreduce_step(
+        m, p_, ring_step, chunks_, space_, [](int k) { return k; }, out);
+  }
+
+ private:
+  int p_;
+  Space space_;
+  Chunking chunks_;
+  Phases phases_;
+};
+
+class HierarchicalAllreduce final : public Collective {
+ public:
+  HierarchicalAllreduce(int nodes, int local, std::uint64_t bytes, int element_bytes, Space space)
+      : Collective(bytes),
+        nodes_(nodes),
+        local_(local),
+        space_(space),
+        local_chunks_(bytes, local, element_bytes),
+        node_chunks_(bytes, nodes, element_bytes) {
+    const bool staged = space == Space::Host && nodes * local > 1;
+    if (staged) phases_.add("copy_to_host", 1);
+    phases_.add("local_reduce_scatter", local - 1);
+    phases_.add("local_gather", local > 1 ? 1 : 0);
+    phases_.add("cross_reduce_scatter", nodes - 1);
+    phases_.add("cross_allgather", nodes - 1);
+    phases_.add("local_scatter", local > 1 ? 1 : 0);
+    phases_.add("local_allgather", local - 1);
+    if (staged) phases_.add("copy_to_device", 1);
+  }
+  std::string_view algorithm() const override { return "hierarchical_allreduce"; }
+  int members() const override { return nodes_ * local_; }
+  int steps() const override { return phases_.steps(); }
+  std::vector<StepRun> runs() const override { return phases_.runs(); }
+  Space home_space(int) const override { return space_; }
+  void rank_step(int m, int s, RankStep& out) const override {
+    out.clear();
+    auto [phase, i] = phases_.locate(s);
+    const int node = m / local_, l = m % local_, L = local_;
+    auto local_member = [&](int k) { return node * L + k; };
+    if (phase == "copy_to_host") return copy_step(m, bytes_, Space::Device, Space::Host, out);
+    if (phase == "copy_to_device") return copy_step(m, bytes_, Space::Host, Space::Device, out);
+    if (phase == "local_reduce_scatter") return ring_allreduce_step(l, L, i, local_chunks_, space_, local_member, out);
+    if (phase == "local_allgather")
+      return ring_allreduce_step(l, L, (L - 1) + i, local_chunks_, space_, local_member, out);
+    if (phase == "local_gather" || phase == "local_scatter") {
+      // After the local reduce-scatter, local member k holds chunk (k + 1) mod L; the gather brings every
+      // chunk to local member 0, the scatter hands them back before the allgather.
+      const bool gather = phase == "local_gather";
+      const int root = local_member(0);
+      auto xfer = [&](int k) {
+        const int c = mod(k + 1, L);
+        const int from = gather ? local_member(k) : root, to = gather ? root : local_member(k);
+        return Transfer{from, to, space_, space_, local_chunks_.offset(c), local_chunks_.size(c), false};
+      };
+      if (l == 0) {
+        for (int k = 1; k < L; ++k) (gather ? out.recvs : out.sends).push_back(xfer(k));
+      } else {
+        (gather ? out.sends : out.recvs).push_back(xfer(l));
+      }
+      return;
+    }
+    // Cross-node ring among the local roots.
+    if (l != 0) return;
+    const int ring_step = phase == "cross_reduce_scatter" ? i : (nodes_ - 1) + i;
+    ring_allreduce_step(
+        node, nodes_, ring_step, node_chunks_, space_, [&](int k) { return k * L; }, out);
+  }
+
+ private:
+  int nodes_, local_;
+  Space space_;
+  Chunking local_chunks_, node_chunks_;
+  Phases phases_;
+};
+
+class ParameterServerExchange final : public Collective {
+ public:
+  ParameterServerExchange(int workers, std::vector<std::uint64_t> shards, Space worker_space)
+      : Collective(std::accumulate(shards.begin(), shards.end(), std::uint64_t{0})),
+        workers_(workers),
+        shards_(std::move(shards)),
+        worker_space_(worker_space) {
+    offsets_.resize(shards_.size());
+    std::uint64_t off = 0;
+    for (std::size_t j = 0; j < shards_.size(); ++j) {
+      offsets_[j] = off;
+      off += shards_[j];
+    }
+  }
+  std::string_view algorithm() const override { return "parameter_server"; }
+  int members() const override { return workers_ + static_cast<int>(shards_.size()); }
+  int steps() const override { return 2; }
+  std::vector<StepRun> runs() const override { return {{0, 1, "push"}, {1, 1, "pull"}}; }
+  Space home_space(int m) const override { return m < workers_ ? worker_space_ : Space::Host; }
+  void rank_step(int m, int s, RankStep& out) const override {
+    out.clear();
+    const bool push = s == 0;
+    auto xfer = [&](int w, int j) {
+      const int server = workers_ + j;
+      return push ? Transfer{w, server, worker_space_, Space::Host, offsets_[j], shards_[j], true}
+                  : Transfer{server, w, Space::Host, worker_space_, offsets_[j], shards_[j], false};
+    };
+    if (m < workers_) {
+      for (std::size_t j = 0; j < shards_.size(); ++j)
+        if (shards_[j] > 0) (push ? out.sends : out.recvs).push_back(xfer(m, static_cast<int>(j)));
+    } else {
+      const int j = m - workers_;
+      if (shards_[j] == 0) return;
+      for (int w = 0; w < workers_; ++w) (push ? out.recvs : out.sends).push_back(xfer(w, j));
+      if (push) out.update_bytes = shards_[j];
+    }
+  }
+
+ private:
+  int workers_;
+  std::vector<std::uint64_t> shards_, offsets_;
+  Space worker_space_;
+};
+
+}  // namespace
+
+std::unique_ptr<Collective> make_ring_allreduce(int members, std::uint64_t bytes, int element_bytes, Space space) {
+  if (members < 1) throw std::invalid_argument("ring allreduce needs at least one member");
+  return std::make_unique<RingAllreduce>(members, bytes, element_bytes, space);
+}
+
+std::unique_ptr<Collective> make_hierarchical_allreduce(int nodes, int local, std::uint64_t bytes, int element_bytes,
+                                                        Space space) {
+  if (nodes < 1 || local < 1) throw std::invalid_argument("hierarchical allreduce needs nodes, local >= 1");
+  return std::make_unique<HierarchicalAllreduce>(nodes, local, bytes, element_bytes, space);
+}
+
+std::unique_ptr<Collective> make_parameter_server_exchange(int workers, const std::vector<std::uint64_t>& shard_bytes,
+                                                           Space worker_space) {
+  if (workers < 1 || shard_bytes.empty()) throw std::invalid_argument("parameter server needs workers and servers");
+  return std::make_unique<ParameterServerExchange>(workers, shard_bytes, worker_space);
+}
+
+std::vector<int> assign_to_servers(const std::vector<std::uint64_t>& tensor_bytes, int servers) {
+  std::vector<std::uint64_t> load(servers, 0);
+  std::vector<int> where;
+  where.reserve(tensor_bytes.size());
+  for (auto b : tensor_bytes) {
+    const int j = static_cast<int>(std::min_element(load.begin(), load.end()) - load.begin());
+    load[j] += b;
+    where.push_back(j);
+  }
+  return where;
+}
+
+}  // namespace ringsim::collective

@@ -1,0 +1,98 @@
+// Collective algorithms as per-member step programs: written once, executed by every executor (the
+// SimGrid flow and step fidelities in sim/execute, the MPI/CUDA/NCCL transports in real/).
+//
+// A collective runs in steps. In step s a member posts its receives and sends, waits for all of them, then
+// reduces what it received and, for a parameter server, applies the update. `rank_step(member, s)` is the
+// only description of the algorithm: a per-rank executor calls it for its own member, the step-level
+// evaluator calls it for every member of one step of each run of identical steps (`runs()`).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+namespace ringsim::collective {
+
+// Where a member's buffer lives.
+enum class Space : std::uint8_t { Device, Host };
+std::string_view to_string(Space s);
+
+// One message: `bytes` of the buffer starting at `offset`, from member `src` to member `dst`. With
+// src == dst and different spaces it is a local copy (device <-> host staging).
+struct Transfer {
+  int src = 0, dst = 0;
+  Space src_space = Space::Device, dst_space = Space::Device;
+  std::uint64_t offset = 0, bytes = 0;
+  bool reduce = false;  // the receiver adds it into its buffer (otherwise it overwrites)
+  bool operator==(const Transfer&) const = default;
+};
+
+// What one member does in one step.
+struct RankStep {
+  std::vector<Transfer> sends;     // src == this member
+  std::vector<Transfer> recvs;     // dst == this member
+  std::uint64_t update_bytes = 0;  // parameters this member updates after the step (parameter server)
+  void clear() {
+    sends.clear();
+    recvs.clear();
+    update_bytes = 0;
+  }
+};
+
+// Consecutive steps whose communication pattern is the same (same pairs and byte counts up to which chunk
+// each pair carries): a step-level evaluator evaluates `first` and counts it `count` times.
+struct StepRun {
+  int first = 0, count = 0;
+  std::string_view phase;  // "reduce_scatter", "allgather", "push", ...
+};
+
+class Collective {
+ public:
+  virtual ~Collective() = default;
+  virtual std::string_view algorithm() const = 0;  // "ring_allreduce", ...
+  virtual int members() const = 0;
+  virtual int steps() const = 0;
+  virtual void rank_step(int member, int step, RankStep& out) const = 0;
+  virtual std::vector<StepRun> runs() const = 0;
+  // Where member m keeps its buffer between steps (the space reductions run in).
+  virtual Space home_space(int member) const = 0;
+  std::uint64_t bytes() const { return bytes_; }
+
+ protected:
+  explicit Collective(std::uint64_t bytes) : bytes_(bytes) {}
+  std::uint64_t bytes_;
+};
+
+// Splits `bytes` of `element_bytes`-sized elements into `parts` contiguous chunks differing by at most one
+// element (the first `remainder` chunks get the extra element).
+struct Chunking {
+  Chunking(std::uint64_t bytes, int parts, int element_bytes);
+  std::uint64_t offset(int chunk) const;
+  std::uint64_t size(int chunk) const;
+  std::uint64_t elements_base = 0, remainder = 0;
+  int element_bytes = 4;
+};
+
+// Ring allreduce over `members` GPUs: reduce-scatter then allgather, 2(p-1) steps of ~S/p to the right
+// neighbour (member + 1 mod p). With a host data path every member first copies its buffer to host memory
+// and back at the end, and the ring runs between host buffers.
+std::unique_ptr<Collective> make_ring_allreduce(int members, std::uint64_t bytes, int element_bytes, Space data_space);
+
+// Hierarchical allreduce over `nodes` x `local` members (node-major): reduce within each node to its local
+// member 0 (ring reduce-scatter, then gather), ring allreduce among the local roots, broadcast within each
+// node (scatter, then ring allgather).
+std::unique_ptr<Collective> make_hierarchical_allreduce(int nodes, int local, std::uint64_t bytes, int element_bytes,
+                                                        Space data_space);
+
+// Synchronous parameter-server exchange: members [0, workers) are workers, [workers, workers + servers)
+// are servers. `shard_bytes[j]` is what lives on server j. Step 0: every worker pushes each shard to its
+// server, which reduces them; servers then apply the update. Step 1: every worker pulls every shard.
+std::unique_ptr<Collective> make_parameter_server_exchange(int workers, const std::vector<std::uint64_t>& shard_bytes,
+                                                           Space worker_space);
+
+// TensorFlow's greedy placement: each tensor, in creation order, goes to the server with the fewest bytes
+// so far (ties: lowest index). Returns the server of each tensor.
+std::vector<int> assign_to_servers(const std::vector<std::uint64_t>& tensor_bytes, int servers);
+
+}  // namespace ringsim::collective

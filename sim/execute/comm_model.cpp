@@ -1,0 +1,169 @@
+#include "execute/comm_model.h"
+
+#include <stdexcept>
+
+namespace ringsim {
+
+namespace {
+bool is_fabric(LinkKind k) { return k == LinkKind::Ethernet || k == LinkKind::InfiniBand; }
+}  // namespace
+
+CommModel::CommModel(const Catalog& catalog, const Scenario& s, const Topology& topo)
+    : topo_(topo),
+      lib_(catalog.library(std::string(to_string(s.communication.library)))),
+      gpu_(catalog.gpu(catalog.sku(s.cluster.sku).gpu)),
+      router_(topo) {
+  const TopologyGraph& g = topo.graph();
+  for (auto e : boost::make_iterator_range(boost::edges(g))) {
+    edge_index_.emplace(e.get_property(), static_cast<int>(edges_.size()));
+    edges_.push_back(e);
+    const Link& l = g[e];
+    const PathProfile& p = is_fabric(l.kind) ? lib_.fabric(topo.shape().fabric) : lib_.intra_node;
+    edge_bw_.push_back(l.bandwidth * p.bandwidth_fraction);
+  }
+  // Node templates: vertices of node n are contiguous and laid out like node 0's.
+  node_base_.assign(topo.nodes(), 0);
+  std::vector<std::size_t> count(topo.nodes(), 0);
+  for (auto v : boost::make_iterator_range(boost::vertices(g))) {
+    const int n = g[v].node;
+    if (n < 0) continue;
+    if (count[n]++ == 0) node_base_[n] = v;
+  }
+  node_size_ = count.empty() ? 0 : count[0];
+  uniform_nodes_ = true;
+  for (int n = 0; n < topo.nodes() && uniform_nodes_; ++n) {
+    if (count[n] != node_size_) uniform_nodes_ = false;
+    for (std::size_t i = 0; i < count[n] && uniform_nodes_; ++i) {
+      const Device& a = g[node_base_[0] + i];
+      const Device& b = g[node_base_[n] + i];
+      if (a.kind != b.kind || a.local_index != b.local_index || b.node != n) uniform_nodes_ = false;
+    }
+  }
+
+  // Worker ranks: GPUs node-major; each with the host memory of the socket nearest to it.
+  const int gpn = s.cluster.gpus_per_node;
+  workers_ = s.cluster.nodes * gpn;
+  std::vector<VertexId> nearest(gpn);
+  for (int i = 0; i < gpn; ++i) {
+    const VertexId gv = topo.gpu(0, i);
+    double best = 0;
+    bool found = false;
+    for (int sock = 0; sock < topo.sockets(); ++sock) {
+      const VertexId mem = topo.host_memory(0, sock);
+      const double lat = router_.route(gv, mem).latency;
+      if (!found || lat < best) {
+        best = lat;
+        nearest[i] = mem;
+        found = true;
+      }
+    }
+    if (!found) throw std::runtime_error("node has no host memory");
+  }
+  for (int r = 0; r < workers_; ++r) {
+    const int node = r / gpn, local = r % gpn;
+    places_.push_back({topo.gpu(node, local), from_template(nearest[local], node), true});
+  }
+}
+
+void CommModel::set_servers(const std::vector<MemberPlace>& servers) {
+  places_.resize(workers_);
+  places_.insert(places_.end(), servers.begin(), servers.end());
+}
+
+VertexId CommModel::to_template(VertexId v) const {
+  const int n = topo_.device(v).node;
+  return v - node_base_[n] + node_base_[0];
+}
+VertexId CommModel::from_template(VertexId v, int node) const { return v - node_base_[0] + node_base_[node]; }
+
+const Route& CommModel::intra(VertexId a, VertexId b) {
+  auto key = std::make_pair(a, b);
+  if (auto it = intra_routes_.find(key); it != intra_routes_.end()) return it->second;
+  const int node = topo_.device(a).node;
+  if (!uniform_nodes_ || node == 0) return intra_routes_.emplace(key, router_.route(a, b)).first->second;
+  auto tkey = std::make_pair(to_template(a), to_template(b));
+  auto tit = template_routes_.find(tkey);
+  if (tit == template_routes_.end()) tit = template_routes_.emplace(tkey, router_.route(tkey.first, tkey.second)).first;
+  const TopologyGraph& g = topo_.graph();
+  Route r = tit->second;
+  r.src = a;
+  r.dst = b;
+  for (auto& e : r.edges) {
+    auto [ne, ok] = boost::edge(from_template(boost::source(e, g), node), from_template(boost::target(e, g), node), g);
+    if (!ok) throw std::logic_error("node template translation failed");
+    e = ne;
+  }
+  return intra_routes_.emplace(key, std::move(r)).first->second;
+}
+
+Path CommModel::make_path(const Route& r) const {
+  Path p;
+  p.latency = r.latency;
+  for (auto e : r.edges) {
+    p.edges.push_back(edge_index_.at(e.get_property()));
+    if (is_fabric(topo_.link(e).kind)) p.crosses_fabric = true;
+  }
+  p.overhead = (p.crosses_fabric ? lib_.fabric(topo_.shape().fabric) : lib_.intra_node).message_overhead;
+  p.latency += p.overhead;
+  return p;
+}
+
+const Path& CommModel::path(VertexId src, VertexId dst) {
+  const std::uint64_t key = (static_cast<std::uint64_t>(src) << 32) | static_cast<std::uint64_t>(dst);
+  if (auto it = paths_.find(key); it != paths_.end()) return it->second;
+  const TopologyGraph& g = topo_.graph();
+  Route r;
+  if (src == dst) {
+    // A copy within one memory: out through its link to the CPU and back.
+    r.src = r.dst = src;
+    for (auto e : boost::make_iterator_range(boost::out_edges(src, g))) {
+      auto [back, ok] = boost::edge(boost::target(e, g), src, g);
+      if (!ok) continue;
+      r.edges = {e, back};
+      r.latency = g[e].latency + g[back].latency;
+      break;
+    }
+  } else {
+    const int na = topo_.device(src).node, nb = topo_.device(dst).node;
+    if (na == nb) {
+      r = intra(src, dst);
+    } else {
+      const VertexId nic_a = topo_.fabric_nics().at(na), nic_b = topo_.fabric_nics().at(nb);
+      auto fkey = std::make_pair(nic_a, nic_b);
+      auto fit = fabric_routes_.find(fkey);
+      if (fit == fabric_routes_.end()) fit = fabric_routes_.emplace(fkey, router_.route(nic_a, nic_b)).first;
+      const Route& first = intra(src, nic_a);
+      const Route& mid = fit->second;
+      const Route& last = intra(nic_b, dst);
+      r.src = src;
+      r.dst = dst;
+      for (const Route* part : {&first, &mid, &last}) {
+        r.edges.insert(r.edges.end(), part->edges.begin(), part->edges.end());
+        r.latency += part->latency;
+      }
+    }
+  }
+  return paths_.emplace(key, make_path(r)).first->second;
+}
+
+std::string CommModel::edge_name(int i) const {
+  const TopologyGraph& g = topo_.graph();
+  const EdgeId e = edges_[i];
+  return g[boost::source(e, g)].name + "->" + g[boost::target(e, g)].name;
+}
+
+double CommModel::reduce_time(int m, collective::Space space, std::uint64_t bytes) const {
+  const bool on_gpu = space == collective::Space::Device && places_.at(m).gpu;
+  if (on_gpu) return 3.0 * static_cast<double>(bytes) / gpu_.memory_bandwidth;
+  return static_cast<double>(bytes) / lib_.host_reduction_rate;
+}
+
+double CommModel::update_time(int m, std::uint64_t bytes) const {
+  return reduce_time(m, places_.at(m).gpu ? collective::Space::Device : collective::Space::Host, bytes);
+}
+
+double CommModel::device_copy_time(std::uint64_t bytes) const {
+  return 2.0 * static_cast<double>(bytes) / gpu_.memory_bandwidth;
+}
+
+}  // namespace ringsim

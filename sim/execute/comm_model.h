@@ -1,0 +1,93 @@
+// What a transfer costs on this cluster with this library: endpoints of collective members, routes over the
+// topology graph (memoised; every node of a cluster has the same layout, so routes inside a node are
+// computed once and translated), per-edge effective bandwidth and per-message overhead from the library
+// profile, and reduction/update costs. Shared by the flow (SimGrid) and step (analytical) fidelities.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <unordered_map>
+#include <vector>
+
+#include "collective/collective.h"
+#include "graph/routing.h"
+#include "graph/topology_graph.h"
+#include "load/catalog.h"
+#include "load/scenario.h"
+
+namespace ringsim {
+
+// Where each collective member keeps its buffers.
+struct MemberPlace {
+  VertexId device{};  // GPU (workers) or host memory (servers)
+  VertexId host{};    // host memory of the member's socket
+  bool gpu = true;
+};
+
+// A route with the library's view of it: per-edge effective bandwidths and the message overhead.
+struct Path {
+  std::vector<int> edges;  // dense edge indices (CommModel::edge)
+  double latency = 0;      // route latency + message overhead
+  double overhead = 0;     // the library's per-message overhead included in `latency`
+  bool crosses_fabric = false;
+};
+
+class CommModel {
+ public:
+  CommModel(const Catalog& catalog, const Scenario& scenario, const Topology& topology);
+
+  const Topology& topology() const { return topo_; }
+  const LibraryProfile& library() const { return lib_; }
+  collective::Space data_space() const {
+    return lib_.data_path == DataPath::Host ? collective::Space::Host : collective::Space::Device;
+  }
+
+  // Members: GPU ranks 0..gpus-1 (node-major), then parameter servers.
+  int workers() const { return workers_; }
+  void set_servers(const std::vector<MemberPlace>& servers);
+  const MemberPlace& member(int m) const { return places_.at(m); }
+  VertexId endpoint(int m, collective::Space s) const {
+    return s == collective::Space::Device ? places_.at(m).device : places_.at(m).host;
+  }
+
+  const Path& path(VertexId src, VertexId dst);
+  const Path& path(const collective::Transfer& t) {
+    return path(endpoint(t.src, t.src_space), endpoint(t.dst, t.dst_space));
+  }
+
+  // Dense edge indices over the whole graph.
+  int edge_count() const { return static_cast<int>(edges_.size()); }
+  EdgeId edge(int i) const { return edges_[i]; }
+  double edge_bandwidth(int i) const { return edge_bw_[i]; }  // effective for this library
+  std::string edge_name(int i) const;
+
+  // Seconds to reduce `bytes` received into a buffer in `space` of member m; to apply an update there.
+  double reduce_time(int m, collective::Space space, std::uint64_t bytes) const;
+  double update_time(int m, std::uint64_t bytes) const;
+  double device_copy_time(std::uint64_t bytes) const;  // a GPU memory-to-memory copy (fusion buffer)
+
+ private:
+  Path make_path(const Route& r) const;
+  const Route& intra(VertexId a, VertexId b);  // a, b in the same node
+  VertexId to_template(VertexId v) const;
+  VertexId from_template(VertexId v, int node) const;
+
+  const Topology& topo_;
+  const LibraryProfile& lib_;
+  const GpuSpec& gpu_;
+  Router router_;
+  int workers_ = 0;
+  std::vector<MemberPlace> places_;
+  std::vector<EdgeId> edges_;
+  std::vector<double> edge_bw_;
+  std::unordered_map<const void*, int> edge_index_;  // edge property address -> dense index
+  std::vector<std::size_t> node_base_;               // first vertex of each node
+  std::size_t node_size_ = 0;
+  bool uniform_nodes_ = false;
+  std::map<std::pair<VertexId, VertexId>, Route> template_routes_;  // node-0-relative intra-node routes
+  std::map<std::pair<VertexId, VertexId>, Route> fabric_routes_;
+  std::map<std::pair<VertexId, VertexId>, Route> intra_routes_;  // translated
+  std::unordered_map<std::uint64_t, Path> paths_;
+};
+
+}  // namespace ringsim

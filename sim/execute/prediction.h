@@ -1,0 +1,75 @@
+// The result of one simulated (or, with real/, measured) training iteration, in the one schema that
+// `predict`, the real runs and the emulator share (see report/result_json).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "load/scenario.h"
+
+namespace ringsim {
+
+enum class Fidelity { Flow, Step };
+std::string_view to_string(Fidelity f);
+
+struct ComputeSpan {
+  int rank = 0;
+  std::string name;  // "FORWARD", or the layer name for its backward pass
+  double start = 0, end = 0;
+};
+
+struct CollectivePhase {
+  std::string phase;  // "reduce_scatter", ...
+  int steps = 0;
+  double step_s = 0;  // step fidelity's estimate of one step
+};
+
+struct CollectiveRecord {
+  int index = 0;
+  std::string algorithm;  // "ring_allreduce", "hierarchical_allreduce", "parameter_server"
+  std::uint64_t bytes = 0;
+  std::vector<int> tensors;
+  double negotiated_at = 0;  // the coordinator cycle that formed the buffer
+  double start = 0;          // memcpy into the fusion buffer starts
+  double comm_start = 0;     // the collective itself
+  double comm_end = 0;
+  double end = 0;  // memcpy out of the fusion buffer done
+  std::vector<CollectivePhase> phases;
+};
+
+struct LinkLoad {
+  std::string name;  // "n0.gpu0->n0.sw0"
+  std::string link_class;
+  std::string kind;
+  double bandwidth = 0;    // nominal bytes/s
+  double bytes = 0;        // carried per iteration
+  double utilisation = 0;  // bytes / (bandwidth x iteration time)
+};
+
+struct Prediction {
+  Scenario scenario;
+  Fidelity fidelity = Fidelity::Flow;
+  std::string library;
+  int gpus = 0, nodes = 0, worker_nodes = 0, server_nodes = 0;
+  double iteration_time_s = 0;
+  double forward_s = 0, backward_s = 0, update_s = 0;
+  double compute_time_s = 0;           // forward + backward + optimizer step of one rank
+  double communication_time_s = 0;     // sum of collective durations (fusion copies included)
+  double exposed_communication_s = 0;  // iteration time not covered by compute
+  double images_per_sec = 0, images_per_sec_per_gpu = 0;
+  double single_gpu_images_per_sec = 0, scaling_efficiency = 0;
+  std::int64_t iterations_per_epoch = 0;
+  double epoch_time_s = 0, time_to_train_s = 0;
+  std::string compute_source, compute_source_detail;
+  std::vector<std::string> tensor_names;
+  std::vector<std::uint64_t> tensor_bytes;
+  std::vector<double> tensor_ready_s;
+  std::vector<CollectiveRecord> collectives;
+  std::vector<LinkLoad> links;  // links that carried bytes, highest utilisation first
+  LinkLoad bottleneck;
+  std::vector<ComputeSpan> compute_spans;
+  std::int64_t simulated_activities = 0;  // SimGrid activities (execs, comms, sleeps) the run created
+};
+
+}  // namespace ringsim

@@ -1,0 +1,33 @@
+// The step fidelity: a collective step evaluated analytically from the loads its transfers put on the
+// routed graph. All transfers of a step start together and share every directed edge max-min fairly (the
+// sharing SimGrid's CM02 model computes); as transfers finish, the others speed up. A run of identical
+// steps costs one step times its count.
+#pragma once
+
+#include <string_view>
+#include <vector>
+
+#include "collective/collective.h"
+#include "execute/comm_model.h"
+
+namespace ringsim {
+
+struct Flow {
+  const Path* path = nullptr;
+  double bytes = 0;
+};
+
+// Seconds until the last flow completes (its path latency included).
+double flows_duration(const std::vector<Flow>& flows, const CommModel& cm);
+
+struct RunCost {
+  std::string_view phase;
+  int count = 0;
+  double step_s = 0;  // one step: transfers plus the slowest member's reduction and update
+};
+
+// Evaluates every run of `c`; adds bytes carried per dense edge into `edge_bytes` (sized edge_count()).
+double collective_duration(const collective::Collective& c, CommModel& cm, std::vector<double>* edge_bytes,
+                           std::vector<RunCost>* runs = nullptr);
+
+}  // namespace ringsim

@@ -1,0 +1,215 @@
+#include "report/prediction_report.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "load/units.h"
+
+namespace ringsim {
+
+using nlohmann::ordered_json;
+
+namespace {
+
+ordered_json scenario_json(const Scenario& s) {
+  ordered_json j;
+  j["name"] = s.name;
+  j["file"] = s.file;
+  j["cluster"] = {{"sku", s.cluster.sku},
+                  {"nodes", s.cluster.nodes},
+                  {"gpus_per_node", s.cluster.gpus_per_node},
+                  {"fabric", std::string(to_string(s.cluster.fabric))},
+                  {"fabric_topology", std::string(to_string(s.cluster.fabric_topology))},
+                  {"nodes_per_leaf", s.cluster.nodes_per_leaf},
+                  {"oversubscription", s.cluster.oversubscription}};
+  j["model"] = {{"name", s.model.name}, {"batch_per_gpu", s.model.batch_per_gpu}};
+  if (s.model.images_per_sec_single_gpu) j["model"]["images_per_sec_single_gpu"] = *s.model.images_per_sec_single_gpu;
+  j["training"] = {{"epochs", s.training.epochs}, {"dataset_images", s.training.dataset_images}};
+  j["communication"] = {{"strategy", std::string(to_string(s.communication.strategy))},
+                        {"parameter_servers", s.communication.parameter_servers},
+                        {"parameter_server_placement", std::string(to_string(s.communication.ps_placement))},
+                        {"fusion_threshold_bytes", s.communication.fusion_threshold_bytes},
+                        {"cycle_time_s", s.communication.cycle_time_s},
+                        {"library", std::string(to_string(s.communication.library))}};
+  return j;
+}
+
+ordered_json link_json(const LinkLoad& l) {
+  return {{"link", l.name},   {"class", l.link_class},       {"kind", l.kind}, {"bandwidth_bytes_per_s", l.bandwidth},
+          {"bytes", l.bytes}, {"utilisation", l.utilisation}};
+}
+
+std::string collective_activity(const Prediction& p, const CollectiveRecord& r) {
+  if (r.algorithm == "parameter_server") return "PS_PUSH_PULL";
+  return p.library == "nccl" ? "NCCL_ALLREDUCE" : "MPI_ALLREDUCE";
+}
+
+}  // namespace
+
+std::string result_json(const Prediction& p, const std::string& source) {
+  ordered_json j;
+  j["schema"] = kResultSchema;
+  j["source"] = source;
+  j["fidelity"] = std::string(to_string(p.fidelity));
+  j["scenario"] = scenario_json(p.scenario);
+  j["gpus"] = p.gpus;
+  j["nodes"] = p.nodes;
+  j["worker_nodes"] = p.worker_nodes;
+  j["server_nodes"] = p.server_nodes;
+  j["strategy"] = std::string(to_string(p.scenario.communication.strategy));
+  j["library"] = p.library;
+  j["iteration_time_s"] = p.iteration_time_s;
+  j["images_per_sec"] = p.images_per_sec;
+  j["images_per_sec_per_gpu"] = p.images_per_sec_per_gpu;
+  j["single_gpu_images_per_sec"] = p.single_gpu_images_per_sec;
+  j["scaling_efficiency"] = p.scaling_efficiency;
+  j["compute_time_s"] = p.compute_time_s;
+  j["forward_time_s"] = p.forward_s;
+  j["backward_time_s"] = p.backward_s;
+  j["update_time_s"] = p.update_s;
+  j["communication_time_s"] = p.communication_time_s;
+  j["exposed_communication_s"] = p.exposed_communication_s;
+  j["iterations_per_epoch"] = p.iterations_per_epoch;
+  j["epoch_time_s"] = p.epoch_time_s;
+  j["time_to_train_s"] = p.time_to_train_s;
+  j["compute_source"] = {{"kind", p.compute_source}, {"detail", p.compute_source_detail}};
+  j["bottleneck"] = link_json(p.bottleneck);
+  j["fusion_buffers"] = p.collectives.size();
+  ordered_json cols = ordered_json::array();
+  for (const auto& r : p.collectives) {
+    ordered_json c;
+    c["index"] = r.index;
+    c["algorithm"] = r.algorithm;
+    c["bytes"] = r.bytes;
+    c["tensors"] = r.tensors.size();
+    c["negotiated_at_s"] = r.negotiated_at;
+    c["start_s"] = r.start;
+    c["end_s"] = r.end;
+    c["collective_start_s"] = r.comm_start;
+    c["collective_end_s"] = r.comm_end;
+    ordered_json ph = ordered_json::array();
+    for (const auto& x : r.phases)
+      ph.push_back({{"phase", x.phase}, {"steps", x.steps}, {"step_estimate_s", x.step_s}});
+    c["phases"] = ph;
+    cols.push_back(c);
+  }
+  j["collectives"] = cols;
+  j["simulated_activities"] = p.simulated_activities;
+  return j.dump(2) + "\n";
+}
+
+std::string timeline_json(const Prediction& p) {
+  // Horovod timeline: a JSON array of trace events; one "process" row per rank and per tensor, B/E pairs,
+  // timestamps in microseconds.
+  ordered_json ev = ordered_json::array();
+  auto us = [](double s) { return s * 1e6; };
+  auto meta = [&](int pid, const std::string& name) {
+    ev.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", pid}, {"args", {{"name", name}}}});
+    ev.push_back({{"name", "process_sort_index"}, {"ph", "M"}, {"pid", pid}, {"args", {{"sort_index", pid}}}});
+  };
+  auto span = [&](int pid, const std::string& name, double b, double e, ordered_json args = nullptr) {
+    ordered_json begin = {{"name", name}, {"ph", "B"}, {"ts", us(b)}, {"pid", pid}, {"tid", 0}};
+    if (!args.is_null()) begin["args"] = args;
+    ev.push_back(begin);
+    ev.push_back({{"ph", "E"}, {"ts", us(e)}, {"pid", pid}, {"tid", 0}});
+  };
+  int ranks = 0;
+  for (const auto& s : p.compute_spans) ranks = std::max(ranks, s.rank + 1);
+  for (int r = 0; r < ranks; ++r) meta(r, "rank " + std::to_string(r) + " compute");
+  for (const auto& s : p.compute_spans)
+    span(s.rank, s.name == "FORWARD" ? "FORWARD" : "BACKWARD " + s.name, s.start, s.end);
+  const int buffers_pid = ranks;
+  meta(buffers_pid, "fusion buffers");
+  const int tensor_pid0 = ranks + 1;
+  std::vector<int> buffer_of(p.tensor_names.size(), -1);
+  for (const auto& r : p.collectives)
+    for (int t : r.tensors) buffer_of[t] = r.index;
+  for (std::size_t t = 0; t < p.tensor_names.size(); ++t) meta(tensor_pid0 + static_cast<int>(t), p.tensor_names[t]);
+  for (const auto& r : p.collectives) {
+    const std::string activity = collective_activity(p, r);
+    span(buffers_pid, "BUFFER " + std::to_string(r.index), r.start, r.end,
+         {{"bytes", r.bytes}, {"tensors", r.tensors.size()}, {"algorithm", r.algorithm}});
+    double estimate = 0;
+    for (const auto& ph : r.phases) estimate += ph.steps * ph.step_s;
+    for (int t : r.tensors) {
+      const int pid = tensor_pid0 + t;
+      span(pid, "NEGOTIATE_ALLREDUCE", p.tensor_ready_s[t], r.negotiated_at);
+      ev.push_back({{"name", "ALLREDUCE"},
+                    {"ph", "B"},
+                    {"ts", us(r.start)},
+                    {"pid", pid},
+                    {"tid", 0},
+                    {"args", {{"bytes", p.tensor_bytes[t]}, {"buffer", r.index}}}});
+      if (r.comm_start > r.start) span(pid, "MEMCPY_IN_FUSION_BUFFER", r.start, r.comm_start);
+      ev.push_back({{"name", activity}, {"ph", "B"}, {"ts", us(r.comm_start)}, {"pid", pid}, {"tid", 0}});
+      // Phases, scaled from the step estimates onto the simulated duration.
+      double at = r.comm_start;
+      const double scale = estimate > 0 ? (r.comm_end - r.comm_start) / estimate : 0;
+      for (const auto& ph : r.phases) {
+        const double d = ph.steps * ph.step_s * scale;
+        span(pid, ph.phase, at, at + d, {{"steps", ph.steps}});
+        at += d;
+      }
+      ev.push_back({{"ph", "E"}, {"ts", us(r.comm_end)}, {"pid", pid}, {"tid", 0}});
+      if (r.end > r.comm_end) span(pid, "MEMCPY_OUT_FUSION_BUFFER", r.comm_end, r.end);
+      ev.push_back({{"ph", "E"}, {"ts", us(r.end)}, {"pid", pid}, {"tid", 0}});
+    }
+  }
+  return ev.dump() + "\n";
+}
+
+std::string links_csv(const Prediction& p) {
+  std::ostringstream out;
+  out << "link,class,kind,bandwidth_bytes_per_s,bytes,utilisation\n";
+  char buf[128];
+  for (const auto& l : p.links) {
+    std::snprintf(buf, sizeof buf, "%.17g,%.17g,%.17g", l.bandwidth, l.bytes, l.utilisation);
+    out << l.name << ',' << l.link_class << ',' << l.kind << ',' << buf << '\n';
+  }
+  return out.str();
+}
+
+std::string prediction_table(const Prediction& p) {
+  std::ostringstream o;
+  const Scenario& s = p.scenario;
+  auto row = [&](const std::string& k, const std::string& v) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "  %-28s", k.c_str());
+    o << buf << v << '\n';
+  };
+  auto pct = [](double v) { return format_number(std::round(v * 1000) / 10) + " %"; };
+  o << "ringsim predict: " << s.name << " (" << to_string(p.fidelity) << " fidelity)\n";
+  row("cluster", std::to_string(p.worker_nodes) + " x " + s.cluster.sku + ", " + std::to_string(p.gpus) + " GPUs" +
+                     (p.server_nodes ? " + " + std::to_string(p.server_nodes) + " parameter-server nodes" : "") + ", " +
+                     std::string(to_string(s.cluster.fabric)) + " " +
+                     std::string(to_string(s.cluster.fabric_topology)));
+  row("model", s.model.name + ", batch " + std::to_string(s.model.batch_per_gpu) + " per GPU");
+  row("communication", std::string(to_string(s.communication.strategy)) + " over " + p.library + ", fusion " +
+                           format_bytes(s.communication.fusion_threshold_bytes) + " every " +
+                           format_time(s.communication.cycle_time_s));
+  row("single-GPU compute", p.compute_source + ": " + p.compute_source_detail);
+  o << '\n';
+  row("iteration time", format_time(p.iteration_time_s));
+  row("images/s (total)", format_number(std::round(p.images_per_sec * 10) / 10));
+  row("images/s per GPU", format_number(std::round(p.images_per_sec_per_gpu * 10) / 10) + " (single GPU " +
+                              format_number(std::round(p.single_gpu_images_per_sec * 10) / 10) + ")");
+  row("scaling efficiency", pct(p.scaling_efficiency));
+  row("compute time", format_time(p.compute_time_s) + " (forward " + format_time(p.forward_s) + ", backward " +
+                          format_time(p.backward_s) + ", update " + format_time(p.update_s) + ")");
+  row("communication time",
+      format_time(p.communication_time_s) + " in " + std::to_string(p.collectives.size()) + " fusion buffers");
+  row("exposed communication", format_time(p.exposed_communication_s));
+  row("epoch", format_time(p.epoch_time_s) + " (" + std::to_string(p.iterations_per_epoch) + " iterations)");
+  row("time to train", format_time(p.time_to_train_s) + " (" + std::to_string(s.training.epochs) + " epochs)");
+  if (!p.links.empty())
+    row("bottleneck link", p.bottleneck.name + " (" + p.bottleneck.link_class + ", " +
+                               format_bandwidth(p.bottleneck.bandwidth) + "), utilisation " +
+                               pct(p.bottleneck.utilisation));
+  else
+    row("bottleneck link", "none (no communication)");
+  return o.str();
+}
+
+}  // namespace ringsim

@@ -1,0 +1,34 @@
+// Per-layer compute of one training iteration on one GPU: where the iteration's compute time comes from
+// (measured rate, scenario figure, or roofline estimate), split over layers by their share of FLOPs.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "load/catalog.h"
+#include "load/scenario.h"
+
+namespace ringsim {
+
+struct Layer {
+  std::string name;          // module path, e.g. "layer1.0.conv1"
+  std::vector<int> tensors;  // indices into ModelSpec::tensors, registration order
+  double forward_flops = 0;  // per image
+  double forward_s = 0;      // per iteration (whole per-GPU batch)
+  double backward_s = 0;
+};
+
+struct ComputeModel {
+  std::vector<Layer> layers;  // forward order
+  double forward_s = 0, backward_s = 0;
+  double update_s = 0;  // optimizer step on the GPU (allreduce strategies)
+  double iteration_s() const { return forward_s + backward_s + update_s; }
+  double single_gpu_images_per_sec = 0;
+  std::string source;  // "measured", "scenario", "roofline"
+  std::string source_detail;
+};
+
+// Throws InputError when the iteration time from a measured rate is shorter than the optimizer step.
+ComputeModel build_compute_model(const Catalog& catalog, const Scenario& scenario);
+
+}  // namespace ringsim
