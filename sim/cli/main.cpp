@@ -47,7 +47,7 @@ int main(int argc, char** argv) {
   predict
       ->add_option("--fidelity", predict_opts.fidelity,
                    "flow: every chunk a SimGrid communication; step: each collective step evaluated from link "
-                   "loads (default: flow up to 256 GPUs)")
+                   "loads (default: flow up to 64 GPUs)")
       ->check(CLI::IsMember({"flow", "step"}));
   predict->add_option("--json", predict_opts.json_file, "Write the result JSON (schema ringsim.result/1)");
   predict->add_option("--trace", predict_opts.trace_file, "Write a Chrome trace in Horovod's timeline format");

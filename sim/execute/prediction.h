@@ -23,6 +23,7 @@ struct CollectivePhase {
   std::string phase;  // "reduce_scatter", ...
   int steps = 0;
   double step_s = 0;  // step fidelity's estimate of one step
+  int transfers = 0;  // messages per step
 };
 
 struct CollectiveRecord {
@@ -69,7 +70,8 @@ struct Prediction {
   std::vector<LinkLoad> links;  // links that carried bytes, highest utilisation first
   LinkLoad bottleneck;
   std::vector<ComputeSpan> compute_spans;
-  std::int64_t simulated_activities = 0;  // SimGrid activities (execs, comms, sleeps) the run created
+  std::int64_t simulated_activities = 0;   // SimGrid activities (execs, comms, sleeps) the run created
+  std::int64_t represented_transfers = 0;  // chunk transfers the iteration's collectives consist of
 };
 
 }  // namespace ringsim

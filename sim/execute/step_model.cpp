@@ -116,7 +116,7 @@ double collective_duration(const collective::Collective& c, CommModel& cm, std::
     if (edge_bytes)
       for (const auto& f : flows)
         for (int e : f.path->edges) (*edge_bytes)[e] += f.bytes * run.count;
-    if (runs) runs->push_back({run.phase, run.count, step});
+    if (runs) runs->push_back({run.phase, run.count, step, static_cast<int>(flows.size())});
   }
   return total;
 }

@@ -24,6 +24,7 @@ struct RunCost {
   std::string_view phase;
   int count = 0;
   double step_s = 0;  // one step: transfers plus the slowest member's reduction and update
+  int transfers = 0;  // messages in one step
 };
 
 // Evaluates every run of `c`; adds bytes carried per dense edge into `edge_bytes` (sized edge_count()).

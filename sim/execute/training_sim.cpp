@@ -26,6 +26,13 @@ Fidelity default_fidelity(const Scenario& s) {
   return s.cluster.total_gpus() <= kFlowFidelityMaxGpus ? Fidelity::Flow : Fidelity::Step;
 }
 
+ClusterShape simulated_shape(const Scenario& s) {
+  ClusterShape shape = cluster_shape(s.cluster);
+  if (s.communication.strategy == Strategy::ParameterServer && s.communication.ps_placement == PsPlacement::Dedicated)
+    shape.nodes += s.communication.parameter_servers;
+  return shape;
+}
+
 namespace {
 
 using collective::Collective;
@@ -126,7 +133,7 @@ class TrainingRun {
         fidelity_(fidelity),
         model_(catalog.model(s.model.name)),
         compute_(build_compute_model(catalog, s)),
-        topo_(Topology::build(catalog, shape_of(s))),
+        topo_(Topology::build(catalog, simulated_shape(s))),
         cm_(catalog, s, topo_),
         factory_(s, model_, cm_) {
     if (s.communication.strategy == Strategy::ParameterServer) place_servers();
@@ -139,14 +146,9 @@ class TrainingRun {
   }
 
   Prediction run();
+  CollectiveTiming run_alone(const Collective& c);
 
  private:
-  static ClusterShape shape_of(const Scenario& s) {
-    ClusterShape shape = cluster_shape(s.cluster);
-    if (s.communication.strategy == Strategy::ParameterServer && s.communication.ps_placement == PsPlacement::Dedicated)
-      shape.nodes += s.communication.parameter_servers;
-    return shape;
-  }
   void place_servers() {
     std::vector<MemberPlace> servers;
     const auto& c = s_.communication;
@@ -157,7 +159,9 @@ class TrainingRun {
     }
     cm_.set_servers(servers);
   }
-  void build_platform();
+  void build_platform(const Collective* probe);  // probe: the pattern to route (default: a whole-model buffer)
+  void start_engine(sg4::Engine& engine);
+  void run_members(const Collective& c, int tag);
   void compute_actor(int rank);
   void coordinator();
   void run_buffer(const collective::FusionBuffer& b);
@@ -186,7 +190,7 @@ class TrainingRun {
   std::int64_t activities_ = 0;
 };
 
-void TrainingRun::build_platform() {
+void TrainingRun::build_platform(const Collective* c) {
   const TopologyGraph& g = topo_.graph();
   auto* zone = sg4::create_full_zone("cluster");
   host_of_vertex_.assign(boost::num_vertices(g), nullptr);
@@ -198,20 +202,28 @@ void TrainingRun::build_platform() {
     }
     return host_of_vertex_[v];
   };
-  const int members =
-      cm_.workers() + (s_.communication.strategy == Strategy::ParameterServer ? s_.communication.parameter_servers : 0);
-  for (int m = 0; m < members; ++m) {
-    host(cm_.member(m).device);
-    host(cm_.member(m).host);
-  }
+  // The step fidelity runs its actors on rank 0's GPU only; the flow fidelity needs every member's hosts
+  // (a full zone keeps a route table of hosts squared, so the step fidelity must not create them all).
+  host(cm_.member(0).device);
   if (fidelity_ == Fidelity::Flow) {
+    const int members =
+        cm_.workers() +
+        (s_.communication.strategy == Strategy::ParameterServer ? s_.communication.parameter_servers : 0);
+    for (int m = 0; m < members; ++m) {
+      host(cm_.member(m).device);
+      host(cm_.member(m).host);
+    }
     // Every (source, destination) pair any collective of this scenario uses: the pattern depends on the
     // algorithm and its members, not on the buffer size, so one template buffer enumerates them all.
-    collective::FusionBuffer probe;
-    probe.element_bytes = model_.dtype_bytes();
-    for (int t = 0; t < planner_->tensor_count(); ++t) probe.tensors.push_back(t);
-    for (int t : probe.tensors) probe.bytes += factory_.tensor_bytes()[t];
-    auto c = factory_.make(probe);
+    std::unique_ptr<Collective> own;
+    if (!c) {
+      collective::FusionBuffer probe;
+      probe.element_bytes = model_.dtype_bytes();
+      for (int t = 0; t < planner_->tensor_count(); ++t) probe.tensors.push_back(t);
+      for (int t : probe.tensors) probe.bytes += factory_.tensor_bytes()[t];
+      own = factory_.make(probe);
+      c = own.get();
+    }
     std::set<std::pair<VertexId, VertexId>> pairs;
     RankStep st;
     for (int s = 0; s < c->steps(); ++s)
@@ -270,27 +282,31 @@ void TrainingRun::run_buffer(const collective::FusionBuffer& b) {
   sleep(cm_.library().collective_overhead);
   std::vector<RunCost> runs;
   const double estimate = collective_duration(*c, cm_, &edge_bytes_, &runs);
-  for (const auto& r : runs) rec.phases.push_back({std::string(r.phase), r.count, r.step_s});
+  for (const auto& r : runs) rec.phases.push_back({std::string(r.phase), r.count, r.step_s, r.transfers});
   if (fidelity_ == Fidelity::Step) {
     sleep(estimate);
   } else {
-    FlowRendezvous rv;
-    rv.steps = c->steps();
-    rv.arrived.assign(static_cast<std::size_t>(c->members()) * std::max(1, rv.steps), 0);
-    std::vector<sg4::ActorPtr> actors;
-    for (int m = 0; m < c->members(); ++m) {
-      sg4::Host* h = host_of_vertex_[cm_.member(m).device];
-      actors.push_back(sg4::Actor::create("c" + std::to_string(rec.index) + "." + std::to_string(m), h, [&, m] {
-        SimgridTransport t(m, cm_, rv, host_of_vertex_, activities_);
-        collective::run_member(*c, m, t);
-      }));
-    }
-    for (auto& a : actors) a->join();
+    run_members(*c, rec.index);
   }
   rec.comm_end = sg4::Engine::get_clock();
   if (fused) sleep(cm_.device_copy_time(b.bytes));  // MEMCPY_OUT_FUSION_BUFFER
   rec.end = sg4::Engine::get_clock();
   records_.push_back(std::move(rec));
+}
+
+void TrainingRun::run_members(const Collective& c, int tag) {
+  FlowRendezvous rv;
+  rv.steps = c.steps();
+  rv.arrived.assign(static_cast<std::size_t>(c.members()) * std::max(1, rv.steps), 0);
+  std::vector<sg4::ActorPtr> actors;
+  for (int m = 0; m < c.members(); ++m) {
+    sg4::Host* h = host_of_vertex_[cm_.member(m).device];
+    actors.push_back(sg4::Actor::create("c" + std::to_string(tag) + "." + std::to_string(m), h, [&, m] {
+      SimgridTransport t(m, cm_, rv, host_of_vertex_, activities_);
+      collective::run_member(c, m, t);
+    }));
+  }
+  for (auto& a : actors) a->join();
 }
 
 void TrainingRun::coordinator() {
@@ -313,16 +329,50 @@ void TrainingRun::coordinator() {
   end_ = sg4::Engine::get_clock();
 }
 
-Prediction TrainingRun::run() {
-  int argc = 2;
-  char arg0[] = "ringsim", arg1[] = "--log=root.thres:critical";
-  char* argv[] = {arg0, arg1, nullptr};
-  sg4::Engine engine(&argc, argv);
+void TrainingRun::start_engine(sg4::Engine& engine) {
+  // CM02 without cross traffic, RTT weighting or TCP window bound: plain max-min sharing of each directed
+  // link, latency as given (LV08's TCP factors made us-scale GPU links several times too slow).
   engine.set_config("network/model:CM02");
   engine.set_config("network/crosstraffic:0");
   engine.set_config("network/weight-S:0");
   engine.set_config("network/TCP-gamma:0");
-  build_platform();
+}
+
+namespace {
+struct EngineArgs {
+  int argc = 2;
+  char arg0[8] = "ringsim";
+  char arg1[32] = "--log=root.thres:critical";
+  char* argv[3] = {arg0, arg1, nullptr};
+};
+}  // namespace
+
+CollectiveTiming TrainingRun::run_alone(const Collective& c) {
+  EngineArgs args;
+  sg4::Engine engine(&args.argc, args.argv);
+  start_engine(engine);
+  build_platform(&c);
+  CollectiveTiming out;
+  sg4::Actor::create("driver", host_of_vertex_[cm_.member(0).device], [&] {
+    const double start = sg4::Engine::get_clock();
+    const double estimate = collective_duration(c, cm_, &edge_bytes_);
+    if (fidelity_ == Fidelity::Step)
+      sleep(estimate);
+    else
+      run_members(c, 0);
+    out.duration_s = sg4::Engine::get_clock() - start;
+  });
+  engine.run();
+  for (int e = 0; e < cm_.edge_count(); ++e)
+    if (edge_bytes_[e] > 0) out.edge_bytes[cm_.edge_name(e)] = edge_bytes_[e];
+  return out;
+}
+
+Prediction TrainingRun::run() {
+  EngineArgs args;
+  sg4::Engine engine(&args.argc, args.argv);
+  start_engine(engine);
+  build_platform(nullptr);
   announced_ = sg4::ConditionVariable::create();
   announce_mutex_ = sg4::Mutex::create();
 
@@ -380,6 +430,8 @@ Prediction TrainingRun::run() {
   });
   if (!p.links.empty()) p.bottleneck = p.links.front();
   p.simulated_activities = activities_;
+  for (const auto& r : p.collectives)
+    for (const auto& ph : r.phases) p.represented_transfers += static_cast<std::int64_t>(ph.steps) * ph.transfers;
   return p;
 }
 
@@ -388,6 +440,12 @@ Prediction TrainingRun::run() {
 Prediction predict(const Catalog& catalog, const Scenario& scenario, Fidelity fidelity) {
   TrainingRun run(catalog, scenario, fidelity);
   return run.run();
+}
+
+CollectiveTiming simulate_collective(const Catalog& catalog, const Scenario& scenario, const collective::Collective& c,
+                                     Fidelity fidelity) {
+  TrainingRun run(catalog, scenario, fidelity);
+  return run.run_alone(c);
 }
 
 }  // namespace ringsim

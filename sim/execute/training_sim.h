@@ -8,16 +8,34 @@
 // SimGrid allows one engine per process: call predict() at most once per process.
 #pragma once
 
+#include <map>
+#include <string>
+
+#include "collective/collective.h"
 #include "execute/prediction.h"
+#include "graph/topology_graph.h"
 #include "load/catalog.h"
 #include "load/scenario.h"
 
 namespace ringsim {
 
 // GPU count up to which `predict` defaults to Fidelity::Flow.
-constexpr int kFlowFidelityMaxGpus = 256;
+constexpr int kFlowFidelityMaxGpus = 64;
 Fidelity default_fidelity(const Scenario& s);
 
+// The cluster the simulation builds: the scenario's nodes plus dedicated parameter-server nodes.
+ClusterShape simulated_shape(const Scenario& s);
+
 Prediction predict(const Catalog& catalog, const Scenario& scenario, Fidelity fidelity);
+
+// One collective alone on the scenario's cluster and library (no compute, no fusion, no per-call
+// overhead): its duration and the bytes it put on each link, by link name. For tests and benchmarks;
+// members are the scenario's GPU ranks (then its parameter servers). Same one-engine-per-process rule.
+struct CollectiveTiming {
+  double duration_s = 0;
+  std::map<std::string, double> edge_bytes;
+};
+CollectiveTiming simulate_collective(const Catalog& catalog, const Scenario& scenario, const collective::Collective& c,
+                                     Fidelity fidelity);
 
 }  // namespace ringsim

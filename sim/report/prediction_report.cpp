@@ -91,12 +91,14 @@ std::string result_json(const Prediction& p, const std::string& source) {
     c["collective_end_s"] = r.comm_end;
     ordered_json ph = ordered_json::array();
     for (const auto& x : r.phases)
-      ph.push_back({{"phase", x.phase}, {"steps", x.steps}, {"step_estimate_s", x.step_s}});
+      ph.push_back(
+          {{"phase", x.phase}, {"steps", x.steps}, {"transfers_per_step", x.transfers}, {"step_estimate_s", x.step_s}});
     c["phases"] = ph;
     cols.push_back(c);
   }
   j["collectives"] = cols;
   j["simulated_activities"] = p.simulated_activities;
+  j["represented_transfers"] = p.represented_transfers;
   return j.dump(2) + "\n";
 }
 

@@ -1,0 +1,256 @@
+// The collective algorithms and the fusion planner, without any simulator: message matching, what the
+// data ends up as when the per-member programs are executed on real buffers, and the fusion rules.
+#include <algorithm>
+#include <map>
+#include <numeric>
+#include <tuple>
+
+#include "collective/collective.h"
+#include "collective/fusion.h"
+#include "test_support.h"
+
+using namespace ringsim::collective;
+
+namespace {
+
+std::tuple<int, int, int, int, std::uint64_t, std::uint64_t, bool> key(const Transfer& t) {
+  return {t.src, t.dst, static_cast<int>(t.src_space), static_cast<int>(t.dst_space), t.offset, t.bytes, t.reduce};
+}
+
+// Executes a collective step by step on float buffers: every send reads the buffer as it was before the
+// step; every receive then overwrites or adds. Returns the buffers per member and space.
+struct Buffers {
+  std::map<std::pair<int, Space>, std::vector<float>> data;
+  std::vector<float>& at(int m, Space s, std::size_t n) {
+    auto& v = data[{m, s}];
+    if (v.empty()) v.assign(n, 0.0f);
+    return v;
+  }
+};
+
+void execute(const Collective& c, Buffers& b, std::size_t floats) {
+  RankStep st;
+  for (int s = 0; s < c.steps(); ++s) {
+    std::map<decltype(key(Transfer{})), std::vector<float>> in_flight;
+    for (int m = 0; m < c.members(); ++m) {
+      c.rank_step(m, s, st);
+      for (const auto& t : st.sends) {
+        auto& src = b.at(t.src, t.src_space, floats);
+        in_flight[key(t)] = std::vector<float>(src.begin() + t.offset / 4, src.begin() + (t.offset + t.bytes) / 4);
+      }
+    }
+    for (int m = 0; m < c.members(); ++m) {
+      c.rank_step(m, s, st);
+      for (const auto& t : st.recvs) {
+        auto it = in_flight.find(key(t));
+        REQUIRE(it != in_flight.end());
+        auto& dst = b.at(t.dst, t.dst_space, floats);
+        for (std::size_t i = 0; i < it->second.size(); ++i) {
+          float& d = dst[t.offset / 4 + i];
+          d = t.reduce ? d + it->second[i] : it->second[i];
+        }
+      }
+    }
+  }
+}
+
+void require_matching_messages(const Collective& c) {
+  RankStep st;
+  for (int s = 0; s < c.steps(); ++s) {
+    std::vector<decltype(key(Transfer{}))> sends, recvs;
+    for (int m = 0; m < c.members(); ++m) {
+      c.rank_step(m, s, st);
+      for (const auto& t : st.sends) {
+        REQUIRE(t.src == m);
+        sends.push_back(key(t));
+      }
+      for (const auto& t : st.recvs) {
+        REQUIRE(t.dst == m);
+        recvs.push_back(key(t));
+      }
+    }
+    std::sort(sends.begin(), sends.end());
+    std::sort(recvs.begin(), recvs.end());
+    REQUIRE(sends == recvs);
+  }
+  // Runs partition the steps, and the steps of a run carry the same pairs with the same largest message.
+  int next = 0;
+  for (const auto& run : c.runs()) {
+    REQUIRE(run.first == next);
+    REQUIRE(run.count > 0);
+    next += run.count;
+    auto pattern = [&](int s) {
+      std::vector<std::pair<int, int>> pairs;
+      std::uint64_t largest = 0;
+      for (int m = 0; m < c.members(); ++m) {
+        c.rank_step(m, s, st);
+        for (const auto& t : st.sends) {
+          pairs.push_back({t.src, t.dst});
+          largest = std::max(largest, t.bytes);
+        }
+      }
+      std::sort(pairs.begin(), pairs.end());
+      return std::make_pair(pairs, largest);
+    };
+    const auto first = pattern(run.first);
+    for (int s = run.first + 1; s < run.first + run.count; ++s) REQUIRE(pattern(s) == first);
+  }
+  REQUIRE(next == c.steps());
+}
+
+// Member m starts with value (m + 1) * (i + 1) at element i; an allreduce leaves the sum everywhere.
+void require_allreduce(const Collective& c, std::size_t floats, Space space) {
+  Buffers b;
+  for (int m = 0; m < c.members(); ++m) {
+    auto& v = b.at(m, Space::Device, floats);
+    for (std::size_t i = 0; i < floats; ++i) v[i] = static_cast<float>((m + 1) * (i + 1));
+  }
+  execute(c, b, floats);
+  const float members_sum = c.members() * (c.members() + 1) / 2.0f;
+  for (int m = 0; m < c.members(); ++m) {
+    const auto& v = b.at(m, Space::Device, floats);
+    for (std::size_t i = 0; i < floats; ++i) REQUIRE(v[i] == members_sum * (i + 1));
+  }
+  if (space == Space::Host && c.members() > 1) REQUIRE(b.data.count({0, Space::Host}) == 1);
+}
+
+}  // namespace
+
+TEST_CASE("ring allreduce: 2(p-1) steps, matching messages, the sum on every member", "[collective]") {
+  for (Space space : {Space::Device, Space::Host})
+    for (int p : {1, 2, 3, 5, 8}) {
+      CAPTURE(p, to_string(space));
+      const std::size_t floats = 37;  // not a multiple of p: uneven chunks
+      auto c = make_ring_allreduce(p, floats * 4, 4, space);
+      const int staging = space == Space::Host && p > 1 ? 2 : 0;
+      REQUIRE(c->steps() == 2 * (p - 1) + staging);
+      require_matching_messages(*c);
+      require_allreduce(*c, floats, space);
+    }
+}
+
+TEST_CASE("ring allreduce sends ~S/p per step to the right neighbour", "[collective]") {
+  auto c = make_ring_allreduce(4, 4 * 1000, 4, Space::Device);
+  RankStep st;
+  c->rank_step(2, 0, st);
+  REQUIRE(st.sends.size() == 1);
+  REQUIRE(st.sends[0].dst == 3);
+  REQUIRE(st.sends[0].bytes == 1000);
+  REQUIRE(st.recvs[0].src == 1);
+  REQUIRE(st.recvs[0].reduce);
+  c->rank_step(2, 3, st);  // first allgather step
+  REQUIRE_FALSE(st.recvs[0].reduce);
+}
+
+TEST_CASE("hierarchical allreduce: local reduce, ring among roots, local broadcast", "[collective]") {
+  for (Space space : {Space::Device, Space::Host})
+    for (auto [nodes, local] : {std::pair{1, 4}, {3, 1}, {2, 4}, {3, 3}, {4, 2}}) {
+      CAPTURE(nodes, local, to_string(space));
+      const std::size_t floats = 41;
+      auto c = make_hierarchical_allreduce(nodes, local, floats * 4, 4, space);
+      require_matching_messages(*c);
+      require_allreduce(*c, floats, space);
+    }
+  // Only local member 0 of each node talks across nodes.
+  auto c = make_hierarchical_allreduce(3, 4, 4 * 120, 4, Space::Device);
+  RankStep st;
+  for (const auto& run : c->runs()) {
+    if (run.phase != "cross_reduce_scatter") continue;
+    for (int m = 0; m < c->members(); ++m) {
+      c->rank_step(m, run.first, st);
+      REQUIRE(st.sends.size() == (m % 4 == 0 ? 1u : 0u));
+      for (const auto& t : st.sends) REQUIRE(t.dst % 4 == 0);
+    }
+  }
+}
+
+TEST_CASE("parameter server: push and reduce on the servers, update, pull", "[collective]") {
+  const int workers = 3;
+  const std::vector<std::uint64_t> shards = {8 * 4, 0, 5 * 4};
+  auto c = make_parameter_server_exchange(workers, shards, Space::Device);
+  REQUIRE(c->members() == workers + 3);
+  require_matching_messages(*c);
+  Buffers b;
+  const std::size_t floats = 13;
+  for (int w = 0; w < workers; ++w) {
+    auto& v = b.at(w, Space::Device, floats);
+    for (std::size_t i = 0; i < floats; ++i) v[i] = static_cast<float>(w + 1);
+  }
+  execute(*c, b, floats);
+  for (int w = 0; w < workers; ++w)
+    for (float x : b.at(w, Space::Device, floats)) REQUIRE(x == 6.0f);
+  RankStep st;
+  c->rank_step(workers + 0, 0, st);
+  REQUIRE(st.recvs.size() == workers);
+  REQUIRE(st.update_bytes == 32);
+  c->rank_step(workers + 1, 0, st);  // empty shard: idle
+  REQUIRE(st.recvs.empty());
+}
+
+TEST_CASE("parameter placement is TensorFlow's greedy least-loaded, in creation order", "[collective]") {
+  // loads: [100] [0] -> t1 to 1: [100][30] -> t2 to 1: [100][90] -> t3 to 1: [100][110] -> t4 to 0
+  REQUIRE(assign_to_servers({100, 30, 60, 20, 5}, 2) == std::vector<int>{0, 1, 1, 1, 0});
+  REQUIRE(assign_to_servers({10, 10, 10}, 3) == std::vector<int>{0, 1, 2});
+}
+
+TEST_CASE("chunking splits whole elements, the first chunks one larger", "[collective]") {
+  Chunking ch(4 * 10, 4, 4);
+  REQUIRE(ch.size(0) == 12);
+  REQUIRE(ch.size(1) == 12);
+  REQUIRE(ch.size(2) == 8);
+  REQUIRE(ch.size(3) == 8);
+  REQUIRE(ch.offset(3) == 32);
+  REQUIRE_THROWS(Chunking(10, 4, 4));  // not whole elements
+}
+
+TEST_CASE("fusion planner: a hand-computed example", "[fusion]") {
+  // Five float tensors (bytes), 2 ranks, threshold 100 bytes, negotiations at t = 0, 5, 10 (ms).
+  //   tensor: 0:40  1:40  2:30  3:120  4:20
+  // Rank A announces 4,3 at 1 ms, 2 at 2 ms, 1,0 at 7 ms; rank B announces 4 at 1 ms, 3,2 at 3 ms,
+  // 1 at 6 ms, 0 at 11 ms. Ready (both ranks): 4@1, 3@3, 2@3, 1@7, 0@11.
+  FusionPlanner p({{40, 4}, {40, 4}, {30, 4}, {120, 4}, {20, 4}}, 100, 2);
+  REQUIRE(p.negotiate(0).empty());
+  p.announce(4, 1);
+  p.announce(3, 1);
+  p.announce(4, 1);
+  p.announce(2, 2);
+  p.announce(3, 3);
+  p.announce(2, 3);
+  // Cycle at 5: 4 (20 B) then 3 (120 B > threshold: alone), then 2 (30 B).
+  auto b5 = p.negotiate(5);
+  REQUIRE(b5.size() == 3);
+  REQUIRE(b5[0].tensors == std::vector<int>{4});
+  REQUIRE(b5[1].tensors == std::vector<int>{3});
+  REQUIRE(b5[1].bytes == 120);
+  REQUIRE(b5[2].tensors == std::vector<int>{2});
+  REQUIRE(b5[2].negotiated_at == 5);
+  p.announce(1, 6);
+  p.announce(1, 7);
+  p.announce(0, 7);
+  auto b10 = p.negotiate(10);
+  REQUIRE(b10.size() == 1);
+  REQUIRE(b10[0].tensors == std::vector<int>{1});
+  REQUIRE(p.ready_time(1) == 7);
+  REQUIRE_FALSE(p.all_planned());
+  p.announce(0, 11);
+  auto b15 = p.negotiate(15);
+  REQUIRE(b15.size() == 1);
+  REQUIRE(b15[0].tensors == std::vector<int>{0});
+  REQUIRE(p.all_planned());
+}
+
+TEST_CASE("fusion planner: packs in ready order up to the threshold; 0 disables fusion; dtypes apart", "[fusion]") {
+  const std::vector<FusionTensor> t = {{30, 4}, {30, 4}, {30, 4}, {30, 2}, {30, 2}};
+  FusionPlanner fused(t, 64, 1);
+  for (int i = 4; i >= 0; --i) fused.announce(i, 1);
+  auto b = fused.negotiate(2);
+  REQUIRE(b.size() == 3);
+  REQUIRE(b[0].tensors == std::vector<int>{4, 3});  // float16 pair: 60 B <= 64
+  REQUIRE(b[0].element_bytes == 2);
+  REQUIRE(b[1].tensors == std::vector<int>{2, 1});
+  REQUIRE(b[2].tensors == std::vector<int>{0});
+
+  FusionPlanner unfused(t, 0, 1);
+  for (int i = 4; i >= 0; --i) unfused.announce(i, 1);
+  REQUIRE(unfused.negotiate(2).size() == 5);
+}

@@ -1,0 +1,296 @@
+// The simulator against closed forms, in both fidelities (each SimGrid run in a forked child), and the
+// properties of `ringsim predict`: fidelities agree, outputs are deterministic, bottlenecks are where
+// the topology says.
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "collective/collective.h"
+#include "execute/training_sim.h"
+#include "fork_run.h"
+#include "graph/routing.h"
+#include "graph/topology_graph.h"
+#include "load/scenario.h"
+#include "test_support.h"
+
+using namespace ringsim;
+using collective::Space;
+
+namespace {
+
+Scenario scenario(const std::string& text) { return load_scenario_text(text, "test.yaml", test::catalog()); }
+
+// `nodes` NC24rs_v3 nodes with one GPU each, all behind one InfiniBand switch.
+Scenario one_gpu_per_node(int nodes, const std::string& extra = "") {
+  return scenario("cluster: {sku: NC24rs_v3, nodes: " + std::to_string(nodes) +
+                  ", gpus_per_node: 1, fabric: infiniband}\n"
+                  "model: {name: resnet50, batch_per_gpu: 64}\ntraining: {epochs: 1}\n" +
+                  extra);
+}
+
+double timed(const Scenario& s, const collective::Collective& c, Fidelity f,
+             std::map<std::string, double>* edge_bytes = nullptr) {
+  const std::string out = test::in_child([&] {
+    const CollectiveTiming t = simulate_collective(test::catalog(), s, c, f);
+    std::ostringstream o;
+    o.precision(17);
+    o << t.duration_s << "\n";
+    for (const auto& [name, bytes] : t.edge_bytes) o << name << " " << bytes << "\n";
+    return o.str();
+  });
+  std::istringstream in(out);
+  double d = 0;
+  in >> d;
+  if (edge_bytes) {
+    std::string name;
+    double b;
+    while (in >> name >> b) (*edge_bytes)[name] = b;
+  }
+  return d;
+}
+
+// One message from member 0 to member 1.
+class OneTransfer final : public collective::Collective {
+ public:
+  explicit OneTransfer(std::uint64_t bytes) : Collective(bytes) {}
+  std::string_view algorithm() const override { return "one_transfer"; }
+  int members() const override { return 2; }
+  int steps() const override { return 1; }
+  std::vector<collective::StepRun> runs() const override { return {{0, 1, "send"}}; }
+  Space home_space(int) const override { return Space::Device; }
+  void rank_step(int m, int, collective::RankStep& out) const override {
+    out.clear();
+    const collective::Transfer t{0, 1, Space::Device, Space::Device, 0, bytes_, false};
+    if (m == 0) out.sends.push_back(t);
+    if (m == 1) out.recvs.push_back(t);
+  }
+};
+
+struct PathFacts {
+  double alpha = 0;      // route latency + the library's message overhead
+  double bandwidth = 0;  // effective bottleneck bandwidth
+};
+
+// From the catalog and the foundation's router, independently of the simulator's own path code.
+PathFacts facts(const Scenario& s, VertexId (*pick)(const Topology&), VertexId (*pick_dst)(const Topology&)) {
+  const Catalog& c = test::catalog();
+  const Topology topo = Topology::build(c, simulated_shape(s));
+  const Route r = Router(topo).route(pick(topo), pick_dst(topo));
+  const LibraryProfile& lib = c.library(std::string(to_string(s.communication.library)));
+  PathFacts f;
+  f.alpha = r.latency;
+  f.bandwidth = 1e300;
+  bool fabric = false;
+  for (auto e : r.edges) {
+    const Link& l = topo.link(e);
+    const bool net = l.kind == LinkKind::InfiniBand || l.kind == LinkKind::Ethernet;
+    fabric |= net;
+    f.bandwidth =
+        std::min(f.bandwidth, l.bandwidth * (net ? lib.fabric(s.cluster.fabric) : lib.intra_node).bandwidth_fraction);
+  }
+  f.alpha += (fabric ? lib.fabric(s.cluster.fabric) : lib.intra_node).message_overhead;
+  return f;
+}
+
+double gpu_memory_bandwidth() { return test::catalog().gpu("V100-PCIe-16GB").memory_bandwidth; }
+
+nlohmann::json predict_json(const std::string& scenario_file, const std::string& args) {
+  const std::string out = std::string("/tmp/ringsim_test_") + std::to_string(::getpid()) + ".json";
+  const std::string cmd = std::string(RINGSIM_TEST_BINARY) + " --catalog " + RINGSIM_TEST_CATALOG + " predict " +
+                          scenario_file + " " + args + " --json " + out + " > /dev/null";
+  REQUIRE(std::system(cmd.c_str()) == 0);
+  std::ifstream in(out);
+  nlohmann::json j = nlohmann::json::parse(in);
+  std::remove(out.c_str());
+  return j;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+}  // namespace
+
+TEST_CASE("one transfer takes latency + size / bandwidth", "[sim]") {
+  const Scenario s = one_gpu_per_node(2);
+  const PathFacts f = facts(
+      s, [](const Topology& t) { return t.gpu(0, 0); }, [](const Topology& t) { return t.gpu(1, 0); });
+  for (std::uint64_t bytes : {std::uint64_t{4}, std::uint64_t{1} << 20, std::uint64_t{256} << 20}) {
+    const double expected = f.alpha + bytes / f.bandwidth;
+    for (Fidelity fid : {Fidelity::Flow, Fidelity::Step}) {
+      CAPTURE(bytes, to_string(fid));
+      CHECK(timed(s, OneTransfer(bytes), fid) == Approx(expected).epsilon(1e-6));
+    }
+  }
+}
+
+TEST_CASE("ring allreduce on p GPUs behind one switch: 2(p-1)(alpha + S/(pB)) + reductions", "[sim]") {
+  const std::uint64_t S = std::uint64_t{64} << 20;
+  for (int p : {2, 4, 8, 32}) {
+    const Scenario s = one_gpu_per_node(p);
+    const PathFacts f = facts(
+        s, [](const Topology& t) { return t.gpu(0, 0); }, [](const Topology& t) { return t.gpu(1, 0); });
+    const double chunk = static_cast<double>(S) / p;
+    // Closed form, plus the p-1 reduce-scatter reductions of one chunk each (3 memory passes on the GPU).
+    const double expected =
+        2 * (p - 1) * (f.alpha + chunk / f.bandwidth) + (p - 1) * 3 * chunk / gpu_memory_bandwidth();
+    auto ring = collective::make_ring_allreduce(p, S, 4, Space::Device);
+    for (Fidelity fid : {Fidelity::Flow, Fidelity::Step}) {
+      CAPTURE(p, to_string(fid), expected);
+      CHECK(timed(s, *ring, fid) == Approx(expected).epsilon(0.01));
+    }
+  }
+}
+
+TEST_CASE("one parameter server: its link carries 2 n S and bounds the exchange", "[sim]") {
+  const int n = 4;
+  const std::uint64_t S = std::uint64_t{32} << 20;
+  const Scenario s = one_gpu_per_node(
+      n, "communication: {strategy: parameter_server, parameter_servers: 1, parameter_server_placement: dedicated}\n");
+  auto ps = collective::make_parameter_server_exchange(n, {S}, Space::Device);
+  const PathFacts f = facts(
+      s, [](const Topology& t) { return t.gpu(0, 0); }, [](const Topology& t) { return t.host_memory(4, 0); });
+  const double host_rate = test::catalog().library("nccl").host_reduction_rate;
+  // Push: n flows share the server's inbound link; reduce n pushes and update on the server CPU; pull.
+  const double expected = 2 * (n * S / f.bandwidth + f.alpha) + (n + 1) * S / host_rate;
+  for (Fidelity fid : {Fidelity::Flow, Fidelity::Step}) {
+    CAPTURE(to_string(fid));
+    std::map<std::string, double> bytes;
+    const double d = timed(s, *ps, fid, &bytes);
+    CHECK(d == Approx(expected).epsilon(0.01));
+    CHECK(d >= 2.0 * n * S / f.bandwidth);
+    const double server_link = bytes["switch0->n4.ib0"] + bytes["n4.ib0->switch0"];
+    CHECK(server_link == Approx(2.0 * n * S));
+    CHECK(bytes["n0.ib0->switch0"] == Approx(S));  // each worker pushes S once
+  }
+}
+
+TEST_CASE("ring on one NC24rs_v3 crosses its PCIe links and a second node moves the bottleneck to the NIC", "[sim]") {
+  const Scenario one = scenario(
+      "cluster: {sku: NC24rs_v3, nodes: 1}\nmodel: {name: resnet50, batch_per_gpu: 64}\ntraining: {epochs: 1}\n");
+  const std::uint64_t S = std::uint64_t{64} << 20;
+  auto ring = collective::make_ring_allreduce(4, S, 4, Space::Device);
+  std::map<std::string, double> bytes;
+  timed(one, *ring, Fidelity::Flow, &bytes);
+  // Ring 0 -> 1 -> 2 -> 3 -> 0: GPU0 and GPU1 meet at cpu0's root ports, 1 -> 2 crosses QPI.
+  const double per_link = 2.0 * 3 * S / 4;
+  for (const char* link : {"n0.gpu0->n0.cpu0", "n0.cpu0->n0.gpu1", "n0.gpu1->n0.cpu0", "n0.cpu0->n0.cpu1",
+                           "n0.cpu1->n0.gpu2", "n0.gpu3->n0.cpu1", "n0.cpu1->n0.cpu0", "n0.cpu0->n0.gpu0"}) {
+    CAPTURE(link);
+    CHECK(bytes[link] == Approx(per_link));
+  }
+  CHECK(bytes.count("n0.cpu0->n0.ib0") == 0);
+
+  const std::string dir = RINGSIM_TEST_SCENARIOS;
+  const auto j1 = predict_json(dir + "/resnet50_imagenet_8x_nc24rs_v3.yaml", "--set cluster.nodes=1");
+  CHECK(j1["bottleneck"]["kind"] == "pcie");
+  const auto j2 = predict_json(dir + "/resnet50_imagenet_8x_nc24rs_v3.yaml", "--set cluster.nodes=2");
+  CHECK(j2["bottleneck"]["kind"] == "infiniband");
+  CHECK(j2["bottleneck"]["link"].get<std::string>().find("ib0") != std::string::npos);
+}
+
+TEST_CASE("flow and step fidelities agree within 2 % on every bundled scenario up to 64 GPUs", "[sim]") {
+  const std::string dir = RINGSIM_TEST_SCENARIOS;
+  for (const char* f : {"landolakes_cifar10_2x_nc24rs_v3.yaml", "resnet50_imagenet_8x_nc24rs_v3.yaml",
+                        "resnet50_imagenet_nccl_tcp_4x_nc24s_v3.yaml", "sharcnet_alexnet_caffe_monk.yaml"}) {
+    for (const char* variant :
+         {"", "--set communication.strategy=hierarchical",
+          "--set communication.strategy=parameter_server --set communication.parameter_servers=1"}) {
+      CAPTURE(f, variant);
+      const auto flow = predict_json(dir + "/" + f, std::string(variant) + " --fidelity flow");
+      const auto step = predict_json(dir + "/" + f, std::string(variant) + " --fidelity step");
+      REQUIRE(flow["gpus"].get<int>() <= 64);
+      CHECK(step["iteration_time_s"].get<double>() == Approx(flow["iteration_time_s"].get<double>()).epsilon(0.02));
+      // Communication alone may differ a little more: in the flow fidelity ranks run ahead into the next
+      // step and contend with the previous step's slower transfers (host-staged rings), which the
+      // step-synchronous evaluation does not see.
+      CHECK(step["communication_time_s"].get<double>() ==
+            Approx(flow["communication_time_s"].get<double>()).epsilon(0.05));
+    }
+  }
+}
+
+TEST_CASE("predict: the result JSON has the shared schema's fields and consistent numbers", "[sim]") {
+  const auto j = predict_json(std::string(RINGSIM_TEST_SCENARIOS) + "/resnet50_imagenet_8x_nc24rs_v3.yaml", "");
+  for (const char* k : {"schema", "gpus", "nodes", "iteration_time_s", "images_per_sec", "images_per_sec_per_gpu",
+                        "scaling_efficiency", "compute_time_s", "communication_time_s", "exposed_communication_s",
+                        "epoch_time_s", "time_to_train_s", "bottleneck", "scenario", "collectives"})
+    CHECK(j.contains(k));
+  CHECK(j["schema"] == "ringsim.result/1");
+  CHECK(j["fidelity"] == "flow");  // 32 GPUs: flow by default
+  const double it = j["iteration_time_s"];
+  CHECK(j["images_per_sec"].get<double>() == Approx(32 * 64 / it));
+  CHECK(it >= j["compute_time_s"].get<double>());
+  CHECK(j["exposed_communication_s"].get<double>() == Approx(it - j["compute_time_s"].get<double>()));
+  CHECK(j["epoch_time_s"].get<double>() == Approx(std::ceil(1281167.0 / (32 * 64)) * it));
+  CHECK(j["compute_source"]["kind"] == "roofline");  // no measured V100 rate in compute.yaml
+  std::uint64_t bytes = 0;
+  double last_end = 0;
+  for (const auto& c : j["collectives"]) {
+    bytes += c["bytes"].get<std::uint64_t>();
+    CHECK(c["start_s"].get<double>() >= last_end);  // one collective at a time, as Horovod's background thread
+    last_end = c["end_s"];
+  }
+  CHECK(bytes == 25557032ull * 4);  // every gradient exactly once
+}
+
+TEST_CASE("predict: the single-GPU rate comes from the scenario, a measured row, or the roofline", "[sim]") {
+  const std::string dir = RINGSIM_TEST_SCENARIOS;
+  const auto measured = predict_json(dir + "/resnet50_imagenet_8x_nc24rs_v3.yaml",
+                                     "--set cluster.sku=NC24r --set cluster.nodes=1 --set cluster.gpus_per_node=1");
+  CHECK(measured["compute_source"]["kind"] == "measured");
+  CHECK(measured["single_gpu_images_per_sec"].get<double>() == Approx(51.5));  // K80, batch 64 (compute.yaml)
+  const auto given = predict_json(dir + "/resnet50_imagenet_8x_nc24rs_v3.yaml",
+                                  "--set model.images_per_sec_single_gpu=300 --set cluster.nodes=1");
+  CHECK(given["compute_source"]["kind"] == "scenario");
+  CHECK(given["single_gpu_images_per_sec"].get<double>() == Approx(300));
+}
+
+TEST_CASE("predict: same input twice gives byte-identical JSON, trace and links", "[sim]") {
+  const std::string base = std::string("/tmp/ringsim_det_") + std::to_string(::getpid());
+  for (int run = 0; run < 2; ++run) {
+    const std::string cmd = std::string(RINGSIM_TEST_BINARY) + " --catalog " + RINGSIM_TEST_CATALOG + " predict " +
+                            RINGSIM_TEST_SCENARIOS + "/landolakes_cifar10_2x_nc24rs_v3.yaml --json " + base +
+                            std::to_string(run) + ".json --trace " + base + std::to_string(run) + ".trace --links " +
+                            base + std::to_string(run) + ".csv > /dev/null";
+    REQUIRE(std::system(cmd.c_str()) == 0);
+  }
+  for (const char* ext : {".json", ".trace", ".csv"}) {
+    const std::string a = slurp(base + "0" + ext), b = slurp(base + "1" + ext);
+    CHECK(!a.empty());
+    CHECK(a == b);
+    std::remove((base + "0" + ext).c_str());
+    std::remove((base + "1" + ext).c_str());
+  }
+}
+
+TEST_CASE("predict: the trace is a Horovod-style timeline with balanced spans", "[sim]") {
+  const std::string file = std::string("/tmp/ringsim_trace_") + std::to_string(::getpid()) + ".json";
+  const std::string cmd = std::string(RINGSIM_TEST_BINARY) + " --catalog " + RINGSIM_TEST_CATALOG + " predict " +
+                          RINGSIM_TEST_SCENARIOS + "/landolakes_cifar10_2x_nc24rs_v3.yaml --trace " + file +
+                          " > /dev/null";
+  REQUIRE(std::system(cmd.c_str()) == 0);
+  std::ifstream in(file);
+  const auto ev = nlohmann::json::parse(in);
+  std::remove(file.c_str());
+  REQUIRE(ev.is_array());
+  std::map<int, int> depth;
+  std::set<std::string> names;
+  for (const auto& e : ev) {
+    const std::string ph = e["ph"];
+    if (ph == "B") {
+      ++depth[e["pid"].get<int>()];
+      names.insert(e["name"].get<std::string>());
+    } else if (ph == "E") {
+      REQUIRE(--depth[e["pid"].get<int>()] >= 0);
+    }
+  }
+  for (const auto& [pid, d] : depth) CHECK(d == 0);
+  for (const char* n : {"NEGOTIATE_ALLREDUCE", "ALLREDUCE", "MPI_ALLREDUCE", "MEMCPY_IN_FUSION_BUFFER",
+                        "MEMCPY_OUT_FUSION_BUFFER", "FORWARD", "copy_to_host", "reduce_scatter"})
+    CHECK(names.count(n) == 1);
+}
