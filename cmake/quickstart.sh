@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # ringsim quick start on Debian 12: installs what is missing (apt-get, as root or through sudo),
 # configures and builds (Release) into build/, then
-#   run   - runs ringsim on the bundled default scenario
+#   run   - predicts training time for the bundled default scenario (ringsim predict)
 #   test  - runs the whole test suite (ctest)
 # Extra CMake arguments can be passed in RINGSIM_CMAKE_ARGS.
 set -euo pipefail
@@ -32,9 +32,10 @@ cmake --build "$build" -j "$jobs"
 
 if [ "$mode" = run ]; then
   scenario="$root/scenarios/resnet50_imagenet_8x_nc24rs_v3.yaml"
-  "$build/bin/ringsim" check "$scenario"
-  echo
-  "$build/bin/ringsim" topo NC24rs_v3 --nodes 2
+  mkdir -p "$build/out"
+  "$build/bin/ringsim" predict "$scenario" --json "$build/out/prediction.json" \
+    --trace "$build/out/timeline.json" --links "$build/out/links.csv"
+  echo "ringsim: wrote $build/out/prediction.json, timeline.json (open in Perfetto or chrome://tracing), links.csv"
 else
   cd "$build"
   ctest --output-on-failure -j "$jobs"

@@ -1,0 +1,81 @@
+// Benchmark of `predict` at scale: wall time, peak RSS and simulated events per second for ResNet-50 on
+// NC24rs_v3 clusters (InfiniBand fat tree), each case in its own process (one SimGrid engine per process).
+// Prints figures; asserts nothing. Usage: ringsim_bench [--quick] [catalog_dir] [scenario.yaml]
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "execute/training_sim.h"
+#include "load/catalog.h"
+#include "load/scenario.h"
+
+using namespace ringsim;
+
+namespace {
+
+struct Case {
+  int nodes;
+  Fidelity fidelity;
+};
+
+void run_case(const std::string& catalog_dir, const std::string& scenario_file, const Case& c) {
+  std::fflush(stdout);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const Catalog catalog = Catalog::load(catalog_dir);
+    const Scenario s = load_scenario(scenario_file, catalog,
+                                     {parse_override("cluster.nodes=" + std::to_string(c.nodes)),
+                                      parse_override("cluster.fabric_topology=fat_tree")});
+    const Prediction p = predict(catalog, s, c.fidelity);
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    rusage ru{};
+    getrusage(RUSAGE_SELF, &ru);
+    const double events = static_cast<double>(p.simulated_activities + p.represented_transfers);
+    std::printf("%7d  %5s  %9.3f  %8.1f  %12lld  %14lld  %12.3g  %10.1f\n", p.gpus,
+                std::string(to_string(c.fidelity)).c_str(), wall, ru.ru_maxrss / 1024.0,
+                static_cast<long long>(p.simulated_activities), static_cast<long long>(p.represented_transfers),
+                events / wall, p.iteration_time_s * 1e3);
+    std::fflush(stdout);
+    _exit(0);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) std::printf("case with %d nodes failed\n", c.nodes);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool quick = false;
+  std::vector<std::string> rest;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--quick") == 0)
+      quick = true;
+    else
+      rest.push_back(argv[i]);
+  }
+  const std::string catalog_dir = rest.size() > 0 ? rest[0] : Catalog::default_dir();
+  const std::string scenario =
+      rest.size() > 1 ? rest[1] : catalog_dir + "/../scenarios/resnet50_imagenet_8x_nc24rs_v3.yaml";
+  std::printf("ResNet-50, batch 64, NC24rs_v3 x N, InfiniBand fat tree, ring over NCCL, one iteration\n");
+  std::printf("   GPUs  fid.    wall (s)  RSS (MiB)  SimGrid acts  chunk transfers  events/s  iter (ms)\n");
+  // Nodes of 4 GPUs: 16 and 64 GPUs in both fidelities, 256 GPUs in both (flow: the slow, exact reference),
+  // 1,024 and 16,384 GPUs in the step fidelity. --quick skips the two long ones.
+  std::vector<Case> cases = {{4, Fidelity::Flow},  {4, Fidelity::Step},  {16, Fidelity::Flow},  {16, Fidelity::Step},
+                             {64, Fidelity::Flow}, {64, Fidelity::Step}, {256, Fidelity::Step}, {4096, Fidelity::Step}};
+  if (quick)
+    cases.erase(std::remove_if(
+                    cases.begin(), cases.end(),
+                    [](const Case& c) { return (c.nodes == 64 && c.fidelity == Fidelity::Flow) || c.nodes == 4096; }),
+                cases.end());
+  for (const Case& c : cases) run_case(catalog_dir, scenario, c);
+  return 0;
+}
