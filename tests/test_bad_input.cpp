@@ -261,6 +261,16 @@ TEST_CASE("bad input: broken catalog files", "[bad_input]") {
       {"gpus.yaml", "memory: 32 GiB", "memroy: 32 GiB", "unknown key 'memroy'; did you mean memory?"},
       {"models/resnet50.yaml", "total_params: 25557032", "total_params: 25557033",
        "the tensors sum to 25557032 parameters, not 25557033"},
+      {"models/resnet50.yaml", "[conv1.weight, [64, 3, 7, 7], [112, 112]]", "[conv1.weight, [64, 3, 7, 7]]",
+       "a 4-D convolution weight needs its output size"},
+      {"models/resnet50.yaml", "[bn1.weight, [64]]", "[bn1.weight, [64], [112, 112]]",
+       "only a 4-D convolution weight has an output size"},
+      {"libraries.yaml", "bandwidth_fraction: 0.976", "bandwidth_fraction: 1.5", "must be between 0.01 and 1"},
+      {"libraries.yaml", "data_path: device", "data_path: gpu", "expected one of"},
+      {"compute.yaml", "{gpu: K80, model: resnet50, batch_per_gpu: 64", "{gpu: K80, model: resnet5, batch_per_gpu: 64",
+       "unknown model 'resnet5'; did you mean resnet50"},
+      {"compute.yaml", "{gpu: P100-SXM2, model: resnet50, batch_per_gpu: 32",
+       "{gpu: P100-SXM2, model: resnet50, batch_per_gpu: 64", "duplicate measured rate"},
   };
   for (const auto& c : catalog_cases) {
     INFO(c.file << ": " << c.to);

@@ -96,6 +96,18 @@ TEST_CASE("cli: errors exit non-zero, name the problem and leave no output file"
   CHECK(missing.status == 2);
   CHECK_THAT(missing.output, Catch::Contains("missing.yaml: error: cannot open file"));
   CHECK(ringsim("topo").status != 0);  // the SKU argument is required
+  const Run bad_fidelity = ringsim("predict " + kScenarios + "/resnet50_imagenet_8x_nc24rs_v3.yaml --fidelity exact");
+  CHECK(bad_fidelity.status != 0);
+  CHECK_THAT(bad_fidelity.output, Catch::Contains("flow"));
+  const Run bad_predict =
+      ringsim("predict " + kScenarios + "/resnet50_imagenet_8x_nc24rs_v3.yaml --set model.name=resnet5" + " --json " +
+              (dir / "p.json").string());
+  CHECK(bad_predict.status == 2);
+  CHECK_THAT(bad_predict.output, Catch::Contains("did you mean resnet50"));
+  const Run unwritable = ringsim("predict " + kScenarios + "/landolakes_cifar10_2x_nc24rs_v3.yaml --json " +
+                                 (dir / "no" / "such" / "dir" / "p.json").string());
+  CHECK(unwritable.status == 1);
+  CHECK(fs::is_empty(dir));
   fs::remove_all(dir);
 }
 
