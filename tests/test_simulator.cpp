@@ -197,9 +197,9 @@ TEST_CASE("flow and step fidelities agree within 2 % on every bundled scenario u
   const std::string dir = RINGSIM_TEST_SCENARIOS;
   for (const char* f : {"landolakes_cifar10_2x_nc24rs_v3.yaml", "resnet50_imagenet_8x_nc24rs_v3.yaml",
                         "resnet50_imagenet_nccl_tcp_4x_nc24s_v3.yaml", "sharcnet_alexnet_caffe_monk.yaml"}) {
-    for (const char* variant :
-         {"", "--set communication.strategy=hierarchical",
-          "--set communication.strategy=parameter_server --set communication.parameter_servers=1"}) {
+    for (const char* variant : {"", "--set communication.strategy=hierarchical",
+                                "--set communication.strategy=parameter_server --set communication.parameter_servers=1",
+                                "--set communication.cycle_time=0 --set communication.fusion_threshold=0"}) {
       CAPTURE(f, variant);
       const auto flow = predict_json(dir + "/" + f, std::string(variant) + " --fidelity flow");
       const auto step = predict_json(dir + "/" + f, std::string(variant) + " --fidelity step");

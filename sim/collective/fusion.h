@@ -34,6 +34,7 @@ class FusionPlanner {
   // When every rank had announced `t` (valid once ready).
   double ready_time(int t) const { return ready_at_[t]; }
   bool all_planned() const { return planned_ == static_cast<int>(tensors_.size()); }
+  bool has_ready() const { return !ready_queue_.empty(); }  // ready tensors wait for a negotiation
   int tensor_count() const { return static_cast<int>(tensors_.size()); }
 
  private:

@@ -8,6 +8,7 @@
 #include <memory>
 #include <set>
 #include <simgrid/s4u.hpp>
+#include <stdexcept>
 
 #include "collective/fusion.h"
 #include "collective/transport.h"
@@ -322,7 +323,7 @@ void TrainingRun::coordinator() {
     } else if (buffers.empty()) {
       // No cycle: negotiate again as soon as another gradient is announced.
       std::unique_lock<sg4::Mutex> lock(*announce_mutex_);
-      announced_->wait(lock);
+      while (!planner_->has_ready()) announced_->wait(lock);
     }
   }
   if (s_.communication.strategy != Strategy::ParameterServer) sleep(compute_.update_s);  // optimizer step
@@ -382,6 +383,8 @@ Prediction TrainingRun::run() {
                        [this, r] { compute_actor(r); });
   sg4::Actor::create("coordinator", host_of_vertex_[cm_.member(0).device], [this] { coordinator(); });
   engine.run();
+  if (!planner_->all_planned() || records_.empty() != (planner_->tensor_count() == 0))
+    throw std::logic_error("the simulated iteration did not complete (deadlock in the simulation)");
 
   Prediction p;
   p.scenario = s_;
