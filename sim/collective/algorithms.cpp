@@ -80,17 +80,23 @@ struct Phases {
   }
 };
 
+enum class RingPart { Allreduce, ReduceScatter, Allgather };
+
 class RingAllreduce final : public Collective {
  public:
-  RingAllreduce(int p, std::uint64_t bytes, int element_bytes, Space space)
-      : Collective(bytes), p_(p), space_(space), chunks_(bytes, p, element_bytes) {
+  RingAllreduce(int p, std::uint64_t bytes, int element_bytes, Space space, RingPart part)
+      : Collective(bytes), p_(p), space_(space), part_(part), chunks_(bytes, p, element_bytes) {
     const bool staged = space == Space::Host && p > 1;
     if (staged) phases_.add("copy_to_host", 1);
-    phases_.add("reduce_scatter", p - 1);
-    phases_.add("allgather", p - 1);
+    if (part != RingPart::Allgather) phases_.add("reduce_scatter", p - 1);
+    if (part != RingPart::ReduceScatter) phases_.add("allgather", p - 1);
     if (staged) phases_.add("copy_to_device", 1);
   }
-  std::string_view algorithm() const override { return "ring_allreduce"; }
+  std::string_view algorithm() const override {
+    return part_ == RingPart::Allreduce       ? "ring_allreduce"
+           : part_ == RingPart::ReduceScatter ? "ring_reduce_scatter"
+                                              : "ring_allgather";
+  }
   int members() const override { return p_; }
   int steps() const override { return phases_.steps(); }
   std::vector<StepRun> runs() const override { return phases_.runs(); }
@@ -108,6 +114,7 @@ class RingAllreduce final : public Collective {
  private:
   int p_;
   Space space_;
+  RingPart part_;
   Chunking chunks_;
   Phases phases_;
 };
@@ -225,7 +232,17 @@ class ParameterServerExchange final : public Collective {
 
 std::unique_ptr<Collective> make_ring_allreduce(int members, std::uint64_t bytes, int element_bytes, Space space) {
   if (members < 1) throw std::invalid_argument("ring allreduce needs at least one member");
-  return std::make_unique<RingAllreduce>(members, bytes, element_bytes, space);
+  return std::make_unique<RingAllreduce>(members, bytes, element_bytes, space, RingPart::Allreduce);
+}
+
+std::unique_ptr<Collective> make_ring_reduce_scatter(int members, std::uint64_t bytes, int element_bytes) {
+  if (members < 1) throw std::invalid_argument("ring reduce-scatter needs at least one member");
+  return std::make_unique<RingAllreduce>(members, bytes, element_bytes, Space::Device, RingPart::ReduceScatter);
+}
+
+std::unique_ptr<Collective> make_ring_allgather(int members, std::uint64_t bytes, int element_bytes) {
+  if (members < 1) throw std::invalid_argument("ring allgather needs at least one member");
+  return std::make_unique<RingAllreduce>(members, bytes, element_bytes, Space::Device, RingPart::Allgather);
 }
 
 std::unique_ptr<Collective> make_hierarchical_allreduce(int nodes, int local, std::uint64_t bytes, int element_bytes,

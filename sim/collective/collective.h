@@ -79,6 +79,12 @@ struct Chunking {
 // and back at the end, and the ring runs between host buffers.
 std::unique_ptr<Collective> make_ring_allreduce(int members, std::uint64_t bytes, int element_bytes, Space data_space);
 
+// The two halves of the ring on their own. After the reduce-scatter member m holds the reduced chunk
+// ring_chunk_owned(m, p); the allgather expects each member to hold that chunk and gives everyone all.
+std::unique_ptr<Collective> make_ring_reduce_scatter(int members, std::uint64_t bytes, int element_bytes);
+std::unique_ptr<Collective> make_ring_allgather(int members, std::uint64_t bytes, int element_bytes);
+inline int ring_chunk_owned(int member, int members) { return (member + 1) % members; }
+
 // Hierarchical allreduce over `nodes` x `local` members (node-major): reduce within each node to its local
 // member 0 (ring reduce-scatter, then gather), ring allreduce among the local roots, broadcast within each
 // node (scatter, then ring allgather).

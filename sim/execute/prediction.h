@@ -10,7 +10,7 @@
 
 namespace ringsim {
 
-enum class Fidelity { Flow, Step };
+enum class Fidelity { Flow, Step, Measured };  // Measured: a real run (real/)
 std::string_view to_string(Fidelity f);
 
 struct ComputeSpan {

@@ -21,8 +21,6 @@ namespace sg4 = simgrid::s4u;
 
 namespace ringsim {
 
-std::string_view to_string(Fidelity f) { return f == Fidelity::Flow ? "flow" : "step"; }
-
 Fidelity default_fidelity(const Scenario& s) {
   return s.cluster.total_gpus() <= kFlowFidelityMaxGpus ? Fidelity::Flow : Fidelity::Step;
 }

@@ -1,0 +1,195 @@
+#include "bench/collective_bench.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "collective/collective.h"
+#include "collective/transport.h"
+#include "report/output_file.h"
+#include "transport/backend.h"
+
+namespace ringsim::real {
+
+namespace {
+
+// Rank r's input element i: small integers, so sums are exact in every type.
+double input_value(int rank, std::uint64_t i) { return (rank + 1) * static_cast<double>(i % 7 + 1); }
+
+void fill(std::vector<char>& host, DataType t, std::uint64_t count, int rank, std::uint64_t from, std::uint64_t to) {
+  for (std::uint64_t i = from; i < to && i < count; ++i) {
+    const double v = input_value(rank, i);
+    switch (t) {
+      case DataType::Float32:
+        reinterpret_cast<float*>(host.data())[i] = static_cast<float>(v);
+        break;
+      case DataType::Int32:
+        reinterpret_cast<std::int32_t*>(host.data())[i] = static_cast<std::int32_t>(v);
+        break;
+      case DataType::Float64:
+        reinterpret_cast<double*>(host.data())[i] = v;
+        break;
+    }
+  }
+}
+
+double value_at(const std::vector<char>& host, DataType t, std::uint64_t i) {
+  switch (t) {
+    case DataType::Float32:
+      return reinterpret_cast<const float*>(host.data())[i];
+    case DataType::Int32:
+      return reinterpret_cast<const std::int32_t*>(host.data())[i];
+    case DataType::Float64:
+      return reinterpret_cast<const double*>(host.data())[i];
+  }
+  return 0;
+}
+
+bool same(double got, double want, DataType t) {
+  if (t == DataType::Int32) return got == want;
+  return std::fabs(got - want) <= 1e-5 * std::max(1.0, std::fabs(want));
+}
+
+std::unique_ptr<collective::Collective> make_op(const std::string& op, int p, std::uint64_t bytes, int elem) {
+  if (op == "allreduce") return collective::make_ring_allreduce(p, bytes, elem, collective::Space::Device);
+  if (op == "reduce_scatter") return collective::make_ring_reduce_scatter(p, bytes, elem);
+  return collective::make_ring_allgather(p, bytes, elem);
+}
+
+double bus_factor(const std::string& op, int p) {
+  if (p <= 1) return 1;
+  return op == "allreduce" ? 2.0 * (p - 1) / p : static_cast<double>(p - 1) / p;
+}
+
+}  // namespace
+
+std::int64_t run_bench(const BenchOptions& o, MPI_Comm comm) {
+  int rank = 0, p = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &p);
+  const DataType type = parse_data_type(o.type);
+  const std::size_t elem = element_size(type);
+  auto backend = make_backend(o.transport, comm, type, o.timeout_s);
+
+  std::vector<std::uint64_t> sizes;
+  for (double b = static_cast<double>(o.min_bytes); b <= static_cast<double>(o.max_bytes) * (1 + 1e-9);
+       b = b == 0 ? static_cast<double>(elem) : b * o.factor)
+    sizes.push_back(static_cast<std::uint64_t>(b) / elem * elem);
+
+  const std::string baseline = backend->baseline_name(o.op);
+  if (rank == 0) {
+    std::printf("# ringsim-real bench: %s, %d ranks, transport %s, type %s, %d iterations after %d warm-up\n",
+                o.op.c_str(), p, std::string(backend->name()).c_str(), o.type.c_str(), o.iters, o.warmup);
+    std::printf("#%50s%s%*s\n", "ring (ringsim collective)", "        ", 30, baseline.c_str());
+    std::printf("# %12s %12s %6s %5s %10s %8s %8s %7s %10s %8s %8s\n", "size(B)", "count", "type", "redop", "time(us)",
+                "algbw", "busbw", "#wrong", "time(us)", "algbw", "busbw");
+  }
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+  std::int64_t wrong_total = 0;
+  for (std::uint64_t bytes : sizes) {
+    const std::uint64_t count = bytes / elem;
+    auto c = make_op(o.op, p, bytes, static_cast<int>(elem));
+    collective::Chunking chunks(bytes, p, static_cast<int>(elem));
+    std::vector<int> counts(p);
+    for (int r = 0; r < p; ++r) counts[r] = static_cast<int>(chunks.size(r) / elem);
+    const int owned = collective::ring_chunk_owned(rank, p);
+
+    // Inputs. The allgather starts from each rank's own chunk (the one the ring's reduce-scatter leaves
+    // it), filled with the rank's values; the rest is zero.
+    std::vector<char> input(std::max<std::uint64_t>(bytes, 1), 0);
+    if (o.op == "allgather")
+      fill(input, type, count, rank, chunks.offset(owned) / elem, (chunks.offset(owned) + chunks.size(owned)) / elem);
+    else
+      fill(input, type, count, rank, 0, count);
+    MemberBuffers buf = backend->allocate(bytes);
+    auto run_ours = [&] {
+      FaultyTransport t(backend->transport(buf), o.fault, rank);
+      collective::run_member(*c, rank, t);
+      backend->synchronize();
+    };
+    auto run_baseline = [&] {
+      std::vector<int> base_counts = counts;
+      backend->baseline(o.op, buf, base_counts);
+      backend->synchronize();
+    };
+    auto timed = [&](const std::function<void()>& f) {
+      backend->upload(buf, input.data(), bytes);
+      for (int i = 0; i < o.warmup; ++i) f();
+      MPI_Barrier(comm);
+      const double t0 = MPI_Wtime();
+      for (int i = 0; i < o.iters; ++i) f();
+      double t = (MPI_Wtime() - t0) / std::max(1, o.iters);
+      MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, comm);
+      return t;
+    };
+
+    // Correctness: one run of ours on fresh inputs, checked element by element.
+    backend->upload(buf, input.data(), bytes);
+    MPI_Barrier(comm);
+    run_ours();
+    std::vector<char> out(std::max<std::uint64_t>(bytes, 1), 0);
+    backend->download(buf, out.data(), bytes);
+    const double rank_sum = p * (p + 1) / 2.0;
+    std::int64_t wrong = 0;
+    int chunk = 0;
+    for (std::uint64_t i = 0; i < count; ++i) {
+      while (chunk + 1 < p && chunks.offset(chunk + 1) / elem <= i) ++chunk;
+      double want;
+      if (o.op == "allreduce") {
+        want = rank_sum * (i % 7 + 1);
+      } else if (o.op == "reduce_scatter") {
+        if (chunk != owned) continue;  // only the owned chunk is defined
+        want = rank_sum * (i % 7 + 1);
+      } else {
+        const int owner = (chunk - 1 + p) % p;  // the rank that owned this chunk
+        want = input_value(owner, i);
+      }
+      if (!same(value_at(out, type, i), want, type)) ++wrong;
+    }
+    MPI_Allreduce(MPI_IN_PLACE, &wrong, 1, MPI_INT64_T, MPI_SUM, comm);
+    wrong_total += wrong;
+
+    const double ours = timed(run_ours);
+    const double base = timed(run_baseline);
+    backend->release(buf);
+    const double factor = bus_factor(o.op, p);
+    auto gbps = [&](double t) { return t > 0 ? static_cast<double>(bytes) / t / 1e9 : 0.0; };
+    if (rank == 0) {
+      std::printf("  %12llu %12llu %6s %5s %10.2f %8.3f %8.3f %7lld %10.2f %8.3f %8.3f\n",
+                  static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(count), o.type.c_str(),
+                  o.op == "allgather" ? "none" : "sum", ours * 1e6, gbps(ours), gbps(ours) * factor,
+                  static_cast<long long>(wrong), base * 1e6, gbps(base), gbps(base) * factor);
+      std::fflush(stdout);
+    }
+    rows.push_back({{"bytes", bytes},
+                    {"count", count},
+                    {"type", o.type},
+                    {"op", o.op},
+                    {"time_us", ours * 1e6},
+                    {"algbw_gbps", gbps(ours)},
+                    {"busbw_gbps", gbps(ours) * factor},
+                    {"wrong", wrong},
+                    {"baseline", baseline},
+                    {"baseline_time_us", base * 1e6},
+                    {"baseline_algbw_gbps", gbps(base)},
+                    {"baseline_busbw_gbps", gbps(base) * factor}});
+  }
+  if (rank == 0) {
+    std::printf("# wrong elements in total: %lld\n", static_cast<long long>(wrong_total));
+    if (o.json_file) {
+      nlohmann::ordered_json j = {{"schema", "ringsim.bench/1"},
+                                  {"ranks", p},
+                                  {"transport", std::string(backend->name())},
+                                  {"op", o.op},
+                                  {"type", o.type},
+                                  {"rows", rows}};
+      write_file_atomically(*o.json_file, j.dump(2) + "\n");
+    }
+  }
+  return wrong_total;
+}
+
+}  // namespace ringsim::real

@@ -1,0 +1,33 @@
+// `ringsim-real bench`: an nccl-tests-style sweep of message sizes for our ring (the shared collective
+// code on a real transport) against the library's own collective, on the same buffers in the same run.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "transport/fault_injection.h"
+
+namespace ringsim::real {
+
+struct BenchOptions {
+  std::uint64_t min_bytes = 8;
+  std::uint64_t max_bytes = 32ull << 20;
+  double factor = 2;
+  std::string op = "allreduce";  // allreduce | reduce_scatter | allgather
+  std::string type = "float";    // float | int32 | double
+  std::string transport = "host";
+  int iters = 20;
+  int warmup = 5;
+  double timeout_s = 300;
+  std::optional<std::string> json_file;
+  Fault fault;  // testing aid (--inject-fault)
+};
+
+// Runs on every rank of `comm`; rank 0 prints the table and writes the JSON. Returns the number of
+// wrong elements summed over ranks and sizes.
+std::int64_t run_bench(const BenchOptions& o, MPI_Comm comm);
+
+}  // namespace ringsim::real

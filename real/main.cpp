@@ -1,0 +1,114 @@
+// ringsim-real: the simulator's collective and fusion code on real processes and GPUs, under any MPI
+// launcher. `bench` sweeps message sizes like nccl-tests; `train` runs a scenario's iterations.
+#include <mpi.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <iostream>
+
+#include "bench/collective_bench.h"
+#include "load/catalog.h"
+#include "load/input_error.h"
+#include "train/train_run.h"
+#include "transport/backend.h"
+
+namespace {
+
+std::uint64_t parse_size(const std::string& s) {
+  // nccl-tests style: 8, 64K, 256M, 1G (powers of 1024).
+  std::size_t used = 0;
+  const double v = std::stod(s, &used);
+  std::string suffix = s.substr(used);
+  double mult = 1;
+  if (suffix == "K" || suffix == "k")
+    mult = 1024;
+  else if (suffix == "M" || suffix == "m")
+    mult = 1024.0 * 1024;
+  else if (suffix == "G" || suffix == "g")
+    mult = 1024.0 * 1024 * 1024;
+  else if (!suffix.empty())
+    throw std::invalid_argument("size '" + s + "': expected a number with an optional K, M or G suffix");
+  if (v < 0) throw std::invalid_argument("size '" + s + "' is negative");
+  return static_cast<std::uint64_t>(v * mult);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+
+  CLI::App app{"ringsim-real: run ringsim's collectives and fusion for real (MPI, CUDA, NCCL) and measure"};
+  app.require_subcommand(1);
+  std::string catalog_dir = ringsim::Catalog::default_dir();
+  app.add_option("--catalog", catalog_dir, "Catalog directory (topologies/)");
+
+  ringsim::real::BenchOptions bo;
+  std::string min_size = "8", max_size = "32M", fault;
+  auto* bench = app.add_subcommand("bench", "nccl-tests-style sweep: our ring vs the library's collective");
+  bench->add_option("-b,--minbytes", min_size, "Smallest message (e.g. 8, 64K, 1M)");
+  bench->add_option("-e,--maxbytes", max_size, "Largest message");
+  bench->add_option("-f,--stepfactor", bo.factor, "Size multiplier between rows")->check(CLI::Range(1.01, 1024.0));
+  bench->add_option("-n,--iters", bo.iters, "Timed iterations per size")->check(CLI::Range(1, 1000000));
+  bench->add_option("-w,--warmup_iters", bo.warmup, "Warm-up iterations per size")->check(CLI::Range(0, 1000000));
+  bench->add_option("-d,--datatype", bo.type, "Element type")->check(CLI::IsMember({"float", "int32", "double"}));
+  bench->add_option("--op", bo.op, "Collective")->check(CLI::IsMember({"allreduce", "reduce_scatter", "allgather"}));
+  bench->add_option("--transport", bo.transport, "Transport")->check(CLI::IsMember({"host", "cuda-staged", "nccl"}));
+  bench->add_option("--timeout", bo.timeout_s, "Seconds a step may wait before the run is aborted")
+      ->check(CLI::Range(0.1, 1e6));
+  bench->add_option("--json", bo.json_file, "Write the rows as JSON (rank 0)");
+  bench->add_option("--inject-fault", fault, "Testing aid: RANK:STEP:exit|hang makes that rank fail there");
+
+  ringsim::real::TrainOptions to;
+  auto* train =
+      app.add_subcommand("train", "Run training iterations of a scenario with the real fusion and collectives");
+  train->add_option("scenario", to.scenario, "Scenario YAML file")->required();
+  train->add_option("--set", to.sets, "Override a scenario key (repeatable)");
+  train->add_option("--iterations", to.iterations, "Timed iterations")->check(CLI::Range(1, 100000));
+  train->add_option("--warmup", to.warmup, "Warm-up iterations")->check(CLI::Range(0, 100000));
+  train->add_option("--transport", to.transport, "Transport")->check(CLI::IsMember({"host", "cuda-staged", "nccl"}));
+  train
+      ->add_option("--compute-scale", to.compute_scale,
+                   "Multiply the modelled per-layer compute time (e.g. 0.01 for a quick functional run)")
+      ->check(CLI::Range(0.0, 1e6));
+  train->add_option("--timeout", to.timeout_s, "Seconds a step may wait before the run is aborted")
+      ->check(CLI::Range(0.1, 1e6));
+  train->add_option("--json", to.json_file, "Write the measured result (schema ringsim.result/1)");
+  train->add_option("--trace", to.trace_file, "Write a Horovod-style timeline of rank 0");
+  train->add_option("--inject-fault", fault, "Testing aid: RANK:STEP:exit|hang makes that rank fail there");
+
+  int status = 0;
+  try {
+    app.parse(argc, argv);
+    if (!fault.empty()) bo.fault = to.fault = ringsim::real::Fault::parse(fault);
+    if (*bench) {
+      bo.min_bytes = parse_size(min_size);
+      bo.max_bytes = parse_size(max_size);
+      if (bo.min_bytes > bo.max_bytes) throw std::invalid_argument("-b must not exceed -e");
+      status = ringsim::real::run_bench(bo, MPI_COMM_WORLD) == 0 ? 0 : 1;
+    } else if (*train) {
+      to.catalog_dir = catalog_dir;
+      status = ringsim::real::run_train(to, MPI_COMM_WORLD);
+    }
+  } catch (const CLI::ParseError& e) {
+    status = rank == 0 ? app.exit(e) : (e.get_exit_code() ? 2 : 0);
+    MPI_Finalize();
+    return status;
+  } catch (const ringsim::real::TimeoutError& e) {
+    std::fprintf(stderr, "ringsim-real: error: %s\n", e.what());
+    MPI_Abort(MPI_COMM_WORLD, 3);
+  } catch (const ringsim::InputError& e) {
+    if (rank == 0) std::fprintf(stderr, "%s\n", e.what());
+    status = 2;
+  } catch (const ringsim::real::UsageError& e) {
+    if (rank == 0) std::fprintf(stderr, "ringsim-real: error: %s\n", e.what());
+    status = 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ringsim-real: error (rank %d): %s\n", rank, e.what());
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  MPI_Finalize();
+  return status;
+}

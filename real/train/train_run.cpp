@@ -1,0 +1,309 @@
+#include "train/train_run.h"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <cstring>
+#include <iostream>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "collective/collective.h"
+#include "collective/fusion.h"
+#include "collective/transport.h"
+#include "execute/prediction.h"
+#include "load/catalog.h"
+#include "load/scenario.h"
+#include "load/units.h"
+#include "report/output_file.h"
+#include "report/prediction_report.h"
+#include "schedule/compute_model.h"
+#include "transport/backend.h"
+
+namespace ringsim::real {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// The compute stand-in: keep one core busy for `seconds`.
+void busy_for(double seconds) {
+  if (seconds <= 0) return;
+  const auto end = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+  volatile double sink = 0;
+  while (Clock::now() < end)
+    for (int i = 0; i < 256; ++i) sink = sink * 0.5 + i;
+}
+
+// Blocks on a non-blocking MPI request, giving up at the deadline.
+void wait_request(MPI_Request& req, double timeout_s, int rank, const std::string& what) {
+  Deadline d(timeout_s);
+  int done = 0;
+  for (;;) {
+    MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+    if (done) return;
+    if (d.passed())
+      throw TimeoutError("rank " + std::to_string(rank) + ": " + what + " did not complete within " +
+                         std::to_string(static_cast<int>(timeout_s)) + " s");
+    sched_yield();
+  }
+}
+
+// State shared by a rank's compute thread and its communication (main) thread.
+struct IterationState {
+  std::vector<std::atomic<std::uint8_t>> ready;  // per tensor, this rank's gradient is computed
+  std::vector<double> ready_at;
+  std::mutex m;
+  std::condition_variable cv;
+  int go_iteration = -1;  // the compute thread may start this iteration
+  explicit IterationState(std::size_t n) : ready(n), ready_at(n, 0) {}
+};
+
+}  // namespace
+
+int run_train(const TrainOptions& o, MPI_Comm comm) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  const Catalog catalog = Catalog::load(o.catalog_dir);
+  std::vector<Override> overrides;
+  for (const auto& s : o.sets) overrides.push_back(parse_override(s));
+  const Scenario s = load_scenario(o.scenario, catalog, overrides);
+  const auto& comm_cfg = s.communication;
+  const bool ps = comm_cfg.strategy == Strategy::ParameterServer;
+  const int workers = s.cluster.total_gpus();
+  const int needed = workers + (ps ? comm_cfg.parameter_servers : 0);
+  if (size != needed)
+    throw UsageError("the scenario needs " + std::to_string(needed) + " processes (" + std::to_string(workers) +
+                     " GPUs" + (ps ? " + " + std::to_string(comm_cfg.parameter_servers) + " parameter servers" : "") +
+                     "), but " + std::to_string(size) + " were launched");
+  const bool worker = rank < workers;
+  const ModelSpec& model = catalog.model(s.model.name);
+  ComputeModel cm = build_compute_model(catalog, s);
+  const DataType type = model.dtype_bytes() == 4 ? DataType::Float32 : DataType::Float64;
+  if (model.dtype_bytes() != 4) throw UsageError("ringsim-real trains float32 models only");
+  auto backend = make_backend(o.transport, comm, type, o.timeout_s);
+
+  const std::size_t n = model.tensors.size();
+  std::vector<std::uint64_t> tensor_bytes(n);
+  for (std::size_t t = 0; t < n; ++t) tensor_bytes[t] = static_cast<std::uint64_t>(model.tensors[t].numel) * 4;
+  std::vector<int> server_of;
+  if (ps) server_of = collective::assign_to_servers(tensor_bytes, comm_cfg.parameter_servers);
+
+  // Gradients: each tensor its own array, values that make the allreduce checkable.
+  std::vector<std::vector<float>> grads(n);
+  for (std::size_t t = 0; t < n; ++t) grads[t].assign(worker ? model.tensors[t].numel : 0, 1.0f + rank);
+  std::uint64_t largest = 0;
+  for (auto b : tensor_bytes) largest = std::max(largest, b);
+  const std::uint64_t fusion_bytes =
+      std::max<std::uint64_t>(largest, static_cast<std::uint64_t>(comm_cfg.fusion_threshold_bytes));
+  MemberBuffers fusion = backend->allocate(fusion_bytes);
+  std::vector<char> staging(fusion_bytes);
+
+  IterationState st(n);
+  std::vector<ComputeSpan> spans;
+  std::vector<CollectiveRecord> records;
+  Clock::time_point iteration_start;
+  std::thread compute;
+  std::atomic<bool> stop{false};
+  const double scale = o.compute_scale;
+  if (worker) {
+    compute = std::thread([&] {
+      for (int it = 0;; ++it) {
+        {
+          std::unique_lock<std::mutex> lock(st.m);
+          st.cv.wait(lock, [&] { return st.go_iteration >= it || stop; });
+          if (stop) return;
+        }
+        const bool record = it == o.warmup + o.iterations - 1 && rank == 0;
+        auto span = [&](const std::string& name, double secs) {
+          const double b = seconds_since(iteration_start);
+          busy_for(secs);
+          if (record) spans.push_back({rank, name, b, seconds_since(iteration_start)});
+        };
+        span("FORWARD", cm.forward_s * scale);
+        for (auto l = cm.layers.rbegin(); l != cm.layers.rend(); ++l) {
+          if (l->backward_s > 0) span(l->name, l->backward_s * scale);
+          const double now = seconds_since(iteration_start);
+          for (int t : l->tensors) {
+            st.ready_at[t] = now;
+            st.ready[t].store(1, std::memory_order_release);
+          }
+        }
+      }
+    });
+  }
+
+  std::vector<collective::FusionTensor> fusion_tensors;
+  for (auto b : tensor_bytes) fusion_tensors.push_back({b, 4});
+  std::vector<double> iteration_times, comm_times;
+  std::vector<std::uint8_t> flags(n);
+  std::int64_t wrong = 0;
+  const int total_iterations = o.warmup + o.iterations;
+  for (int it = 0; it < total_iterations; ++it) {
+    MPI_Request barrier;
+    MPI_Ibarrier(comm, &barrier);
+    wait_request(barrier, o.timeout_s, rank, "the barrier before iteration " + std::to_string(it));
+    for (auto& r : st.ready) r.store(0);
+    for (auto& g : grads) std::fill(g.begin(), g.end(), 1.0f + rank);
+    iteration_start = Clock::now();
+    {
+      std::lock_guard<std::mutex> lock(st.m);
+      st.go_iteration = it;
+    }
+    st.cv.notify_all();
+    const bool last = it == total_iterations - 1;
+    if (last) records.clear();
+
+    collective::FusionPlanner planner(fusion_tensors, static_cast<std::uint64_t>(comm_cfg.fusion_threshold_bytes), 1);
+    std::vector<std::uint8_t> announced(n, 0);
+    double comm_time = 0;
+    int negotiation = 0;
+    while (!planner.all_planned()) {
+      const auto tick = Clock::now();
+      // Negotiate: a tensor is ready when every rank has it (servers count as always ready).
+      for (std::size_t t = 0; t < n; ++t) flags[t] = worker ? st.ready[t].load(std::memory_order_acquire) : 1;
+      MPI_Request req;
+      MPI_Iallreduce(MPI_IN_PLACE, flags.data(), static_cast<int>(n), MPI_UINT8_T, MPI_MIN, comm, &req);
+      wait_request(req, o.timeout_s, rank, "negotiation " + std::to_string(negotiation++));
+      const double tick_s = std::chrono::duration<double>(tick - iteration_start).count();
+      for (std::size_t t = n; t-- > 0;)  // backward order: the same on every rank
+        if (flags[t] && !announced[t]) {
+          announced[t] = 1;
+          planner.announce(static_cast<int>(t), tick_s);
+        }
+      for (const auto& b : planner.negotiate(tick_s)) {
+        CollectiveRecord rec;
+        rec.index = static_cast<int>(records.size());
+        rec.bytes = b.bytes;
+        rec.tensors = b.tensors;
+        rec.negotiated_at = tick_s;
+        rec.start = seconds_since(iteration_start);
+        std::uint64_t off = 0;
+        if (worker) {
+          for (int t : b.tensors) {  // MEMCPY_IN_FUSION_BUFFER
+            std::memcpy(staging.data() + off, grads[t].data(), tensor_bytes[t]);
+            off += tensor_bytes[t];
+          }
+        } else {
+          // A server sums into its host buffer (the exchange's home space for servers): start from zero.
+          std::memset(fusion.host, 0, b.bytes);
+        }
+        backend->upload(fusion, staging.data(), b.bytes);
+        rec.comm_start = seconds_since(iteration_start);
+        std::unique_ptr<collective::Collective> c;
+        if (comm_cfg.strategy == Strategy::Ring)
+          c = collective::make_ring_allreduce(workers, b.bytes, 4, collective::Space::Device);
+        else if (comm_cfg.strategy == Strategy::Hierarchical)
+          c = collective::make_hierarchical_allreduce(s.cluster.nodes, s.cluster.gpus_per_node, b.bytes, 4,
+                                                      collective::Space::Device);
+        else {
+          std::vector<std::uint64_t> shards(comm_cfg.parameter_servers, 0);
+          for (int t : b.tensors) shards[server_of[t]] += tensor_bytes[t];
+          // The exchange's buffer is laid out shard by shard; the fusion buffer is in tensor order, so
+          // the server-side layout differs but every rank agrees on it and sizes match.
+          c = collective::make_parameter_server_exchange(workers, shards, collective::Space::Device);
+        }
+        rec.algorithm = std::string(c->algorithm());
+        FaultyTransport t(backend->transport(fusion), o.fault, rank);
+        collective::run_member(*c, rank, t);
+        backend->synchronize();
+        rec.comm_end = seconds_since(iteration_start);
+        backend->download(fusion, staging.data(), b.bytes);
+        off = 0;
+        if (worker)
+          for (int tix : b.tensors) {  // MEMCPY_OUT_FUSION_BUFFER
+            std::memcpy(grads[tix].data(), staging.data() + off, tensor_bytes[tix]);
+            off += tensor_bytes[tix];
+          }
+        rec.end = seconds_since(iteration_start);
+        comm_time += rec.end - rec.start;
+        if (last) records.push_back(rec);
+      }
+      if (planner.all_planned()) break;
+      const auto next =
+          tick + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(comm_cfg.cycle_time_s));
+      while (Clock::now() < next) sched_yield();
+    }
+    if (worker) busy_for(ps ? 0 : cm.update_s * scale);  // optimizer step
+    // Check: every gradient is now the sum over workers of (1 + rank).
+    if (worker && last) {
+      const float want = workers * (workers + 1) / 2.0f;
+      for (const auto& g : grads)
+        for (float v : g) wrong += v != want;
+    }
+    double t = seconds_since(iteration_start);
+    MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, comm);
+    if (it >= o.warmup) {
+      iteration_times.push_back(t);
+      comm_times.push_back(comm_time);
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(st.m);
+    stop = true;
+  }
+  st.cv.notify_all();
+  if (compute.joinable()) compute.join();
+  backend->release(fusion);
+  MPI_Allreduce(MPI_IN_PLACE, &wrong, 1, MPI_INT64_T, MPI_SUM, comm);
+
+  if (rank == 0) {
+    std::sort(iteration_times.begin(), iteration_times.end());
+    const double median = iteration_times[iteration_times.size() / 2];
+    Prediction p;
+    p.scenario = s;
+    p.fidelity = Fidelity::Measured;
+    p.library = std::string(backend->name());
+    p.gpus = workers;
+    p.worker_nodes = s.cluster.nodes;
+    p.server_nodes = ps && comm_cfg.ps_placement == PsPlacement::Dedicated ? comm_cfg.parameter_servers : 0;
+    p.nodes = p.worker_nodes + p.server_nodes;
+    p.iteration_time_s = median;
+    p.forward_s = cm.forward_s * scale;
+    p.backward_s = cm.backward_s * scale;
+    p.update_s = ps ? 0 : cm.update_s * scale;
+    p.compute_time_s = p.forward_s + p.backward_s + p.update_s;
+    std::sort(comm_times.begin(), comm_times.end());
+    p.communication_time_s = comm_times[comm_times.size() / 2];
+    p.exposed_communication_s = std::max(0.0, median - p.compute_time_s);
+    const double images = static_cast<double>(workers) * s.model.batch_per_gpu;
+    p.images_per_sec = images / median;
+    p.images_per_sec_per_gpu = p.images_per_sec / workers;
+    p.single_gpu_images_per_sec = p.compute_time_s > 0 ? s.model.batch_per_gpu / p.compute_time_s : 0;
+    p.scaling_efficiency = p.single_gpu_images_per_sec > 0 ? p.images_per_sec_per_gpu / p.single_gpu_images_per_sec : 0;
+    p.iterations_per_epoch = static_cast<std::int64_t>(std::ceil(s.training.dataset_images / images));
+    p.epoch_time_s = p.iterations_per_epoch * median;
+    p.time_to_train_s = s.training.epochs * p.epoch_time_s;
+    p.compute_source = cm.source;
+    p.compute_source_detail = cm.source_detail + (scale != 1 ? " x compute scale " + std::to_string(scale) : "");
+    for (std::size_t t = 0; t < n; ++t) {
+      p.tensor_names.push_back(model.tensors[t].name);
+      p.tensor_bytes.push_back(tensor_bytes[t]);
+      p.tensor_ready_s.push_back(st.ready_at[t]);
+    }
+    p.collectives = records;
+    p.compute_spans = spans;
+    const std::string json = o.json_file ? result_json(p, "real") : "";
+    const std::string trace = o.trace_file ? timeline_json(p) : "";
+    if (o.json_file) write_file_atomically(*o.json_file, json);
+    if (o.trace_file) write_file_atomically(*o.trace_file, trace);
+    std::cout << "ringsim-real train: " << s.name << ", " << workers << " ranks, transport " << backend->name() << ", "
+              << o.iterations << " timed iterations\n"
+              << "  iteration time (median)     " << format_time(median) << "\n"
+              << "  images/s (total)            " << format_number(p.images_per_sec) << "\n"
+              << "  communication time          " << format_time(p.communication_time_s) << " in " << records.size()
+              << " fusion buffers\n"
+              << "  wrong gradient elements     " << wrong << "\n";
+  }
+  return wrong == 0 ? 0 : 1;
+}
+
+}  // namespace ringsim::real

@@ -1,0 +1,47 @@
+// A backend = where the member's buffers live plus the transport that moves them, plus the library's
+// own collectives on the same buffers as the baseline: host (MPI on host memory), cuda-staged (GPU
+// buffers staged through host memory for MPI, GPU reduction) and nccl (ncclSend/ncclRecv, GPU reduction).
+#pragma once
+
+#include <mpi.h>
+
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "collective/transport.h"
+#include "transport/transport_base.h"
+
+namespace ringsim::real {
+
+// A launch the backend cannot serve (no GPU, no CUDA in this build): reported, exit status 2.
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string_view name() const = 0;
+  virtual MemberBuffers allocate(std::size_t bytes) = 0;
+  virtual void release(MemberBuffers& b) = 0;
+  virtual void upload(const MemberBuffers& b, const void* src, std::size_t bytes) = 0;  // host -> Space::Device
+  virtual void download(const MemberBuffers& b, void* dst, std::size_t bytes) = 0;      // Space::Device -> host
+  // The transport, bound to `b`, for the member this process runs.
+  virtual collective::Transport& transport(const MemberBuffers& b) = 0;
+  virtual void synchronize() {}
+  // The library's own collective, in place on b's Space::Device buffer ("allreduce"), or b.device ->
+  // b.host ("reduce_scatter": this rank's chunk of `counts`; "allgather": counts per rank, in place).
+  virtual void baseline(std::string_view op, const MemberBuffers& b, const std::vector<int>& counts) = 0;
+  virtual std::string baseline_name(std::string_view op) const = 0;
+};
+
+// transport: "host", "cuda-staged" or "nccl". Throws UsageError when this build or machine cannot run it.
+std::unique_ptr<Backend> make_backend(std::string_view transport, MPI_Comm comm, DataType type, double timeout_s);
+std::vector<std::string> backend_names();  // those compiled into this build
+
+MPI_Datatype mpi_type(DataType t);
+
+}  // namespace ringsim::real

@@ -1,0 +1,39 @@
+// Which backends this build has: host always; cuda-staged and nccl when compiled with CUDA / NCCL.
+#include "transport/backend.h"
+
+namespace ringsim::real {
+
+std::unique_ptr<Backend> make_host_backend(MPI_Comm comm, DataType type, double timeout_s);
+#ifdef RINGSIM_HAVE_CUDA
+std::unique_ptr<Backend> make_cuda_staged_backend(MPI_Comm comm, DataType type, double timeout_s);
+#endif
+#ifdef RINGSIM_HAVE_NCCL
+std::unique_ptr<Backend> make_nccl_backend(MPI_Comm comm, DataType type, double timeout_s);
+#endif
+
+std::vector<std::string> backend_names() {
+  std::vector<std::string> n = {"host"};
+#ifdef RINGSIM_HAVE_CUDA
+  n.push_back("cuda-staged");
+#endif
+#ifdef RINGSIM_HAVE_NCCL
+  n.push_back("nccl");
+#endif
+  return n;
+}
+
+std::unique_ptr<Backend> make_backend(std::string_view transport, MPI_Comm comm, DataType type, double timeout_s) {
+  if (transport == "host") return make_host_backend(comm, type, timeout_s);
+#ifdef RINGSIM_HAVE_CUDA
+  if (transport == "cuda-staged") return make_cuda_staged_backend(comm, type, timeout_s);
+#endif
+#ifdef RINGSIM_HAVE_NCCL
+  if (transport == "nccl") return make_nccl_backend(comm, type, timeout_s);
+#endif
+  if (transport == "cuda-staged" || transport == "nccl")
+    throw UsageError("--transport " + std::string(transport) + " is not in this build (built without " +
+                     (transport == "nccl" ? "NCCL" : "the CUDA toolkit") + ")");
+  throw UsageError("unknown transport '" + std::string(transport) + "'");
+}
+
+}  // namespace ringsim::real

@@ -1,0 +1,142 @@
+// ringsim-real under mpirun on the host transport: correctness of the shared collectives on real
+// processes (2, 3, 4 ranks; sizes that do not divide; 1-element and empty buffers), `train` writing the
+// schema `predict` writes, and a dead or silent rank ending the run non-zero within the timeout.
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+
+#include "test_support.h"
+
+namespace {
+
+struct Result {
+  int status = 0;
+  std::string output;
+  double seconds = 0;
+};
+
+Result run(const std::string& args) {
+  // Open MPI refuses to run as root without these; harmless otherwise.
+  setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+  setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+  const std::string cmd = std::string(RINGSIM_TEST_MPIEXEC) + " --oversubscribe " + args + " 2>&1";
+  const auto t0 = std::chrono::steady_clock::now();
+  Result r;
+  FILE* p = popen(cmd.c_str(), "r");
+  REQUIRE(p != nullptr);
+  char buf[4096];
+  std::size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
+  const int st = pclose(p);
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return r;
+}
+
+const std::string kReal = RINGSIM_TEST_REAL_BINARY;
+const std::string kScenarios = RINGSIM_TEST_SCENARIOS;
+const std::string kCatalog = std::string(" --catalog ") + RINGSIM_TEST_CATALOG;
+
+std::set<std::string> keys(const nlohmann::json& j) {
+  std::set<std::string> k;
+  for (auto it = j.begin(); it != j.end(); ++it) k.insert(it.key());
+  return k;
+}
+
+}  // namespace
+
+TEST_CASE("real bench: our ring equals MPI's result on 2, 3, 4 ranks, all ops and types", "[real]") {
+  for (int n : {2, 3, 4})
+    for (const char* op : {"allreduce", "reduce_scatter", "allgather"}) {
+      // Sizes 0, 4, 28, 196 ... 470596 bytes: empty, one element, and sizes no rank count divides.
+      const std::string type = n == 3 ? "int32" : "float";
+      const Result r = run("-n " + std::to_string(n) + " " + kReal + " bench -b 0 -e 512K -f 7 -n 2 -w 1 --op " + op +
+                           " -d " + type);
+      CAPTURE(n, op, r.output);
+      CHECK(r.status == 0);
+      CHECK(r.output.find("# wrong elements in total: 0") != std::string::npos);
+      CHECK(r.output.find("       4            1 ") != std::string::npos);  // the one-element row
+    }
+}
+
+TEST_CASE("real bench: --json rows and busbw = algbw x 2(n-1)/n", "[real]") {
+  const std::string file = "/tmp/ringsim_real_bench_" + std::to_string(getpid()) + ".json";
+  const Result r = run("-n 4 " + kReal + " bench -b 1K -e 64K -f 8 -n 2 -w 0 --json " + file);
+  REQUIRE(r.status == 0);
+  std::ifstream in(file);
+  const auto j = nlohmann::json::parse(in);
+  std::remove(file.c_str());
+  CHECK(j["ranks"] == 4);
+  REQUIRE(j["rows"].size() == 3);
+  for (const auto& row : j["rows"]) {
+    CHECK(row["wrong"] == 0);
+    CHECK(row["busbw_gbps"].get<double>() == Approx(row["algbw_gbps"].get<double>() * 1.5));
+    CHECK(row["baseline"] == "MPI_Allreduce");
+  }
+}
+
+TEST_CASE("real train: fused ring, hierarchical and parameter-server iterations give the summed gradients", "[real]") {
+  const std::string s = kScenarios + "/landolakes_cifar10_2x_nc24rs_v3.yaml";
+  for (const std::string& args :
+       {"-n 2 " + kReal + kCatalog + " train " + s + " --set cluster.nodes=1 --set cluster.gpus_per_node=2",
+        "-n 4 " + kReal + kCatalog + " train " + s +
+            " --set cluster.gpus_per_node=2 --set communication.strategy=hierarchical --set "
+            "communication.fusion_threshold=64KiB",
+        "-n 4 " + kReal + kCatalog + " train " + s +
+            " --set cluster.nodes=3 --set cluster.gpus_per_node=1 --set communication.strategy=parameter_server"
+            " --set communication.parameter_servers=1 --set communication.cycle_time=0"}) {
+    const Result r = run(args + " --iterations 2 --warmup 1 --compute-scale 0.1");
+    CAPTURE(args, r.output);
+    CHECK(r.status == 0);
+    CHECK(r.output.find("wrong gradient elements     0") != std::string::npos);
+  }
+}
+
+TEST_CASE("real train: the result JSON has exactly the fields predict writes", "[real]") {
+  const std::string real_json = "/tmp/ringsim_real_" + std::to_string(getpid()) + ".json";
+  const std::string sim_json = "/tmp/ringsim_sim_" + std::to_string(getpid()) + ".json";
+  const std::string s = kScenarios + "/landolakes_cifar10_2x_nc24rs_v3.yaml";
+  const std::string sets = " --set cluster.nodes=1 --set cluster.gpus_per_node=2";
+  const Result r = run("-n 2 " + kReal + kCatalog + " train " + s + sets + " --iterations 2 --json " + real_json);
+  REQUIRE(r.status == 0);
+  const std::string predict =
+      std::string(RINGSIM_TEST_BINARY) + kCatalog + " predict " + s + sets + " --json " + sim_json + " > /dev/null";
+  REQUIRE(std::system(predict.c_str()) == 0);
+  std::ifstream a(real_json), b(sim_json);
+  const auto real = nlohmann::json::parse(a), sim = nlohmann::json::parse(b);
+  std::remove(real_json.c_str());
+  std::remove(sim_json.c_str());
+  CHECK(keys(real) == keys(sim));
+  CHECK(real["schema"] == sim["schema"]);
+  CHECK(real["source"] == "real");
+  CHECK(real["fidelity"] == "measured");
+  CHECK(real["scenario"] == sim["scenario"]);
+  CHECK(real["fusion_buffers"] == sim["fusion_buffers"]);  // 5 MB of gradients: one buffer in both
+  CHECK(real["iteration_time_s"].get<double>() > 0);
+}
+
+TEST_CASE("real: a rank that dies or hangs ends the run non-zero within the timeout", "[real]") {
+  const Result dead = run("-n 3 " + kReal + " bench -b 1M -e 1M -n 2 -w 0 --timeout 10 --inject-fault 1:2:exit");
+  CAPTURE(dead.output);
+  CHECK(dead.status != 0);
+  CHECK(dead.seconds < 30);
+  CHECK(dead.output.find("rank 1 exits at step 2") != std::string::npos);
+  const Result silent = run("-n 3 " + kReal + " bench -b 1M -e 1M -n 2 -w 0 --timeout 3 --inject-fault 1:2:hang");
+  CAPTURE(silent.output);
+  CHECK(silent.status != 0);
+  CHECK(silent.seconds < 30);
+  CHECK(silent.output.find("step 2 did not complete within 3 s") != std::string::npos);
+}
+
+TEST_CASE("real: launches that cannot work are refused with a clear message", "[real]") {
+  const Result few = run("-n 3 " + kReal + kCatalog + " train " + kScenarios + "/landolakes_cifar10_2x_nc24rs_v3.yaml");
+  CHECK(few.status != 0);
+  CHECK(few.output.find("the scenario needs 8 processes (8 GPUs), but 3 were launched") != std::string::npos);
+  const Result bad_size = run("-n 2 " + kReal + " bench -b 1X");
+  CHECK(bad_size.status != 0);
+  CHECK(bad_size.output.find("expected a number with an optional K, M or G suffix") != std::string::npos);
+}
