@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -139,4 +140,28 @@ TEST_CASE("real: launches that cannot work are refused with a clear message", "[
   const Result bad_size = run("-n 2 " + kReal + " bench -b 1X");
   CHECK(bad_size.status != 0);
   CHECK(bad_size.output.find("expected a number with an optional K, M or G suffix") != std::string::npos);
+}
+
+TEST_CASE("real: ringsim job writes an Open MPI script that runs the validation", "[real]") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("ringsim_job_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string script = (dir / "job.sh").string();
+  const std::string gen = std::string(RINGSIM_TEST_BINARY) + kCatalog + " job " + kScenarios +
+                          "/landolakes_cifar10_2x_nc24rs_v3.yaml --set cluster.nodes=1 --set cluster.gpus_per_node=2"
+                          " --launcher mpirun --transport host -o " +
+                          script;
+  REQUIRE(std::system(gen.c_str()) == 0);
+  std::ofstream(dir / "hosts") << "localhost slots=2\n";
+  setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+  setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+  const std::string cmd = "cd " + dir.string() + " && HOSTFILE=hosts RINGSIM_REAL=" + kReal +
+                          " RINGSIM_BENCH_ARGS='-b 8 -e 64K -f 8 -n 2 -w 1' OMPI_MCA_rmaps_base_oversubscribe=1 bash " +
+                          script + " > job.log 2>&1";
+  CHECK(std::system(cmd.c_str()) == 0);
+  CHECK(fs::exists(dir / "bench.json"));
+  CHECK(fs::exists(dir / "result.json"));
+  CHECK(fs::exists(dir / "timeline.json"));
+  fs::remove_all(dir);
 }

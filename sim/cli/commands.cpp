@@ -10,6 +10,7 @@
 #include "load/scenario.h"
 #include "load/units.h"
 #include "report/catalog_listing.h"
+#include "report/job_script.h"
 #include "report/output_file.h"
 #include "report/prediction_report.h"
 #include "report/topo_matrix.h"
@@ -92,6 +93,19 @@ int run_predict(const std::string& catalog_dir, const PredictOptions& o) {
   if (o.trace_file) write_file_atomically(*o.trace_file, trace);
   if (o.links_file) write_file_atomically(*o.links_file, links);
   std::cout << prediction_table(p);
+  return 0;
+}
+
+int run_job(const std::string& catalog_dir, const JobCommandOptions& o) {
+  const Catalog catalog = Catalog::load(catalog_dir);
+  std::vector<Override> overrides;
+  for (const auto& s : o.sets) overrides.push_back(parse_override(s));
+  const Scenario s = load_scenario(o.scenario, catalog, overrides);
+  const std::string script = job_script(s, {o.launcher, o.transport, o.scenario, o.sets});
+  if (o.out_file)
+    write_file_atomically(*o.out_file, script);
+  else
+    std::cout << script;
   return 0;
 }
 

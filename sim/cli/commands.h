@@ -28,6 +28,15 @@ struct PredictOptions {
   std::optional<std::string> json_file, trace_file, links_file;
 };
 
+struct JobCommandOptions {
+  std::string scenario;
+  std::vector<std::string> sets;
+  std::string launcher = "mpirun";
+  std::string transport = "nccl";
+  std::optional<std::string> out_file;
+};
+int run_job(const std::string& catalog_dir, const JobCommandOptions& options);
+
 int run_predict(const std::string& catalog_dir, const PredictOptions& options);
 int run_check(const std::string& catalog_dir, const std::string& scenario, const std::vector<std::string>& sets);
 

@@ -53,6 +53,17 @@ int main(int argc, char** argv) {
   predict->add_option("--trace", predict_opts.trace_file, "Write a Chrome trace in Horovod's timeline format");
   predict->add_option("--links", predict_opts.links_file, "Write bytes and utilisation per link as CSV");
 
+  ringsim::JobCommandOptions job_opts;
+  auto* job =
+      app.add_subcommand("job", "Write the script that runs the validation (ringsim-real) on the scenario's cluster");
+  job->add_option("scenario", job_opts.scenario, "Scenario YAML file")->required();
+  job->add_option("--set", job_opts.sets, "Override a key (repeatable)");
+  job->add_option("--launcher", job_opts.launcher, "MPI launcher")
+      ->check(CLI::IsMember({"mpirun", "slurm", "intel-mpi"}));
+  job->add_option("--transport", job_opts.transport, "ringsim-real transport")
+      ->check(CLI::IsMember({"host", "cuda-staged", "nccl"}));
+  job->add_option("-o,--output", job_opts.out_file, "Write the script to a file instead of standard output");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -63,6 +74,7 @@ int main(int argc, char** argv) {
     if (*topo) return ringsim::run_topo(catalog_dir, topo_opts);
     if (*check) return ringsim::run_check(catalog_dir, scenario, sets);
     if (*predict) return ringsim::run_predict(catalog_dir, predict_opts);
+    if (*job) return ringsim::run_job(catalog_dir, job_opts);
   } catch (const ringsim::InputError& e) {
     std::cerr << e.what() << "\n";
     return 2;
