@@ -33,15 +33,6 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-// The compute stand-in: keep one core busy for `seconds`.
-void busy_for(double seconds) {
-  if (seconds <= 0) return;
-  const auto end = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
-  volatile double sink = 0;
-  while (Clock::now() < end)
-    for (int i = 0; i < 256; ++i) sink = sink * 0.5 + i;
-}
-
 // Blocks on a non-blocking MPI request, giving up at the deadline.
 void wait_request(MPI_Request& req, double timeout_s, int rank, const std::string& what) {
   Deadline d(timeout_s);
@@ -125,7 +116,7 @@ int run_train(const TrainOptions& o, MPI_Comm comm) {
         const bool record = it == o.warmup + o.iterations - 1 && rank == 0;
         auto span = [&](const std::string& name, double secs) {
           const double b = seconds_since(iteration_start);
-          busy_for(secs);
+          backend->compute_stand_in(secs);
           if (record) spans.push_back({rank, name, b, seconds_since(iteration_start)});
         };
         span("FORWARD", cm.forward_s * scale);
@@ -232,7 +223,7 @@ int run_train(const TrainOptions& o, MPI_Comm comm) {
           tick + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(comm_cfg.cycle_time_s));
       while (Clock::now() < next) sched_yield();
     }
-    if (worker) busy_for(ps ? 0 : cm.update_s * scale);  // optimizer step
+    if (worker && !ps) backend->compute_stand_in(cm.update_s * scale);  // optimizer step
     // Check: every gradient is now the sum over workers of (1 + rank).
     if (worker && last) {
       const float want = workers * (workers + 1) / 2.0f;

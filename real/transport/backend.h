@@ -32,6 +32,9 @@ class Backend {
   // The transport, bound to `b`, for the member this process runs.
   virtual collective::Transport& transport(const MemberBuffers& b) = 0;
   virtual void synchronize() {}
+  // The compute stand-in for `seconds` of a layer's work, called from the training compute thread: a
+  // timed busy loop on the CPU (host), a timed kernel on the rank's GPU (CUDA backends).
+  virtual void compute_stand_in(double seconds);
   // The library's own collective, in place on b's Space::Device buffer ("allreduce"), or b.device ->
   // b.host ("reduce_scatter": this rank's chunk of `counts`; "allgather": counts per rank, in place).
   virtual void baseline(std::string_view op, const MemberBuffers& b, const std::vector<int>& counts) = 0;

@@ -15,6 +15,7 @@
 #endif
 
 cudaError_t ringsim_device_reduce_sum(void* dst, const void* src, std::size_t bytes, int type, cudaStream_t stream);
+cudaError_t ringsim_device_spin(double seconds, cudaStream_t stream);
 
 namespace ringsim::real {
 
@@ -26,8 +27,8 @@ void check(cudaError_t e, const char* what) {
 
 int type_code(DataType t) { return t == DataType::Float32 ? 0 : t == DataType::Int32 ? 1 : 2; }
 
-// Picks this rank's GPU (local rank modulo the node's GPUs); refuses when there is none.
-void select_device(MPI_Comm comm, std::string_view transport) {
+// Picks this rank's GPU (local rank modulo the node's GPUs); refuses when there is none. Returns it.
+int select_device(MPI_Comm comm, std::string_view transport) {
   int count = 0;
   const cudaError_t e = cudaGetDeviceCount(&count);
   if (e != cudaSuccess || count == 0)
@@ -39,6 +40,7 @@ void select_device(MPI_Comm comm, std::string_view transport) {
   MPI_Comm_rank(local, &local_rank);
   MPI_Comm_free(&local);
   check(cudaSetDevice(local_rank % count), "cudaSetDevice");
+  return local_rank % count;
 }
 
 // Waits for `stream` with a deadline.
@@ -52,6 +54,25 @@ void sync_stream(cudaStream_t stream, double timeout_s, const std::string& what)
     sched_yield();
   }
 }
+
+// The GPU compute stand-in, usable from another host thread than the one that selected the device.
+class GpuCompute {
+ public:
+  void init(int device) { device_ = device; }
+  void run(double seconds, double timeout_s) {
+    check(cudaSetDevice(device_), "cudaSetDevice");  // the current device is per host thread
+    if (!stream_) check(cudaStreamCreate(&stream_), "cudaStreamCreate");
+    check(ringsim_device_spin(seconds, stream_), "compute stand-in kernel");
+    sync_stream(stream_, timeout_s + seconds, "the compute stand-in");
+  }
+  ~GpuCompute() {
+    if (stream_) cudaStreamDestroy(stream_);
+  }
+
+ private:
+  int device_ = 0;
+  cudaStream_t stream_ = nullptr;
+};
 
 class DeviceBuffers {
  public:
@@ -238,6 +259,7 @@ class CudaStagedBackend final : public Backend {
   MPI_Comm comm_;
   DataType type_;
   double timeout_s_;
+  GpuCompute gpu_;
   DeviceBuffers mem_;
   CudaStagedTransport transport_;
 };
@@ -310,7 +332,7 @@ class NcclTransport final : public collective::Transport {
 class NcclBackend final : public Backend {
  public:
   NcclBackend(MPI_Comm comm, DataType t, double timeout_s) : type_(t), timeout_s_(timeout_s) {
-    select_device(comm, "nccl");
+    gpu_.init(select_device(comm, "nccl"));
     MPI_Comm_rank(comm, &rank_);
     MPI_Comm_size(comm, &size_);
     ncclUniqueId id;
@@ -325,6 +347,7 @@ class NcclBackend final : public Backend {
     cudaStreamDestroy(stream_);
   }
   std::string_view name() const override { return "nccl"; }
+  void compute_stand_in(double seconds) override { gpu_.run(seconds, timeout_s_); }
   MemberBuffers allocate(std::size_t bytes) override { return mem_.allocate(bytes); }
   void release(MemberBuffers& b) override { mem_.release(b); }
   void upload(const MemberBuffers& b, const void* src, std::size_t bytes) override {
@@ -384,6 +407,7 @@ class NcclBackend final : public Backend {
   int rank_ = 0, size_ = 1;
   ncclComm_t comm_{};
   cudaStream_t stream_{};
+  GpuCompute gpu_;
   DeviceBuffers mem_;
   std::unique_ptr<NcclTransport> transport_;
 };

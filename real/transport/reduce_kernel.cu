@@ -21,6 +21,23 @@ void launch(void* dst, const void* src, std::size_t bytes, cudaStream_t stream) 
 }
 }  // namespace
 
+namespace {
+// Spins for `ns` nanoseconds of the GPU's global timer: the GPU compute stand-in.
+__global__ void spin_kernel(unsigned long long ns) {
+  unsigned long long start, now;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  do {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  } while (now - start < ns);
+}
+}  // namespace
+
+cudaError_t ringsim_device_spin(double seconds, cudaStream_t stream) {
+  if (seconds <= 0) return cudaSuccess;
+  spin_kernel<<<1, 1, 0, stream>>>(static_cast<unsigned long long>(seconds * 1e9));
+  return cudaGetLastError();
+}
+
 // type: 0 float, 1 int32 (wrapping), 2 double
 cudaError_t ringsim_device_reduce_sum(void* dst, const void* src, std::size_t bytes, int type, cudaStream_t stream) {
   switch (type) {

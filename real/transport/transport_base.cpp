@@ -2,6 +2,15 @@
 
 namespace ringsim::real {
 
+void busy_for(double seconds) {
+  if (seconds <= 0) return;
+  using Clock = std::chrono::steady_clock;
+  const auto end = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+  volatile double sink = 0;
+  while (Clock::now() < end)
+    for (int i = 0; i < 256; ++i) sink = sink * 0.5 + i;
+}
+
 std::size_t element_size(DataType t) {
   switch (t) {
     case DataType::Float32:

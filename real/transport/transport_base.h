@@ -21,6 +21,9 @@ DataType parse_data_type(std::string_view name);  // throws std::invalid_argumen
 // dst[i] += src[i] over `bytes` bytes of elements of type `t`, on the CPU (vectorised by the compiler).
 void host_reduce_sum(void* dst, const void* src, std::size_t bytes, DataType t);
 
+// Keeps the calling CPU core busy for `seconds` (the host compute stand-in).
+void busy_for(double seconds);
+
 // A wait that did not complete in time: names the rank, the step and the peers it waited for.
 struct TimeoutError : std::runtime_error {
   using std::runtime_error::runtime_error;
