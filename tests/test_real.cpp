@@ -165,3 +165,26 @@ TEST_CASE("real: ringsim job writes an Open MPI script that runs the validation"
   CHECK(fs::exists(dir / "timeline.json"));
   fs::remove_all(dir);
 }
+
+TEST_CASE("real + validate: a measured train result is compared with the prediction", "[real]") {
+  const std::string measured = "/tmp/ringsim_measured_" + std::to_string(getpid()) + ".json";
+  const std::string s = kScenarios + "/landolakes_cifar10_2x_nc24rs_v3.yaml";
+  const std::string sets = " --set cluster.nodes=1 --set cluster.gpus_per_node=2";
+  REQUIRE(run("-n 2 " + kReal + kCatalog + " train " + s + sets + " --iterations 2 --json " + measured).status == 0);
+  const std::string out = "/tmp/ringsim_validate_" + std::to_string(getpid()) + ".txt";
+  const std::string cmd = std::string(RINGSIM_TEST_BINARY) + kCatalog + " validate " + s + sets + " --measured " +
+                          measured + " > " + out + " 2>&1";
+  const int status = std::system(cmd.c_str());
+  std::ifstream in(out);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CAPTURE(text);
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(text.find("iteration_time_s") != std::string::npos);
+  CHECK(text.find("MAPE") != std::string::npos);
+  // A file of another schema is refused.
+  const std::string bad = std::string(RINGSIM_TEST_BINARY) + kCatalog + " validate " + s + sets + " --measured " +
+                          RINGSIM_TEST_CATALOG + "/../validate/data/published_baseline.json > /dev/null 2>&1";
+  CHECK(WEXITSTATUS(std::system(bad.c_str())) == 2);
+  std::remove(measured.c_str());
+  std::remove(out.c_str());
+}

@@ -294,3 +294,21 @@ TEST_CASE("predict: the trace is a Horovod-style timeline with balanced spans", 
                         "MEMCPY_OUT_FUSION_BUFFER", "FORWARD", "copy_to_host", "reduce_scatter"})
     CHECK(names.count(n) == 1);
 }
+
+TEST_CASE("validate --published: a case whose error grows past the recorded one fails the check", "[validate]") {
+  const std::string dir = std::string(RINGSIM_TEST_CATALOG) + "/../validate/data/";
+  std::ifstream in(dir + "published_baseline.json");
+  auto baseline = nlohmann::json::parse(in);
+  REQUIRE(baseline["cases"].size() == 27);
+  for (auto& c : baseline["cases"]) c["error_pct"] = 0.0;  // pretend every case used to be exact
+  const std::string strict = "/tmp/ringsim_strict_" + std::to_string(::getpid()) + ".json";
+  std::ofstream(strict) << baseline.dump();
+  const std::string out = strict + ".txt";
+  const std::string cmd = std::string(RINGSIM_TEST_BINARY) + " --catalog " + RINGSIM_TEST_CATALOG +
+                          " validate --published " + dir + "published.yaml --baseline " + strict + " > " + out;
+  const int status = std::system(cmd.c_str());
+  CHECK(WEXITSTATUS(status) == 1);
+  CHECK(slurp(out).find("regression: vgg16 b32 x8 / images_per_sec") != std::string::npos);
+  std::remove(strict.c_str());
+  std::remove(out.c_str());
+}

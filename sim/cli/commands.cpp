@@ -14,6 +14,7 @@
 #include "report/output_file.h"
 #include "report/prediction_report.h"
 #include "report/topo_matrix.h"
+#include "validate/validation.h"
 
 namespace ringsim {
 
@@ -107,6 +108,34 @@ int run_job(const std::string& catalog_dir, const JobCommandOptions& o) {
   else
     std::cout << script;
   return 0;
+}
+
+int run_validate(const std::string& catalog_dir, const ValidateOptions& o) {
+  const Catalog catalog = Catalog::load(catalog_dir);
+  ValidationReport report;
+  if (o.published) {
+    report = validate_published(catalog, *o.published);
+  } else {
+    if (!o.scenario) throw InputError({}, "validate: give a SCENARIO with --measured FILE..., or --published");
+    if (o.measured.empty()) throw InputError({}, "validate: --measured FILE is required with a scenario");
+    std::vector<Override> overrides;
+    for (const auto& s : o.sets) overrides.push_back(parse_override(s));
+    report = validate_measured(catalog, load_scenario(*o.scenario, catalog, overrides), o.measured);
+  }
+  if (o.json_file) write_file_atomically(*o.json_file, validation_json(report));
+  std::cout << validation_table(report);
+  int status = 0;
+  if (o.max_mape && report.mape() > *o.max_mape) {
+    std::cout << "ringsim validate: MAPE " << format_number(report.mape()) << " % exceeds --max-mape "
+              << format_number(*o.max_mape) << " %\n";
+    status = 1;
+  }
+  if (o.baseline) {
+    const auto worse = regressions(report, *o.baseline, o.tolerance_pp);
+    for (const auto& w : worse) std::cout << "ringsim validate: regression: " << w << "\n";
+    if (!worse.empty()) status = 1;
+  }
+  return status;
 }
 
 }  // namespace ringsim

@@ -37,6 +37,18 @@ struct JobCommandOptions {
 };
 int run_job(const std::string& catalog_dir, const JobCommandOptions& options);
 
+struct ValidateOptions {
+  std::optional<std::string> scenario;
+  std::vector<std::string> sets;
+  std::vector<std::string> measured;
+  std::optional<std::string> published;  // cases file
+  std::optional<std::string> baseline;   // recorded validation JSON to check against
+  double tolerance_pp = 2;
+  std::optional<double> max_mape;
+  std::optional<std::string> json_file;
+};
+int run_validate(const std::string& catalog_dir, const ValidateOptions& options);
+
 int run_predict(const std::string& catalog_dir, const PredictOptions& options);
 int run_check(const std::string& catalog_dir, const std::string& scenario, const std::vector<std::string>& sets);
 

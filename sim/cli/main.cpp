@@ -64,6 +64,21 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"host", "cuda-staged", "nccl"}));
   job->add_option("-o,--output", job_opts.out_file, "Write the script to a file instead of standard output");
 
+  ringsim::ValidateOptions val_opts;
+  auto* validate = app.add_subcommand("validate", "Predictions next to measured or published figures, with the error");
+  validate->add_option("scenario", val_opts.scenario, "Scenario YAML file the measurements ran (with --measured)");
+  validate->add_option("--set", val_opts.sets, "Override a scenario key (repeatable)");
+  validate->add_option("--measured", val_opts.measured, "Result JSON files from ringsim-real train (repeatable)");
+  validate->add_option("--published", val_opts.published,
+                       "Cases file of published figures (validate/data/published.yaml)");
+  validate->add_option("--baseline", val_opts.baseline,
+                       "Recorded validation JSON: fail when a case's |error| grew by more than --tolerance points");
+  validate->add_option("--tolerance", val_opts.tolerance_pp, "Percentage points allowed over the baseline")
+      ->check(CLI::Range(0.0, 100.0));
+  validate->add_option("--max-mape", val_opts.max_mape, "Fail when the MAPE exceeds this many percent")
+      ->check(CLI::Range(0.0, 1e6));
+  validate->add_option("--json", val_opts.json_file, "Write the cases and errors as JSON");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -75,6 +90,7 @@ int main(int argc, char** argv) {
     if (*check) return ringsim::run_check(catalog_dir, scenario, sets);
     if (*predict) return ringsim::run_predict(catalog_dir, predict_opts);
     if (*job) return ringsim::run_job(catalog_dir, job_opts);
+    if (*validate) return ringsim::run_validate(catalog_dir, val_opts);
   } catch (const ringsim::InputError& e) {
     std::cerr << e.what() << "\n";
     return 2;

@@ -1,0 +1,185 @@
+#include "validate/validation.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <stdexcept>
+
+#include "execute/training_sim.h"
+#include "load/input_error.h"
+#include "load/yaml_reader.h"
+#include "report/prediction_report.h"
+
+namespace ringsim {
+
+namespace {
+
+// predict() in a forked child (SimGrid allows one engine per process); returns the result JSON.
+nlohmann::json predict_isolated(const Catalog& catalog, const Scenario& s) {
+  int fds[2];
+  if (pipe(fds) != 0) throw std::runtime_error("pipe failed");
+  std::fflush(nullptr);
+  const pid_t pid = fork();
+  if (pid < 0) throw std::runtime_error("fork failed");
+  if (pid == 0) {
+    close(fds[0]);
+    int status = 0;
+    std::string out;
+    try {
+      out = result_json(predict(catalog, s, default_fidelity(s)), "predict");
+    } catch (const std::exception& e) {
+      out = e.what();
+      status = 1;
+    }
+    std::size_t done = 0;
+    while (done < out.size()) {
+      const ssize_t n = write(fds[1], out.data() + done, out.size() - done);
+      if (n <= 0) break;
+      done += static_cast<std::size_t>(n);
+    }
+    _exit(status);
+  }
+  close(fds[1]);
+  std::string text;
+  char buf[65536];
+  ssize_t n;
+  while ((n = read(fds[0], buf, sizeof buf)) > 0) text.append(buf, static_cast<std::size_t>(n));
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) throw std::runtime_error("prediction failed: " + text);
+  return nlohmann::json::parse(text);
+}
+
+}  // namespace
+
+double ValidationReport::mape() const {
+  if (cases.empty()) return 0;
+  double s = 0;
+  for (const auto& c : cases) s += std::fabs(c.error_pct());
+  return s / cases.size();
+}
+
+double ValidationReport::max_abs_error() const {
+  double m = 0;
+  for (const auto& c : cases) m = std::max(m, std::fabs(c.error_pct()));
+  return m;
+}
+
+ValidationReport validate_published(const Catalog& catalog, const std::string& cases_file) {
+  auto doc = std::make_shared<YamlDocument>(YamlDocument::load_file(cases_file));
+  YamlField root = YamlField::root(doc);
+  root.require_map({"cases"});
+  const std::filesystem::path scenario_dir =
+      std::filesystem::path(cases_file).parent_path().parent_path() / "scenarios";
+  ValidationReport r;
+  r.title = "published: " + cases_file;
+  for (auto& c : root.get("cases").items()) {
+    c.require_map({"name", "scenario", "model", "batch_per_gpu", "gpus", "published_images_per_sec"});
+    const std::string file = (scenario_dir / c.get("scenario").str()).string();
+    if (!std::filesystem::exists(file)) c.get("scenario").fail("no scenario file " + file);
+    const std::vector<Override> sets = {
+        parse_override("model.name=" + c.get("model").str()),
+        parse_override("model.batch_per_gpu=" + std::to_string(c.get("batch_per_gpu").integer(1, 1 << 20))),
+        parse_override("cluster.gpus_per_node=" + std::to_string(c.get("gpus").integer(1, 1 << 16)))};
+    const Scenario s = load_scenario(file, catalog, sets);
+    const nlohmann::json p = predict_isolated(catalog, s);
+    r.cases.push_back({c.get("name").str(), "images_per_sec", p["images_per_sec"].get<double>(),
+                       c.get("published_images_per_sec").positive_number()});
+  }
+  return r;
+}
+
+ValidationReport validate_measured(const Catalog& catalog, const Scenario& s, const std::vector<std::string>& files) {
+  ValidationReport r;
+  r.title = "measured vs predicted: " + s.name;
+  const nlohmann::json p = predict_isolated(catalog, s);
+  for (const auto& f : files) {
+    std::ifstream in(f);
+    if (!in) throw InputError({f, 0, 0, ""}, "cannot open file");
+    nlohmann::json m;
+    try {
+      m = nlohmann::json::parse(in);
+    } catch (const nlohmann::json::parse_error& e) {
+      throw InputError({f, 0, 0, ""}, std::string("not JSON: ") + e.what());
+    }
+    if (!m.is_object() || m.value("schema", "") != kResultSchema)
+      throw InputError({f, 0, 0, ""}, std::string("expected a result file with \"schema\": \"") + kResultSchema +
+                                          "\" (ringsim-real train --json)");
+    if (m["gpus"] != p["gpus"])
+      throw InputError({f, 0, 0, ""},
+                       "measured on " + m["gpus"].dump() + " GPUs, the scenario has " + p["gpus"].dump());
+    const std::string name = std::filesystem::path(f).filename().string();
+    for (const char* metric : {"iteration_time_s", "images_per_sec", "communication_time_s"})
+      r.cases.push_back({name, metric, p[metric].get<double>(), m[metric].get<double>()});
+  }
+  return r;
+}
+
+std::string validation_table(const ValidationReport& r) {
+  std::ostringstream o;
+  char line[256];
+  o << "ringsim validate: " << r.title << "\n";
+  std::snprintf(line, sizeof line, "  %-32s %-22s %14s %14s %9s\n", "case", "metric", "predicted", "measured", "error");
+  o << line;
+  for (const auto& c : r.cases) {
+    std::snprintf(line, sizeof line, "  %-32s %-22s %14.6g %14.6g %+8.1f%%\n", c.name.c_str(), c.metric.c_str(),
+                  c.predicted, c.measured, c.error_pct());
+    o << line;
+  }
+  std::snprintf(line, sizeof line, "  MAPE %.1f %%, max |error| %.1f %% over %zu cases\n", r.mape(), r.max_abs_error(),
+                r.cases.size());
+  o << line;
+  return o.str();
+}
+
+std::string validation_json(const ValidationReport& r) {
+  nlohmann::ordered_json j;
+  j["schema"] = "ringsim.validation/1";
+  j["title"] = r.title;
+  j["mape_pct"] = r.mape();
+  j["max_abs_error_pct"] = r.max_abs_error();
+  nlohmann::ordered_json cases = nlohmann::ordered_json::array();
+  for (const auto& c : r.cases)
+    cases.push_back({{"case", c.name},
+                     {"metric", c.metric},
+                     {"predicted", c.predicted},
+                     {"measured", c.measured},
+                     {"error_pct", c.error_pct()}});
+  j["cases"] = cases;
+  return j.dump(2) + "\n";
+}
+
+std::vector<std::string> regressions(const ValidationReport& r, const std::string& recorded_json, double tolerance) {
+  std::ifstream in(recorded_json);
+  if (!in) throw InputError({recorded_json, 0, 0, ""}, "cannot open file");
+  const auto j = nlohmann::json::parse(in);
+  std::map<std::string, double> recorded;
+  for (const auto& c : j.at("cases"))
+    recorded[c.at("case").get<std::string>() + " / " + c.at("metric").get<std::string>()] = c.at("error_pct");
+  std::vector<std::string> out;
+  char buf[256];
+  for (const auto& c : r.cases) {
+    const std::string key = c.name + " / " + c.metric;
+    auto it = recorded.find(key);
+    if (it == recorded.end()) {
+      out.push_back(key + ": not in " + recorded_json);
+      continue;
+    }
+    if (std::fabs(c.error_pct()) > std::fabs(it->second) + tolerance) {
+      std::snprintf(buf, sizeof buf, "%s: |error| %.1f %% exceeds the recorded %.1f %% by more than %.1f points",
+                    key.c_str(), std::fabs(c.error_pct()), std::fabs(it->second), tolerance);
+      out.push_back(buf);
+    }
+  }
+  return out;
+}
+
+}  // namespace ringsim

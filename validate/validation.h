@@ -1,0 +1,41 @@
+// `ringsim validate`: predictions next to measurements, with the error. Published data
+// (validate/data/published.yaml: cases predicted from catalog data alone) and measured results
+// (ringsim-real train --json, or any file in the result schema).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "load/catalog.h"
+#include "load/scenario.h"
+
+namespace ringsim {
+
+struct ValidationCase {
+  std::string name;
+  std::string metric;  // "images_per_sec", "iteration_time_s", ...
+  double predicted = 0;
+  double measured = 0;
+  double error_pct() const { return measured != 0 ? (predicted - measured) / measured * 100 : 0; }
+};
+
+struct ValidationReport {
+  std::string title;
+  std::vector<ValidationCase> cases;
+  double mape() const;           // mean |error| in %
+  double max_abs_error() const;  // in %
+};
+
+// Each case predicted in its own process (one SimGrid engine per process).
+ValidationReport validate_published(const Catalog& catalog, const std::string& cases_file);
+ValidationReport validate_measured(const Catalog& catalog, const Scenario& scenario,
+                                   const std::vector<std::string>& measured_files);
+
+std::string validation_table(const ValidationReport& r);
+std::string validation_json(const ValidationReport& r);
+
+// Cases whose |error| exceeds the recorded one (a validation JSON) by more than `tolerance_pp`
+// percentage points, or that the recorded file lacks; empty when none regressed.
+std::vector<std::string> regressions(const ValidationReport& r, const std::string& recorded_json, double tolerance_pp);
+
+}  // namespace ringsim
