@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "bench/collective_bench.h"
+#include "calibrate/calibration_run.h"
 #include "load/catalog.h"
 #include "load/input_error.h"
 #include "train/train_run.h"
@@ -79,6 +80,15 @@ int main(int argc, char** argv) {
   train->add_option("--trace", to.trace_file, "Write a Horovod-style timeline of rank 0");
   train->add_option("--inject-fault", fault, "Testing aid: RANK:STEP:exit|hang makes that rank fail there");
 
+  ringsim::real::CalibrateOptions co;
+  std::string cal_max = "64M";
+  auto* calibrate =
+      app.add_subcommand("calibrate", "Ping-pong per rank-pair class, reduction and compute rates, as JSON");
+  calibrate->add_option("-e,--maxbytes", cal_max, "Largest ping-pong message");
+  calibrate->add_option("-n,--repetitions", co.repetitions, "Timed repetitions per size (median kept)")
+      ->check(CLI::Range(1, 100000));
+  calibrate->add_option("--json", co.json_file, "Output file (rank 0)")->required();
+
   int status = 0;
   try {
     app.parse(argc, argv);
@@ -88,6 +98,9 @@ int main(int argc, char** argv) {
       bo.max_bytes = parse_size(max_size);
       if (bo.min_bytes > bo.max_bytes) throw std::invalid_argument("-b must not exceed -e");
       status = ringsim::real::run_bench(bo, MPI_COMM_WORLD) == 0 ? 0 : 1;
+    } else if (*calibrate) {
+      co.max_bytes = parse_size(cal_max);
+      status = ringsim::real::run_calibrate(co, MPI_COMM_WORLD);
     } else if (*train) {
       to.catalog_dir = catalog_dir;
       status = ringsim::real::run_train(to, MPI_COMM_WORLD);

@@ -188,3 +188,24 @@ TEST_CASE("real + validate: a measured train result is compared with the predict
   std::remove(measured.c_str());
   std::remove(out.c_str());
 }
+
+TEST_CASE("real + calibrate: ping-pong data from ringsim-real fits into an overlay predict accepts", "[real]") {
+  const std::string data = "/tmp/ringsim_caldata_" + std::to_string(getpid()) + ".json";
+  const std::string overlay = "/tmp/ringsim_overlay_" + std::to_string(getpid()) + ".yaml";
+  const Result r = run("-n 2 " + kReal + " calibrate -e 1M -n 3 --json " + data);
+  CAPTURE(r.output);
+  REQUIRE(r.status == 0);
+  const std::string s = kScenarios + "/landolakes_cifar10_2x_nc24rs_v3.yaml";
+  const std::string fit = std::string(RINGSIM_TEST_BINARY) + kCatalog + " calibrate " + s + " --data " + data + " -o " +
+                          overlay + " > /dev/null";
+  REQUIRE(std::system(fit.c_str()) == 0);
+  std::ifstream in(overlay);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(text.find("intra_node: {bandwidth_fraction:") != std::string::npos);  // same-socket pair fitted
+  CHECK(text.find("host_reduction_rate:") != std::string::npos);
+  const std::string predict =
+      std::string(RINGSIM_TEST_BINARY) + kCatalog + " predict " + s + " --calibration " + overlay + " > /dev/null";
+  CHECK(std::system(predict.c_str()) == 0);
+  std::remove(data.c_str());
+  std::remove(overlay.c_str());
+}

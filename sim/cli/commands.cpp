@@ -14,6 +14,7 @@
 #include "report/output_file.h"
 #include "report/prediction_report.h"
 #include "report/topo_matrix.h"
+#include "validate/calibration_fit.h"
 #include "validate/validation.h"
 
 namespace ringsim {
@@ -79,10 +80,12 @@ int run_check(const std::string& catalog_dir, const std::string& scenario_file, 
 }
 
 int run_predict(const std::string& catalog_dir, const PredictOptions& o) {
-  const Catalog catalog = Catalog::load(catalog_dir);
+  Catalog catalog = Catalog::load(catalog_dir);
   std::vector<Override> overrides;
   for (const auto& s : o.sets) overrides.push_back(parse_override(s));
+  if (o.calibration) overrides.push_back(parse_override("calibration=" + *o.calibration));
   const Scenario s = load_scenario(o.scenario, catalog, overrides);
+  if (!s.calibration.empty()) catalog.apply_overlay(s.calibration);
   const Fidelity fidelity =
       o.fidelity ? (*o.fidelity == "flow" ? Fidelity::Flow : Fidelity::Step) : default_fidelity(s);
   const Prediction p = predict(catalog, s, fidelity);
@@ -120,7 +123,10 @@ int run_validate(const std::string& catalog_dir, const ValidateOptions& o) {
     if (o.measured.empty()) throw InputError({}, "validate: --measured FILE is required with a scenario");
     std::vector<Override> overrides;
     for (const auto& s : o.sets) overrides.push_back(parse_override(s));
-    report = validate_measured(catalog, load_scenario(*o.scenario, catalog, overrides), o.measured);
+    const Scenario s = load_scenario(*o.scenario, catalog, overrides);
+    Catalog calibrated = catalog;
+    if (!s.calibration.empty()) calibrated.apply_overlay(s.calibration);
+    report = validate_measured(calibrated, s, o.measured);
   }
   if (o.json_file) write_file_atomically(*o.json_file, validation_json(report));
   std::cout << validation_table(report);
@@ -136,6 +142,26 @@ int run_validate(const std::string& catalog_dir, const ValidateOptions& o) {
     if (!worse.empty()) status = 1;
   }
   return status;
+}
+
+int run_calibrate(const std::string& catalog_dir, const CalibrateOptions& o) {
+  const Catalog catalog = Catalog::load(catalog_dir);
+  std::vector<Override> overrides;
+  for (const auto& s : o.sets) overrides.push_back(parse_override(s));
+  const Scenario s = load_scenario(o.scenario, catalog, overrides);
+  if (o.data_files.empty() && o.nccl_tests_files.empty())
+    throw InputError({}, "calibrate: give measurements with --data FILE (ringsim-real calibrate) or --nccl-tests FILE");
+  const CalibrationResult r = calibrate(catalog, s, {o.data_files, o.nccl_tests_files});
+  for (const auto& f : r.fits)
+    std::cout << "  " << f.path_class << ": alpha " << format_time(f.alpha) << ", 1/beta "
+              << format_bandwidth(f.beta > 0 ? 1 / f.beta : 0) << ", R^2 " << format_number(f.r2) << ", worst residual "
+              << format_number(f.worst_residual_pct) << " % (" << f.points << " points)\n";
+  for (const auto& n : r.notes) std::cout << "  note: " << n << "\n";
+  if (o.out_file)
+    write_file_atomically(*o.out_file, r.overlay_yaml);
+  else
+    std::cout << r.overlay_yaml;
+  return 0;
 }
 
 }  // namespace ringsim

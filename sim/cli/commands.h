@@ -24,7 +24,8 @@ int run_topo(const std::string& catalog_dir, const TopoOptions& options);
 struct PredictOptions {
   std::string scenario;
   std::vector<std::string> sets;
-  std::optional<std::string> fidelity;  // flow | step; default by GPU count
+  std::optional<std::string> fidelity;     // flow | step; default by GPU count
+  std::optional<std::string> calibration;  // overlay file (as the scenario key `calibration`)
   std::optional<std::string> json_file, trace_file, links_file;
 };
 
@@ -48,6 +49,14 @@ struct ValidateOptions {
   std::optional<std::string> json_file;
 };
 int run_validate(const std::string& catalog_dir, const ValidateOptions& options);
+
+struct CalibrateOptions {
+  std::string scenario;
+  std::vector<std::string> sets;
+  std::vector<std::string> data_files, nccl_tests_files;
+  std::optional<std::string> out_file;
+};
+int run_calibrate(const std::string& catalog_dir, const CalibrateOptions& options);
 
 int run_predict(const std::string& catalog_dir, const PredictOptions& options);
 int run_check(const std::string& catalog_dir, const std::string& scenario, const std::vector<std::string>& sets);

@@ -49,6 +49,8 @@ int main(int argc, char** argv) {
                    "flow: every chunk a SimGrid communication; step: each collective step evaluated from link "
                    "loads (default: flow up to 64 GPUs)")
       ->check(CLI::IsMember({"flow", "step"}));
+  predict->add_option("--calibration", predict_opts.calibration,
+                      "Calibration overlay from `ringsim calibrate` (same as the scenario key calibration:)");
   predict->add_option("--json", predict_opts.json_file, "Write the result JSON (schema ringsim.result/1)");
   predict->add_option("--trace", predict_opts.trace_file, "Write a Chrome trace in Horovod's timeline format");
   predict->add_option("--links", predict_opts.links_file, "Write bytes and utilisation per link as CSV");
@@ -79,6 +81,17 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.0, 1e6));
   validate->add_option("--json", val_opts.json_file, "Write the cases and errors as JSON");
 
+  ringsim::CalibrateOptions cal_opts;
+  auto* calibrate =
+      app.add_subcommand("calibrate", "Fit per-path latency and bandwidth to microbenchmarks; write an overlay");
+  calibrate->add_option("scenario", cal_opts.scenario, "Scenario whose SKU, library and fabric the overlay is for")
+      ->required();
+  calibrate->add_option("--set", cal_opts.sets, "Override a scenario key (repeatable)");
+  calibrate->add_option("--data", cal_opts.data_files, "ringsim-real calibrate --json output (repeatable)");
+  calibrate->add_option("--nccl-tests", cal_opts.nccl_tests_files,
+                        "nccl-tests output (all_reduce_perf, sendrecv_perf; repeatable)");
+  calibrate->add_option("-o,--output", cal_opts.out_file, "Write the overlay YAML here (default: standard output)");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -91,6 +104,7 @@ int main(int argc, char** argv) {
     if (*predict) return ringsim::run_predict(catalog_dir, predict_opts);
     if (*job) return ringsim::run_job(catalog_dir, job_opts);
     if (*validate) return ringsim::run_validate(catalog_dir, val_opts);
+    if (*calibrate) return ringsim::run_calibrate(catalog_dir, cal_opts);
   } catch (const ringsim::InputError& e) {
     std::cerr << e.what() << "\n";
     return 2;

@@ -410,6 +410,40 @@ const typename Map::mapped_type& lookup(const Map& m, const std::string& name, c
 }  // namespace
 
 const GpuSpec& Catalog::gpu(const std::string& n) const { return lookup(gpus_, n, "GPU", gpu_order_); }
+void Catalog::apply_overlay(const std::string& file) {
+  YamlField root = open_root(file, {"libraries", "link_classes"});
+  if (auto libs = root.find("libraries")) {
+    libs->require_map();
+    for (auto& [name, f] : libs->entries()) {
+      auto it = libraries_.find(name);
+      if (it == libraries_.end()) f.fail("unknown library '" + name + "'" + suggestion_suffix(name, library_order_));
+      LibraryProfile& l = it->second;
+      f.require_map({"collective_overhead", "host_reduction_rate", "paths"});
+      if (auto v = f.find("collective_overhead")) l.collective_overhead = v->nonnegative_quantity(Quantity::Time);
+      if (auto v = f.find("host_reduction_rate")) l.host_reduction_rate = v->positive_quantity(Quantity::Bandwidth);
+      if (auto paths = f.find("paths")) {
+        paths->require_map({"intra_node", "infiniband", "ethernet"});
+        for (auto& [pname, p] : paths->entries()) {
+          PathProfile& prof = pname == "intra_node" ? l.intra_node : pname == "infiniband" ? l.infiniband : l.ethernet;
+          p.require_map({"bandwidth_fraction", "message_overhead"});
+          if (auto v = p.find("bandwidth_fraction")) prof.bandwidth_fraction = v->number(0.01, 1.0);
+          if (auto v = p.find("message_overhead")) prof.message_overhead = v->nonnegative_quantity(Quantity::Time);
+        }
+      }
+    }
+  }
+  if (auto links = root.find("link_classes")) {
+    links->require_map();
+    for (auto& [name, f] : links->entries()) {
+      auto it = links_.find(name);
+      if (it == links_.end()) f.fail("unknown link class '" + name + "'" + suggestion_suffix(name, link_order_));
+      f.require_map({"bandwidth", "latency"});
+      if (auto v = f.find("bandwidth")) it->second.bandwidth = v->positive_quantity(Quantity::Bandwidth);
+      if (auto v = f.find("latency")) it->second.latency = v->nonnegative_quantity(Quantity::Time);
+    }
+  }
+}
+
 const LibraryProfile& Catalog::library(const std::string& n) const {
   return lookup(libraries_, n, "library", library_order_);
 }

@@ -165,6 +165,10 @@ class Catalog {
   const LibraryProfile& library(const std::string& name) const;
   const ComputeSpec& compute() const { return compute_; }
 
+  // Applies a calibration overlay (written by `ringsim calibrate`): library profiles and link-class
+  // figures it names replace the catalog's. Throws InputError (file:line:col) on bad data.
+  void apply_overlay(const std::string& file);
+
   // Accepts "NC24rs_v3" and "Standard_NC24rs_v3"; nullptr when unknown.
   const SkuSpec* find_sku(const std::string& name) const;
   const ModelSpec* find_model(const std::string& name) const;

@@ -1,6 +1,7 @@
 #include "load/scenario.h"
 
 #include <cmath>
+#include <filesystem>
 #include <memory>
 #include <sstream>
 
@@ -26,7 +27,8 @@ std::string_view to_string(CommLibrary v) { return v == CommLibrary::Nccl ? "ncc
 
 namespace {
 
-const std::vector<std::string> kTopKeys = {"name", "description", "cluster", "model", "training", "communication"};
+const std::vector<std::string> kTopKeys = {"name",     "description",   "cluster",    "model",
+                                           "training", "communication", "calibration"};
 const std::vector<std::string> kClusterKeys = {
     "sku", "nodes", "gpus_per_node", "fabric", "fabric_topology", "nodes_per_leaf", "oversubscription"};
 const std::vector<std::string> kModelKeys = {"name", "batch_per_gpu", "images_per_sec_single_gpu"};
@@ -54,7 +56,7 @@ void apply_override(YamlDocument& doc, const Override& o) {
   if (!doc.root.IsDefined() || doc.root.IsNull()) doc.root = YAML::Node(YAML::NodeType::Map);
   if (!doc.root.IsMap()) return;  // the loader reports the malformed document itself
   if (dot == std::string::npos) {
-    if (o.path != "name" && o.path != "description") unknown();
+    if (o.path != "name" && o.path != "description" && o.path != "calibration") unknown();
     doc.root[o.path] = value;
   } else {
     const std::string section = o.path.substr(0, dot), key = o.path.substr(dot + 1);
@@ -85,6 +87,15 @@ Scenario parse(std::shared_ptr<YamlDocument> doc, const Catalog& catalog, const 
   s.file = doc->file;
   if (auto f = root.find("name")) s.name = f->str();
   if (auto f = root.find("description")) s.description = f->str();
+  if (auto f = root.find("calibration")) {
+    // A calibration overlay (ringsim calibrate), relative to the scenario file.
+    namespace fs = std::filesystem;
+    fs::path p = f->str();
+    if (p.is_relative() && !doc->file.empty() && !doc->overrides.count("calibration"))
+      p = fs::path(doc->file).parent_path() / p;
+    if (!fs::exists(p)) f->fail("no calibration file '" + p.string() + "'");
+    s.calibration = p.string();
+  }
 
   // cluster
   YamlField cl = root.get("cluster");
@@ -191,7 +202,7 @@ Scenario parse(std::shared_ptr<YamlDocument> doc, const Catalog& catalog, const 
 
 const std::vector<std::string>& scenario_keys() {
   static const std::vector<std::string> keys = [] {
-    std::vector<std::string> k = {"name", "description"};
+    std::vector<std::string> k = {"name", "description", "calibration"};
     for (const auto& [section, names] : kSections)
       for (const auto& n : *names) k.push_back(section + "." + n);
     return k;
@@ -222,6 +233,7 @@ std::string to_yaml(const Scenario& s) {
   out << YAML::BeginMap;
   if (!s.name.empty()) out << YAML::Key << "name" << YAML::Value << s.name;
   if (!s.description.empty()) out << YAML::Key << "description" << YAML::Value << s.description;
+  if (!s.calibration.empty()) out << YAML::Key << "calibration" << YAML::Value << s.calibration;
   out << YAML::Key << "cluster" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "sku" << YAML::Value << s.cluster.sku;
   out << YAML::Key << "nodes" << YAML::Value << s.cluster.nodes;

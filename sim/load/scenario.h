@@ -56,6 +56,7 @@ struct Scenario {
   std::string file;
   std::string name;
   std::string description;
+  std::string calibration;  // calibration overlay file (resolved path), empty: none
   ClusterConfig cluster;
   ModelConfig model;
   TrainingConfig training;

@@ -1,0 +1,125 @@
+#include "calibrate/calibration_run.h"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "report/output_file.h"
+#include "transport/transport_base.h"
+
+namespace ringsim::real {
+
+namespace {
+
+// Socket of the CPU this rank runs on (Linux sysfs); -1 when unknown.
+int current_socket() {
+  const int cpu = sched_getcpu();
+  if (cpu < 0) return -1;
+  std::ifstream in("/sys/devices/system/cpu/cpu" + std::to_string(cpu) + "/topology/physical_package_id");
+  int socket = -1;
+  in >> socket;
+  return in ? socket : -1;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+int run_calibrate(const CalibrateOptions& o, MPI_Comm comm) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  if (size < 2) throw std::invalid_argument("calibrate needs at least 2 ranks");
+
+  // Where every rank runs: host name and socket.
+  char name[MPI_MAX_PROCESSOR_NAME] = {};
+  int len = 0;
+  MPI_Get_processor_name(name, &len);
+  std::vector<char> names(static_cast<std::size_t>(size) * MPI_MAX_PROCESSOR_NAME);
+  MPI_Allgather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, names.data(), MPI_MAX_PROCESSOR_NAME, MPI_CHAR, comm);
+  int socket = current_socket();
+  std::vector<int> sockets(size);
+  MPI_Allgather(&socket, 1, MPI_INT, sockets.data(), 1, MPI_INT, comm);
+  auto host_of = [&](int r) { return std::string(&names[static_cast<std::size_t>(r) * MPI_MAX_PROCESSOR_NAME]); };
+
+  // One representative pair per class: rank 0 with the lowest rank of each class.
+  std::map<std::string, int> partner;
+  for (int r = 1; r < size; ++r) {
+    const std::string cls = host_of(r) != host_of(0)   ? "network"
+                            : sockets[r] != sockets[0] ? "cross_socket"
+                                                       : "same_socket";
+    partner.emplace(cls, r);
+  }
+
+  nlohmann::ordered_json pairs = nlohmann::ordered_json::array();
+  std::vector<char> buf(o.max_bytes ? o.max_bytes : 1);
+  for (const auto& [cls, peer] : partner) {
+    nlohmann::ordered_json points = nlohmann::ordered_json::array();
+    for (std::uint64_t b = o.min_bytes; b <= o.max_bytes; b = b ? b * 4 : 8) {
+      std::vector<double> one_way;
+      for (int rep = 0; rep < o.repetitions + 2; ++rep) {
+        MPI_Barrier(comm);
+        const double t0 = MPI_Wtime();
+        if (rank == 0) {
+          MPI_Send(buf.data(), static_cast<int>(b), MPI_BYTE, peer, 7, comm);
+          MPI_Recv(buf.data(), static_cast<int>(b), MPI_BYTE, peer, 7, comm, MPI_STATUS_IGNORE);
+        } else if (rank == peer) {
+          MPI_Recv(buf.data(), static_cast<int>(b), MPI_BYTE, 0, 7, comm, MPI_STATUS_IGNORE);
+          MPI_Send(buf.data(), static_cast<int>(b), MPI_BYTE, 0, 7, comm);
+        }
+        if (rep >= 2) one_way.push_back((MPI_Wtime() - t0) / 2);  // two warm-up rounds
+      }
+      if (rank == 0) points.push_back({{"bytes", b}, {"seconds", median(one_way)}});
+      if (b == 0) break;
+    }
+    pairs.push_back({{"class", cls},
+                     {"ranks", {0, peer}},
+                     {"hosts", {host_of(0), host_of(peer)}},
+                     {"sockets", {sockets[0], sockets[peer]}},
+                     {"points", points}});
+  }
+
+  // Host reduction throughput (float sum, the host transport's reduce) and the compute stand-in.
+  nlohmann::ordered_json reduction = nlohmann::ordered_json::array();
+  nlohmann::ordered_json compute = nlohmann::ordered_json::array();
+  if (rank == 0) {
+    for (std::uint64_t b = 64 * 1024; b <= std::min<std::uint64_t>(o.max_bytes, 64ull << 20); b *= 4) {
+      std::vector<float> dst(b / 4, 1.0f), src(b / 4, 2.0f);
+      std::vector<double> t;
+      for (int rep = 0; rep < o.repetitions + 1; ++rep) {
+        const double t0 = MPI_Wtime();
+        host_reduce_sum(dst.data(), src.data(), b, DataType::Float32);
+        if (rep >= 1) t.push_back(MPI_Wtime() - t0);
+      }
+      reduction.push_back({{"bytes", b}, {"seconds", median(t)}});
+    }
+    for (double want : {1e-4, 1e-3, 1e-2}) {
+      const double t0 = MPI_Wtime();
+      busy_for(want);
+      compute.push_back({{"requested_s", want}, {"measured_s", MPI_Wtime() - t0}});
+    }
+  }
+  if (rank == 0) {
+    nlohmann::ordered_json j = {{"schema", "ringsim.calibration-data/1"},
+                                {"transport", "host"},
+                                {"ranks", size},
+                                {"pingpong", pairs},
+                                {"reduction", reduction},
+                                {"compute_stand_in", compute}};
+    write_file_atomically(o.json_file, j.dump(2) + "\n");
+    std::printf("ringsim-real calibrate: %zu pair classes, %zu reduction points -> %s\n", pairs.size(),
+                reduction.size(), o.json_file.c_str());
+  }
+  return 0;
+}
+
+}  // namespace ringsim::real

@@ -1,0 +1,122 @@
+// Calibration: the least-squares fit, the nccl-tests reader, the overlay and its effect on predict.
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "load/scenario.h"
+#include "test_support.h"
+#include "validate/calibration_fit.h"
+
+using namespace ringsim;
+
+namespace {
+
+// nccl-tests all_reduce_perf output in its documented layout, for 2 ranks on 2 hosts, with times from a
+// ring of alpha = 20 us and 1/beta = 10 GB/s: t = 2(n-1) alpha + 2(n-1)/n S beta.
+std::string nccl_tests_text(double alpha, double bw) {
+  std::ostringstream o;
+  o << "# nThread 1 nGpus 1 minBytes 8 maxBytes 134217728 step: 4(factor) warmup iters: 5 iters: 20 validation: 1\n"
+       "#\n# Using devices\n"
+       "#  Rank  0 Group  0 Pid  41234 on      node1 device  0 [0x1a] Tesla V100-SXM2-32GB\n"
+       "#  Rank  1 Group  0 Pid  51234 on      node2 device  0 [0x1a] Tesla V100-SXM2-32GB\n#\n"
+       "#                                                              out-of-place                       in-place\n"
+       "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw "
+       "#wrong\n"
+       "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  "
+       "(GB/s)\n";
+  for (double s = 8; s <= 134217728; s *= 4) {
+    const double t = 2 * alpha + s / bw;  // n = 2
+    char row[256];
+    std::snprintf(row, sizeof row,
+                  "%12.0f %12.0f     float     sum      -1 %8.2f  %6.2f  %6.2f      0 %8.2f  %6.2f  %6.2f      0\n", s,
+                  s / 4, t * 1e6, s / t / 1e9, s / t / 1e9, t * 1e6, s / t / 1e9, s / t / 1e9);
+    o << row;
+  }
+  o << "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 5.1\n#\n";
+  return o.str();
+}
+
+std::string temp(const std::string& name) {
+  return (std::filesystem::temp_directory_path() / (name + std::to_string(::getpid()))).string();
+}
+
+}  // namespace
+
+TEST_CASE("calibrate: the fit recovers alpha and beta from exact points", "[calibrate]") {
+  std::vector<FitPoint> pts;
+  for (double s = 8; s <= 1 << 28; s *= 2) pts.push_back({1, s, 2e-6 + s / 5e9});
+  const LinearFit f = fit_linear(pts);
+  CHECK(f.alpha == Approx(2e-6).epsilon(1e-6));
+  CHECK(1 / f.beta == Approx(5e9).epsilon(1e-6));
+  CHECK(f.r2 == Approx(1.0));
+  CHECK(f.worst_residual_pct < 1e-6);
+  // A negative intercept is clamped: latency cannot be negative.
+  std::vector<FitPoint> neg = {{1, 1000, 1e-7}, {1, 2000, 3e-7}, {1, 4000, 7e-7}};
+  CHECK(fit_linear(neg).alpha == 0);
+}
+
+TEST_CASE("calibrate: nccl-tests all_reduce_perf output is read and fitted as a ring", "[calibrate]") {
+  const NcclTestsData d = parse_nccl_tests(nccl_tests_text(20e-6, 10e9), "all_reduce.txt");
+  CHECK(d.op == "all_reduce");
+  CHECK(d.ranks == 2);
+  CHECK(d.spans_nodes);
+  CHECK(d.points.size() == 13);
+  const LinearFit f = fit_linear(d.points);
+  CHECK(f.alpha == Approx(20e-6).epsilon(0.01));
+  CHECK(1 / f.beta == Approx(10e9).epsilon(0.01));
+  const std::string msg = test::input_error_of([] { parse_nccl_tests("hello\n", "x.txt"); });
+  CHECK_THAT(msg, Catch::Contains("x.txt: error: no nccl-tests result rows found"));
+}
+
+TEST_CASE("calibrate: the overlay sets the library's path profile and predict applies it", "[calibrate]") {
+  const std::string nccl = temp("ringsim_nccl_tests_");
+  std::ofstream(nccl) << nccl_tests_text(20e-6, 5e9);
+  const Scenario s = load_scenario_text(
+      "cluster: {sku: NC24rs_v3, nodes: 2}\nmodel: {name: resnet50, batch_per_gpu: 64}\ntraining: {epochs: 1}\n",
+      "cal.yaml", test::catalog());
+  const CalibrationResult r = calibrate(test::catalog(), s, {{}, {nccl}});
+  INFO(r.overlay_yaml);
+  REQUIRE(r.fits.size() == 1);
+  CHECK(r.fits[0].path_class == "network");
+  // 5 GB/s measured over an FDR route whose nominal bottleneck is 54.55 Gb/s = 6.82 GB/s.
+  CHECK_THAT(r.overlay_yaml, Catch::Contains("infiniband: {bandwidth_fraction: 0.733"));
+  const std::string overlay = temp("ringsim_overlay_") + ".yaml";
+  std::ofstream(overlay) << r.overlay_yaml;
+  Catalog c = test::catalog();
+  c.apply_overlay(overlay);
+  CHECK(c.library("nccl").infiniband.bandwidth_fraction == Approx(0.733).epsilon(0.001));
+  CHECK(c.library("nccl").intra_node.bandwidth_fraction ==
+        test::catalog().library("nccl").intra_node.bandwidth_fraction);
+
+  // End to end: predict with --calibration is slower than without (5 GB/s instead of 6.65 GB/s).
+  auto iteration = [&](const std::string& extra) {
+    const std::string json = temp("ringsim_cal_predict_") + ".json";
+    const std::string cmd = std::string(RINGSIM_TEST_BINARY) + " --catalog " + RINGSIM_TEST_CATALOG + " predict " +
+                            RINGSIM_TEST_SCENARIOS + "/resnet50_imagenet_8x_nc24rs_v3.yaml --set cluster.nodes=2 " +
+                            extra + " --json " + json + " > /dev/null";
+    REQUIRE(std::system(cmd.c_str()) == 0);
+    std::ifstream in(json);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::remove(json.c_str());
+    const auto at = text.find("\"communication_time_s\": ");
+    return std::stod(text.substr(at + 24));
+  };
+  CHECK(iteration("--calibration " + overlay) > iteration(""));
+  std::remove(nccl.c_str());
+  std::remove(overlay.c_str());
+}
+
+TEST_CASE("calibrate: a bad overlay is reported with file, line and column", "[calibrate]") {
+  const std::string overlay = temp("ringsim_bad_overlay_") + ".yaml";
+  std::ofstream(overlay) << "libraries:\n  ncl:\n    collective_overhead: 1 us\n";
+  Catalog c = test::catalog();
+  const std::string msg = test::input_error_of([&] { c.apply_overlay(overlay); });
+  CHECK_THAT(msg, Catch::StartsWith(overlay + ":3:5: error: libraries.ncl:"));  // at the entry's value
+  CHECK_THAT(msg, Catch::Contains("unknown library 'ncl'; did you mean nccl"));
+  std::ofstream(overlay) << "libraries:\n  mpi:\n    paths:\n      infiniband: {bandwidth_fraction: 2}\n";
+  CHECK_THAT(test::input_error_of([&] { c.apply_overlay(overlay); }), Catch::Contains("must be between 0.01 and 1"));
+  std::remove(overlay.c_str());
+}

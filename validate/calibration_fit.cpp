@@ -1,0 +1,255 @@
+#include "validate/calibration_fit.h"
+
+#include <Eigen/Dense>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "execute/comm_model.h"
+#include "graph/topology_graph.h"
+#include "load/input_error.h"
+#include "load/units.h"
+
+namespace ringsim {
+
+LinearFit fit_linear(const std::vector<FitPoint>& pts) {
+  LinearFit f;
+  f.points = pts.size();
+  if (pts.size() < 2) throw std::invalid_argument("a fit needs at least two points");
+  const Eigen::Index n = static_cast<Eigen::Index>(pts.size());
+  auto solve = [&](bool with_alpha) {
+    Eigen::MatrixXd a(n, with_alpha ? 2 : 1);
+    Eigen::VectorXd b(n);
+    for (Eigen::Index i = 0; i < n; ++i) {
+      const double w = 1.0 / pts[i].seconds;  // relative residuals
+      if (with_alpha) {
+        a(i, 0) = pts[i].x_alpha * w;
+        a(i, 1) = pts[i].x_beta * w;
+      } else {
+        a(i, 0) = pts[i].x_beta * w;
+      }
+      b(i) = 1.0;
+    }
+    Eigen::VectorXd x = a.colPivHouseholderQr().solve(b);
+    return with_alpha ? std::make_pair(x(0), x(1)) : std::make_pair(0.0, x(0));
+  };
+  auto [alpha, beta] = solve(true);
+  if (alpha < 0) std::tie(alpha, beta) = solve(false);
+  f.alpha = alpha;
+  f.beta = beta;
+  double mean = 0;
+  for (const auto& p : pts) mean += p.seconds;
+  mean /= pts.size();
+  double ss_res = 0, ss_tot = 0;
+  for (const auto& p : pts) {
+    const double fit = alpha * p.x_alpha + beta * p.x_beta;
+    ss_res += (fit - p.seconds) * (fit - p.seconds);
+    ss_tot += (p.seconds - mean) * (p.seconds - mean);
+    f.worst_residual_pct = std::max(f.worst_residual_pct, std::fabs(fit - p.seconds) / p.seconds * 100);
+  }
+  f.r2 = ss_tot > 0 ? 1 - ss_res / ss_tot : 1;
+  return f;
+}
+
+NcclTestsData parse_nccl_tests(const std::string& text, const std::string& file) {
+  NcclTestsData d;
+  std::istringstream in(text);
+  std::string line;
+  std::set<std::string> hosts;
+  int time_col = -1, line_no = 0;
+  while (std::getline(in, line)) {
+    ++line_no;
+    if (line.find("Rank") != std::string::npos && line.find("Pid") != std::string::npos) {
+      ++d.ranks;  // "#  Rank  0 Group  0 Pid  1234 on  host1 device  0 [0x..] Tesla V100"
+      const auto on = line.find(" on ");
+      if (on != std::string::npos) {
+        std::istringstream h(line.substr(on + 4));
+        std::string host;
+        h >> host;
+        hosts.insert(host);
+      }
+      continue;
+    }
+    if (line.find("size") != std::string::npos && line.find("count") != std::string::npos &&
+        line.find("type") != std::string::npos) {
+      std::istringstream h(line.substr(line.find_first_not_of("# ")));
+      std::string col;
+      for (int i = 0; h >> col; ++i)
+        if (col == "time") {
+          time_col = i;
+          break;
+        }
+      continue;
+    }
+    if (line.find("all_reduce") != std::string::npos || line.find("allreduce") != std::string::npos)
+      d.op = "all_reduce";
+    if (line.find("sendrecv") != std::string::npos) d.op = "sendrecv";
+    if (line.empty() || line[0] == '#' || time_col < 0) continue;
+    std::istringstream row(line);
+    std::vector<std::string> cols;
+    for (std::string c; row >> c;) cols.push_back(c);
+    if (cols.size() <= static_cast<std::size_t>(time_col)) continue;
+    try {
+      const double bytes = std::stod(cols[0]);
+      const double us = std::stod(cols[time_col]);
+      if (us > 0) d.points.push_back({1, bytes, us * 1e-6});
+    } catch (const std::exception&) {
+      throw InputError({file, line_no, 1, ""}, "expected an nccl-tests result row (size count type ... time ...)");
+    }
+  }
+  if (d.points.empty()) throw InputError({file, 0, 0, ""}, "no nccl-tests result rows found");
+  if (d.op.empty()) d.op = "all_reduce";
+  if (d.ranks == 0)
+    throw InputError({file, 0, 0, ""}, "no '#  Rank N ... Pid ... on HOST' lines: cannot tell the rank count");
+  d.spans_nodes = hosts.size() > 1;
+  if (d.op == "all_reduce") {
+    const double n = d.ranks;
+    for (auto& p : d.points) {
+      p.x_alpha = 2 * (n - 1);
+      p.x_beta = p.x_beta * 2 * (n - 1) / n;
+    }
+  }
+  return d;
+}
+
+namespace {
+
+std::string fmt(double v) {
+  char b[64];
+  std::snprintf(b, sizeof b, "%.6g", v);
+  return b;
+}
+
+nlohmann::json read_json(const std::string& file) {
+  std::ifstream in(file);
+  if (!in) throw InputError({file, 0, 0, ""}, "cannot open file");
+  try {
+    return nlohmann::json::parse(in);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw InputError({file, 0, 0, ""}, std::string("not JSON: ") + e.what());
+  }
+}
+
+}  // namespace
+
+CalibrationResult calibrate(const Catalog& catalog, const Scenario& s, const CalibrationInputs& in) {
+  std::map<std::string, std::vector<FitPoint>> by_class;
+  std::map<std::string, std::string> sources;
+  for (const auto& f : in.data_files) {
+    const auto j = read_json(f);
+    if (j.value("schema", "") != "ringsim.calibration-data/1")
+      throw InputError({f, 0, 0, ""},
+                       "expected \"schema\": \"ringsim.calibration-data/1\" (ringsim-real calibrate --json)");
+    for (const auto& pair : j.at("pingpong")) {
+      const std::string cls = pair.at("class");
+      for (const auto& p : pair.at("points"))
+        if (p.at("seconds").get<double>() > 0)
+          by_class[cls].push_back({1, p.at("bytes").get<double>(), p.at("seconds").get<double>()});
+      sources[cls] += (sources[cls].empty() ? "" : ", ") + f;
+    }
+    for (const auto& p : j.at("reduction"))
+      by_class["reduction"].push_back({0, p.at("bytes").get<double>(), p.at("seconds").get<double>()});
+    sources["reduction"] += (sources["reduction"].empty() ? "" : ", ") + f;
+  }
+  for (const auto& f : in.nccl_tests_files) {
+    std::ifstream t(f);
+    if (!t) throw InputError({f, 0, 0, ""}, "cannot open file");
+    const std::string text((std::istreambuf_iterator<char>(t)), std::istreambuf_iterator<char>());
+    NcclTestsData d = parse_nccl_tests(text, f);
+    const std::string cls = d.spans_nodes ? "network" : "same_socket";
+    by_class[cls].insert(by_class[cls].end(), d.points.begin(), d.points.end());
+    sources[cls] +=
+        (sources[cls].empty() ? "" : ", ") + f + " (nccl-tests " + d.op + ", " + std::to_string(d.ranks) + " ranks)";
+  }
+
+  CalibrationResult r;
+  for (auto& [cls, pts] : by_class) {
+    if (pts.size() < 2) {
+      r.notes.push_back(cls + ": fewer than two points, not fitted");
+      continue;
+    }
+    if (cls == "reduction")
+      for (auto& p : pts) p.x_alpha = 1;  // a fixed start-up cost plus gamma per byte
+    LinearFit f = fit_linear(pts);
+    f.path_class = cls;
+    f.source = sources[cls];
+    r.fits.push_back(f);
+  }
+
+  // Map the fits onto the scenario's paths: the route the library's transfers take between two members.
+  Topology topo = Topology::build(catalog, cluster_shape(s.cluster));
+  CommModel cm(catalog, s, topo);
+  const collective::Space space = cm.data_space();
+  const LibraryProfile& lib = catalog.library(std::string(to_string(s.communication.library)));
+  auto route_of = [&](int a, int b) { return &cm.path(cm.endpoint(a, space), cm.endpoint(b, space)); };
+  auto nominal = [&](const Path& p) {
+    double bw = 1e300, lat = 0;
+    for (int e : p.edges) {
+      const Link& l = topo.link(cm.edge(e));
+      bw = std::min(bw, l.bandwidth);
+      lat += l.latency;
+    }
+    return std::make_pair(bw, lat);
+  };
+  // Pick member pairs for each class.
+  const int gpn = s.cluster.gpus_per_node;
+  std::map<std::string, std::pair<int, int>> members;
+  for (int m = 1; m < gpn; ++m) {
+    const bool same = cm.member(m).host == cm.member(0).host;
+    members.emplace(same ? "same_socket" : "cross_socket", std::make_pair(0, m));
+  }
+  if (s.cluster.nodes > 1) members.emplace("network", std::make_pair(0, gpn));
+
+  std::ostringstream y;
+  y << "# ringsim calibration overlay for " << s.cluster.sku << ", library " << lib.name << ", fabric "
+    << to_string(s.cluster.fabric) << "; written by `ringsim calibrate` from:\n";
+  for (const auto& f : r.fits)
+    y << "#   " << f.path_class << ": " << f.source << "\n#     alpha " << fmt(f.alpha) << " s, beta " << fmt(f.beta)
+      << " s/B (" << format_bandwidth(f.beta > 0 ? 1 / f.beta : 0) << "), R^2 " << fmt(f.r2) << ", worst residual "
+      << fmt(f.worst_residual_pct) << " % over " << f.points << " points\n";
+  y << "# Use: ringsim predict SCENARIO --calibration THIS_FILE, or the scenario key `calibration:`.\n";
+  y << "libraries:\n  " << lib.name << ":\n";
+  std::map<std::string, const LinearFit*> fit_of;
+  for (const auto& f : r.fits) fit_of[f.path_class] = &f;
+  if (auto it = fit_of.find("reduction"); it != fit_of.end() && it->second->beta > 0)
+    y << "    host_reduction_rate: " << fmt(1 / it->second->beta) << " B/s   # 1 / gamma\n";
+  std::vector<std::string> path_lines;
+  auto path_profile = [&](const char* key, const char* cls) {
+    auto f = fit_of.find(cls);
+    auto m = members.find(cls);
+    if (f == fit_of.end()) return;
+    if (m == members.end()) {
+      r.notes.push_back(std::string(cls) + ": the scenario has no such pair of ranks; not applied");
+      return;
+    }
+    const auto [bw, lat] = nominal(*route_of(m->second.first, m->second.second));
+    double fraction = f->second->beta > 0 ? (1 / f->second->beta) / bw : 1;
+    if (fraction > 1) {
+      r.notes.push_back(std::string(cls) + ": measured " + format_bandwidth(1 / f->second->beta) +
+                        " is above the route's nominal " + format_bandwidth(bw) + "; bandwidth fraction capped at 1");
+      fraction = 1;
+    }
+    fraction = std::max(fraction, 0.01);
+    const double overhead = std::max(0.0, f->second->alpha - lat);
+    path_lines.push_back(std::string("      ") + key + ": {bandwidth_fraction: " + fmt(fraction) +
+                         ", message_overhead: " + fmt(overhead) + " s}   # from " + cls + ": route nominal " +
+                         format_bandwidth(bw) + ", latency " + format_time(lat));
+  };
+  if (fit_of.count("same_socket"))
+    path_profile("intra_node", "same_socket");
+  else
+    path_profile("intra_node", "cross_socket");
+  path_profile(s.cluster.fabric == FabricKind::InfiniBand ? "infiniband" : "ethernet", "network");
+  if (!path_lines.empty()) {
+    y << "    paths:\n";
+    for (const auto& l : path_lines) y << l << "\n";
+  }
+  r.overlay_yaml = y.str();
+  return r;
+}
+
+}  // namespace ringsim

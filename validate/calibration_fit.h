@@ -1,0 +1,58 @@
+// `ringsim calibrate`: fits the simulator's per-path costs to microbenchmarks. For each class of rank
+// pair (same socket, across sockets, across the network) a message of S bytes takes alpha + beta * S
+// (fitted by least squares on relative error, with Eigen); the host reduction takes gamma per byte.
+// Inputs: `ringsim-real calibrate --json` files and nccl-tests text output (all_reduce_perf: a ring of
+// n ranks takes 2(n-1) alpha + 2(n-1)/n S beta; sendrecv_perf: alpha + S beta). Output: a calibration
+// overlay (library path profiles) for the scenario's SKU, library and fabric.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "load/catalog.h"
+#include "load/scenario.h"
+
+namespace ringsim {
+
+struct FitPoint {
+  double x_alpha = 1;  // multiplier of alpha
+  double x_beta = 0;   // multiplier of beta (bytes, scaled by the collective's factor)
+  double seconds = 0;
+};
+
+struct LinearFit {
+  std::string path_class;  // same_socket | cross_socket | network | reduction
+  std::string source;      // file(s)
+  double alpha = 0, beta = 0;
+  double r2 = 0;
+  double worst_residual_pct = 0;  // largest |fit - measured| / measured
+  std::size_t points = 0;
+};
+
+// Weighted least squares t ~ alpha * x_alpha + beta * x_beta, minimising relative residuals; alpha is
+// clamped at zero (refit with beta alone) when the unconstrained fit makes it negative.
+LinearFit fit_linear(const std::vector<FitPoint>& points);
+
+struct CalibrationInputs {
+  std::vector<std::string> data_files;        // ringsim.calibration-data/1 JSON
+  std::vector<std::string> nccl_tests_files;  // nccl-tests stdout
+};
+
+struct CalibrationResult {
+  std::vector<LinearFit> fits;
+  std::string overlay_yaml;  // the overlay for the scenario
+  std::vector<std::string> notes;
+};
+
+CalibrationResult calibrate(const Catalog& catalog, const Scenario& scenario, const CalibrationInputs& in);
+
+// Parses nccl-tests output into fit points (out-of-place times); sets `ranks`, `spans_nodes` and the op.
+struct NcclTestsData {
+  std::string op;  // "all_reduce" or "sendrecv"
+  int ranks = 0;
+  bool spans_nodes = false;
+  std::vector<FitPoint> points;
+};
+NcclTestsData parse_nccl_tests(const std::string& text, const std::string& file);
+
+}  // namespace ringsim
