@@ -9,6 +9,7 @@
 #include "load/scenario.h"
 #include "test_support.h"
 #include "validate/calibration_fit.h"
+#include "validate/horovod_timeline.h"
 
 using namespace ringsim;
 
@@ -119,4 +120,37 @@ TEST_CASE("calibrate: a bad overlay is reported with file, line and column", "[c
   std::ofstream(overlay) << "libraries:\n  mpi:\n    paths:\n      infiniband: {bandwidth_fraction: 2}\n";
   CHECK_THAT(test::input_error_of([&] { c.apply_overlay(overlay); }), Catch::Contains("must be between 0.01 and 1"));
   std::remove(overlay.c_str());
+}
+
+TEST_CASE("validate: a Horovod timeline is read into buffers and iteration cadence", "[validate]") {
+  // Hand-written in Horovod's timeline layout: metadata rows naming tensors, then per tensor
+  // NEGOTIATE_ALLREDUCE and ALLREDUCE B/E pairs with nested activities; tensors 1 and 2 are fused.
+  // Two iterations, 250 ms apart.
+  const std::string file = temp("ringsim_hvd_timeline_") + ".json";
+  std::ofstream(file) << R"([
+{"name": "process_name", "ph": "M", "pid": 1, "args": {"name": "DistributedOptimizer_Allreduce/HorovodAllreduce_grad_dense_1"}},
+{"name": "process_name", "ph": "M", "pid": 2, "args": {"name": "DistributedOptimizer_Allreduce/HorovodAllreduce_grad_conv_2"}},
+{"name": "process_name", "ph": "M", "pid": 3, "args": {"name": "DistributedOptimizer_Allreduce/HorovodAllreduce_grad_conv_1"}},
+{"name": "NEGOTIATE_ALLREDUCE", "ph": "B", "ts": 1000, "pid": 1}, {"ph": "E", "ts": 2000, "pid": 1},
+{"name": "ALLREDUCE", "ph": "B", "ts": 2000, "pid": 1}, {"name": "NCCL_ALLREDUCE", "ph": "B", "ts": 2100, "pid": 1},
+{"ph": "E", "ts": 4900, "pid": 1}, {"ph": "E", "ts": 5000, "pid": 1},
+{"name": "ALLREDUCE", "ph": "B", "ts": 6000, "pid": 2}, {"name": "MEMCPY_IN_FUSION_BUFFER", "ph": "B", "ts": 6000, "pid": 2},
+{"ph": "E", "ts": 6100, "pid": 2}, {"ph": "E", "ts": 8000, "pid": 2},
+{"name": "ALLREDUCE", "ph": "B", "ts": 6000, "pid": 3}, {"ph": "E", "ts": 8000, "pid": 3},
+{"name": "ALLREDUCE", "ph": "B", "ts": 252000, "pid": 1}, {"ph": "E", "ts": 255000, "pid": 1},
+{"name": "ALLREDUCE", "ph": "B", "ts": 256000, "pid": 2}, {"ph": "E", "ts": 258000, "pid": 2},
+{"name": "ALLREDUCE", "ph": "B", "ts": 256000, "pid": 3}, {"ph": "E", "ts": 258000, "pid": 3}
+])";
+  const TimelineSummary t = read_horovod_timeline(file);
+  CHECK(t.tensors == 3);
+  CHECK(t.iterations == 2);
+  REQUIRE(t.buffers.size() == 4);
+  CHECK(t.buffers[1].tensors == 2);  // the fused pair
+  CHECK(t.buffers_per_iteration() == 2);
+  CHECK(t.iteration_s == Approx(0.25));
+  CHECK(t.mean_buffer_s() == Approx((0.003 + 0.002 + 0.003 + 0.002) / 4));
+  std::ofstream(file) << "{\"not\": \"a trace\"}";
+  CHECK_THAT(test::input_error_of([&] { read_horovod_timeline(file); }),
+             Catch::Contains("expected a Chrome trace"));
+  std::remove(file.c_str());
 }

@@ -16,6 +16,7 @@
 #include "load/input_error.h"
 #include "load/yaml_reader.h"
 #include "report/prediction_report.h"
+#include "validate/horovod_timeline.h"
 
 namespace ringsim {
 
@@ -120,6 +121,24 @@ ValidationReport validate_measured(const Catalog& catalog, const Scenario& s, co
     for (const char* metric : {"iteration_time_s", "images_per_sec", "communication_time_s"})
       r.cases.push_back({name, metric, p[metric].get<double>(), m[metric].get<double>()});
   }
+  return r;
+}
+
+ValidationReport validate_timeline(const Catalog& catalog, const Scenario& s, const std::string& timeline) {
+  const TimelineSummary t = read_horovod_timeline(timeline);
+  const nlohmann::json p = predict_isolated(catalog, s);
+  ValidationReport r;
+  r.title = "Horovod timeline " + timeline + " vs predicted: " + s.name;
+  const std::string name = std::filesystem::path(timeline).filename().string();
+  const auto& cols = p["collectives"];
+  double predicted_total = 0;
+  for (const auto& c : cols) predicted_total += c["end_s"].get<double>() - c["start_s"].get<double>();
+  const double predicted_mean = cols.empty() ? 0 : predicted_total / cols.size();
+  if (t.iteration_s > 0) r.cases.push_back({name, "iteration_time_s", p["iteration_time_s"].get<double>(), t.iteration_s});
+  r.cases.push_back({name, "fusion_buffers_per_iteration", static_cast<double>(cols.size()), t.buffers_per_iteration()});
+  r.cases.push_back({name, "mean_allreduce_s", predicted_mean, t.mean_buffer_s()});
+  r.cases.push_back({name, "allreduce_s_per_iteration", predicted_total,
+                     t.iterations ? t.mean_buffer_s() * t.buffers.size() / t.iterations : 0});
   return r;
 }
 

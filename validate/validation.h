@@ -31,6 +31,11 @@ ValidationReport validate_published(const Catalog& catalog, const std::string& c
 ValidationReport validate_measured(const Catalog& catalog, const Scenario& scenario,
                                    const std::vector<std::string>& measured_files);
 
+// A real Horovod timeline against the prediction for the same scenario: iteration cadence (when the
+// timeline has several iterations), fusion buffers per iteration, mean and total allreduce time per
+// iteration.
+ValidationReport validate_timeline(const Catalog& catalog, const Scenario& scenario, const std::string& timeline);
+
 std::string validation_table(const ValidationReport& r);
 std::string validation_json(const ValidationReport& r);
 

@@ -120,13 +120,22 @@ int run_validate(const std::string& catalog_dir, const ValidateOptions& o) {
     report = validate_published(catalog, *o.published);
   } else {
     if (!o.scenario) throw InputError({}, "validate: give a SCENARIO with --measured FILE..., or --published");
-    if (o.measured.empty()) throw InputError({}, "validate: --measured FILE is required with a scenario");
+    if (o.measured.empty() && !o.horovod_timeline)
+      throw InputError({}, "validate: give --measured FILE or --horovod-timeline FILE with a scenario");
     std::vector<Override> overrides;
     for (const auto& s : o.sets) overrides.push_back(parse_override(s));
     const Scenario s = load_scenario(*o.scenario, catalog, overrides);
     Catalog calibrated = catalog;
     if (!s.calibration.empty()) calibrated.apply_overlay(s.calibration);
-    report = validate_measured(calibrated, s, o.measured);
+    if (o.horovod_timeline) {
+      report = validate_timeline(calibrated, s, *o.horovod_timeline);
+      if (!o.measured.empty()) {
+        const ValidationReport m = validate_measured(calibrated, s, o.measured);
+        report.cases.insert(report.cases.end(), m.cases.begin(), m.cases.end());
+      }
+    } else {
+      report = validate_measured(calibrated, s, o.measured);
+    }
   }
   if (o.json_file) write_file_atomically(*o.json_file, validation_json(report));
   std::cout << validation_table(report);

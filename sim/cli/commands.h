@@ -42,6 +42,7 @@ struct ValidateOptions {
   std::optional<std::string> scenario;
   std::vector<std::string> sets;
   std::vector<std::string> measured;
+  std::optional<std::string> horovod_timeline;
   std::optional<std::string> published;  // cases file
   std::optional<std::string> baseline;   // recorded validation JSON to check against
   double tolerance_pp = 2;

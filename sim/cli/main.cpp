@@ -71,6 +71,8 @@ int main(int argc, char** argv) {
   validate->add_option("scenario", val_opts.scenario, "Scenario YAML file the measurements ran (with --measured)");
   validate->add_option("--set", val_opts.sets, "Override a scenario key (repeatable)");
   validate->add_option("--measured", val_opts.measured, "Result JSON files from ringsim-real train (repeatable)");
+  validate->add_option("--horovod-timeline", val_opts.horovod_timeline,
+                       "A real Horovod timeline (HOROVOD_TIMELINE) of the scenario's run");
   validate->add_option("--published", val_opts.published,
                        "Cases file of published figures (validate/data/published.yaml)");
   validate->add_option("--baseline", val_opts.baseline,
