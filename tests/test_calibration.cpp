@@ -10,6 +10,7 @@
 #include "test_support.h"
 #include "validate/calibration_fit.h"
 #include "validate/horovod_timeline.h"
+#include "validate/validation.h"
 
 using namespace ringsim;
 
@@ -150,7 +151,26 @@ TEST_CASE("validate: a Horovod timeline is read into buffers and iteration caden
   CHECK(t.iteration_s == Approx(0.25));
   CHECK(t.mean_buffer_s() == Approx((0.003 + 0.002 + 0.003 + 0.002) / 4));
   std::ofstream(file) << "{\"not\": \"a trace\"}";
-  CHECK_THAT(test::input_error_of([&] { read_horovod_timeline(file); }),
-             Catch::Contains("expected a Chrome trace"));
+  CHECK_THAT(test::input_error_of([&] { read_horovod_timeline(file); }), Catch::Contains("expected a Chrome trace"));
   std::remove(file.c_str());
+}
+
+TEST_CASE("plots: validation and calibration charts are SVG with a line per prediction", "[plot]") {
+  ValidationReport r;
+  r.title = "test";
+  for (int g : {2, 4, 8}) {
+    ValidationCase c("m x" + std::to_string(g), "images_per_sec", 100.0 * g, 90.0 * g);
+    c.group = "m b64";
+    c.x = g;
+    r.cases.push_back(c);
+  }
+  const std::string svg = validation_svg(r);
+  CHECK_THAT(svg, Catch::StartsWith("<svg xmlns=\"http://www.w3.org/2000/svg\""));
+  CHECK_THAT(svg, Catch::EndsWith("</svg>\n"));
+  CHECK_THAT(svg, Catch::Contains("<polyline"));
+  CHECK_THAT(svg, Catch::Contains("m b64 measured"));
+  CHECK(svg == validation_svg(r));  // deterministic
+  std::size_t circles = 0;
+  for (auto at = svg.find("<circle"); at != std::string::npos; at = svg.find("<circle", at + 1)) ++circles;
+  CHECK(circles == 3 + 1);  // three measured points and the legend marker
 }

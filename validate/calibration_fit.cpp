@@ -1,6 +1,7 @@
 #include "validate/calibration_fit.h"
 
 #include <Eigen/Dense>
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -13,6 +14,7 @@
 #include "graph/topology_graph.h"
 #include "load/input_error.h"
 #include "load/units.h"
+#include "report/svg_chart.h"
 
 namespace ringsim {
 
@@ -136,6 +138,30 @@ nlohmann::json read_json(const std::string& file) {
 
 }  // namespace
 
+std::string calibration_svg(const CalibrationResult& r) {
+  Chart chart;
+  chart.title = "ringsim calibrate: effective bandwidth vs message size";
+  chart.x_label = "bytes (scaled by the collective's factor for nccl-tests all_reduce)";
+  chart.y_label = "bytes/s (circles: measured, line: fit)";
+  chart.log_x = true;
+  int color = 0;
+  for (const auto& f : r.fits) {
+    ChartSeries meas{f.path_class + " measured", {}, true, color};
+    ChartSeries fit{f.path_class + " fit", {}, false, color};
+    std::vector<FitPoint> pts = f.data;
+    std::stable_sort(pts.begin(), pts.end(), [](const FitPoint& a, const FitPoint& b) { return a.x_beta < b.x_beta; });
+    for (const auto& p : pts) {
+      if (p.x_beta <= 0) continue;
+      meas.points.push_back({p.x_beta, p.x_beta / p.seconds});
+      fit.points.push_back({p.x_beta, p.x_beta / (f.alpha * p.x_alpha + f.beta * p.x_beta)});
+    }
+    chart.series.push_back(meas);
+    chart.series.push_back(fit);
+    ++color;
+  }
+  return render_svg(chart);
+}
+
 CalibrationResult calibrate(const Catalog& catalog, const Scenario& s, const CalibrationInputs& in) {
   std::map<std::string, std::vector<FitPoint>> by_class;
   std::map<std::string, std::string> sources;
@@ -175,6 +201,7 @@ CalibrationResult calibrate(const Catalog& catalog, const Scenario& s, const Cal
     if (cls == "reduction")
       for (auto& p : pts) p.x_alpha = 1;  // a fixed start-up cost plus gamma per byte
     LinearFit f = fit_linear(pts);
+    f.data = pts;
     f.path_class = cls;
     f.source = sources[cls];
     r.fits.push_back(f);

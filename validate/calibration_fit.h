@@ -27,6 +27,7 @@ struct LinearFit {
   double r2 = 0;
   double worst_residual_pct = 0;  // largest |fit - measured| / measured
   std::size_t points = 0;
+  std::vector<FitPoint> data;  // the points fitted
 };
 
 // Weighted least squares t ~ alpha * x_alpha + beta * x_beta, minimising relative residuals; alpha is
@@ -43,6 +44,9 @@ struct CalibrationResult {
   std::string overlay_yaml;  // the overlay for the scenario
   std::vector<std::string> notes;
 };
+
+// Effective bandwidth vs message size per class: measured markers and the fitted line.
+std::string calibration_svg(const CalibrationResult& r);
 
 CalibrationResult calibrate(const Catalog& catalog, const Scenario& scenario, const CalibrationInputs& in);
 

@@ -1,10 +1,9 @@
 #include "validate/horovod_timeline.h"
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 
 #include "load/input_error.h"
 

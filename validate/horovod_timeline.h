@@ -14,9 +14,9 @@ struct TimelineBuffer {
 
 struct TimelineSummary {
   std::vector<TimelineBuffer> buffers;  // in start order
-  int tensors = 0;                       // distinct tensor rows
-  int iterations = 0;                    // how often the most frequent tensor was all-reduced
-  double iteration_s = 0;                // median time between successive allreduces of one tensor (0: one iteration)
+  int tensors = 0;                      // distinct tensor rows
+  int iterations = 0;                   // how often the most frequent tensor was all-reduced
+  double iteration_s = 0;               // median time between successive allreduces of one tensor (0: one iteration)
   double buffers_per_iteration() const { return iterations ? static_cast<double>(buffers.size()) / iterations : 0; }
   double mean_buffer_s() const;
 };

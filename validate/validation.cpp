@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -16,6 +17,7 @@
 #include "load/input_error.h"
 #include "load/yaml_reader.h"
 #include "report/prediction_report.h"
+#include "report/svg_chart.h"
 #include "validate/horovod_timeline.h"
 
 namespace ringsim {
@@ -92,8 +94,11 @@ ValidationReport validate_published(const Catalog& catalog, const std::string& c
         parse_override("cluster.gpus_per_node=" + std::to_string(c.get("gpus").integer(1, 1 << 16)))};
     const Scenario s = load_scenario(file, catalog, sets);
     const nlohmann::json p = predict_isolated(catalog, s);
-    r.cases.push_back({c.get("name").str(), "images_per_sec", p["images_per_sec"].get<double>(),
-                       c.get("published_images_per_sec").positive_number()});
+    ValidationCase vc{c.get("name").str(), "images_per_sec", p["images_per_sec"].get<double>(),
+                      c.get("published_images_per_sec").positive_number()};
+    vc.group = c.get("model").str() + " b" + std::to_string(c.get("batch_per_gpu").integer(1, 1 << 20));
+    vc.x = static_cast<double>(c.get("gpus").integer(1, 1 << 16));
+    r.cases.push_back(vc);
   }
   return r;
 }
@@ -134,8 +139,10 @@ ValidationReport validate_timeline(const Catalog& catalog, const Scenario& s, co
   double predicted_total = 0;
   for (const auto& c : cols) predicted_total += c["end_s"].get<double>() - c["start_s"].get<double>();
   const double predicted_mean = cols.empty() ? 0 : predicted_total / cols.size();
-  if (t.iteration_s > 0) r.cases.push_back({name, "iteration_time_s", p["iteration_time_s"].get<double>(), t.iteration_s});
-  r.cases.push_back({name, "fusion_buffers_per_iteration", static_cast<double>(cols.size()), t.buffers_per_iteration()});
+  if (t.iteration_s > 0)
+    r.cases.push_back({name, "iteration_time_s", p["iteration_time_s"].get<double>(), t.iteration_s});
+  r.cases.push_back(
+      {name, "fusion_buffers_per_iteration", static_cast<double>(cols.size()), t.buffers_per_iteration()});
   r.cases.push_back({name, "mean_allreduce_s", predicted_mean, t.mean_buffer_s()});
   r.cases.push_back({name, "allreduce_s_per_iteration", predicted_total,
                      t.iterations ? t.mean_buffer_s() * t.buffers.size() / t.iterations : 0});
@@ -174,6 +181,45 @@ std::string validation_json(const ValidationReport& r) {
                      {"error_pct", c.error_pct()}});
   j["cases"] = cases;
   return j.dump(2) + "\n";
+}
+
+std::string validation_svg(const ValidationReport& r) {
+  Chart chart;
+  chart.title = "ringsim validate: " + r.title;
+  std::vector<std::string> groups;
+  for (const auto& c : r.cases)
+    if (!c.group.empty() && std::find(groups.begin(), groups.end(), c.group) == groups.end()) groups.push_back(c.group);
+  if (!groups.empty()) {
+    chart.x_label = "GPUs";
+    chart.y_label = r.cases.front().metric + " (line: predicted, circles: measured)";
+    chart.log_x = true;
+    for (std::size_t g = 0; g < groups.size(); ++g) {
+      ChartSeries pred{groups[g] + " predicted", {}, false, static_cast<int>(g)};
+      ChartSeries meas{groups[g] + " measured", {}, true, static_cast<int>(g)};
+      std::vector<const ValidationCase*> cs;
+      for (const auto& c : r.cases)
+        if (c.group == groups[g]) cs.push_back(&c);
+      std::stable_sort(cs.begin(), cs.end(), [](auto* a, auto* b) { return a->x < b->x; });
+      for (const auto* c : cs) {
+        pred.points.push_back({c->x, c->predicted});
+        meas.points.push_back({c->x, c->measured});
+      }
+      chart.series.push_back(pred);
+      chart.series.push_back(meas);
+    }
+  } else {
+    chart.x_label = "measured";
+    chart.y_label = "predicted";
+    double hi = 0;
+    ChartSeries pts{"cases", {}, true, 0};
+    for (const auto& c : r.cases) {
+      pts.points.push_back({c.measured, c.predicted});
+      hi = std::max({hi, c.measured, c.predicted});
+    }
+    chart.series.push_back({"predicted = measured", {{0, 0}, {hi, hi}}, false, 1});
+    chart.series.push_back(pts);
+  }
+  return render_svg(chart);
 }
 
 std::vector<std::string> regressions(const ValidationReport& r, const std::string& recorded_json, double tolerance) {

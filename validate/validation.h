@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "load/catalog.h"
@@ -12,10 +13,15 @@
 namespace ringsim {
 
 struct ValidationCase {
+  ValidationCase() = default;
+  ValidationCase(std::string n, std::string m, double p, double meas)
+      : name(std::move(n)), metric(std::move(m)), predicted(p), measured(meas) {}
   std::string name;
   std::string metric;  // "images_per_sec", "iteration_time_s", ...
   double predicted = 0;
   double measured = 0;
+  std::string group;  // for plots: the series the case belongs to ("resnet50 b64"); empty: none
+  double x = 0;       // for plots: the case's position on the x axis (GPUs)
   double error_pct() const { return measured != 0 ? (predicted - measured) / measured * 100 : 0; }
 };
 
@@ -38,6 +44,8 @@ ValidationReport validate_timeline(const Catalog& catalog, const Scenario& scena
 
 std::string validation_table(const ValidationReport& r);
 std::string validation_json(const ValidationReport& r);
+// Predicted lines and measured markers per group over x; without groups, predicted vs measured with y = x.
+std::string validation_svg(const ValidationReport& r);
 
 // Cases whose |error| exceeds the recorded one (a validation JSON) by more than `tolerance_pp`
 // percentage points, or that the recorded file lacks; empty when none regressed.

@@ -138,6 +138,7 @@ int run_validate(const std::string& catalog_dir, const ValidateOptions& o) {
     }
   }
   if (o.json_file) write_file_atomically(*o.json_file, validation_json(report));
+  if (o.plot_file) write_file_atomically(*o.plot_file, validation_svg(report));
   std::cout << validation_table(report);
   int status = 0;
   if (o.max_mape && report.mape() > *o.max_mape) {
@@ -166,6 +167,7 @@ int run_calibrate(const std::string& catalog_dir, const CalibrateOptions& o) {
               << format_bandwidth(f.beta > 0 ? 1 / f.beta : 0) << ", R^2 " << format_number(f.r2) << ", worst residual "
               << format_number(f.worst_residual_pct) << " % (" << f.points << " points)\n";
   for (const auto& n : r.notes) std::cout << "  note: " << n << "\n";
+  if (o.plot_file) write_file_atomically(*o.plot_file, calibration_svg(r));
   if (o.out_file)
     write_file_atomically(*o.out_file, r.overlay_yaml);
   else

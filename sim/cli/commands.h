@@ -48,6 +48,7 @@ struct ValidateOptions {
   double tolerance_pp = 2;
   std::optional<double> max_mape;
   std::optional<std::string> json_file;
+  std::optional<std::string> plot_file;
 };
 int run_validate(const std::string& catalog_dir, const ValidateOptions& options);
 
@@ -56,6 +57,7 @@ struct CalibrateOptions {
   std::vector<std::string> sets;
   std::vector<std::string> data_files, nccl_tests_files;
   std::optional<std::string> out_file;
+  std::optional<std::string> plot_file;
 };
 int run_calibrate(const std::string& catalog_dir, const CalibrateOptions& options);
 

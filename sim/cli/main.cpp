@@ -82,6 +82,7 @@ int main(int argc, char** argv) {
   validate->add_option("--max-mape", val_opts.max_mape, "Fail when the MAPE exceeds this many percent")
       ->check(CLI::Range(0.0, 1e6));
   validate->add_option("--json", val_opts.json_file, "Write the cases and errors as JSON");
+  validate->add_option("--plot", val_opts.plot_file, "Draw predicted vs measured as SVG");
 
   ringsim::CalibrateOptions cal_opts;
   auto* calibrate =
@@ -92,6 +93,7 @@ int main(int argc, char** argv) {
   calibrate->add_option("--data", cal_opts.data_files, "ringsim-real calibrate --json output (repeatable)");
   calibrate->add_option("--nccl-tests", cal_opts.nccl_tests_files,
                         "nccl-tests output (all_reduce_perf, sendrecv_perf; repeatable)");
+  calibrate->add_option("--plot", cal_opts.plot_file, "Draw measured and fitted bandwidth vs size as SVG");
   calibrate->add_option("-o,--output", cal_opts.out_file, "Write the overlay YAML here (default: standard output)");
 
   try {
