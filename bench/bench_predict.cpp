@@ -2,8 +2,6 @@
 // NC24rs_v3 clusters (InfiniBand fat tree), each case in its own process (one SimGrid engine per process).
 // Prints figures; asserts nothing. Usage: ringsim_bench [--quick] [catalog_dir] [scenario.yaml]
 #include <sys/resource.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -12,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "execute/child_process.h"
 #include "execute/training_sim.h"
 #include "load/catalog.h"
 #include "load/scenario.h"
@@ -26,29 +25,31 @@ struct Case {
 };
 
 void run_case(const std::string& catalog_dir, const std::string& scenario_file, const Case& c) {
-  std::fflush(stdout);
-  const pid_t pid = fork();
-  if (pid == 0) {
-    const auto t0 = std::chrono::steady_clock::now();
-    const Catalog catalog = Catalog::load(catalog_dir);
-    const Scenario s = load_scenario(scenario_file, catalog,
-                                     {parse_override("cluster.nodes=" + std::to_string(c.nodes)),
-                                      parse_override("cluster.fabric_topology=fat_tree")});
-    const Prediction p = predict(catalog, s, c.fidelity);
-    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    rusage ru{};
-    getrusage(RUSAGE_SELF, &ru);
-    const double events = static_cast<double>(p.simulated_activities + p.represented_transfers);
-    std::printf("%7d  %5s  %9.3f  %8.1f  %12lld  %14lld  %12.3g  %10.1f\n", p.gpus,
-                std::string(to_string(c.fidelity)).c_str(), wall, ru.ru_maxrss / 1024.0,
-                static_cast<long long>(p.simulated_activities), static_cast<long long>(p.represented_transfers),
-                events / wall, p.iteration_time_s * 1e3);
-    std::fflush(stdout);
-    _exit(0);
+  try {
+    std::fputs(run_in_child([&] {
+                 const auto t0 = std::chrono::steady_clock::now();
+                 const Catalog catalog = Catalog::load(catalog_dir);
+                 const Scenario s = load_scenario(scenario_file, catalog,
+                                                  {parse_override("cluster.nodes=" + std::to_string(c.nodes)),
+                                                   parse_override("cluster.fabric_topology=fat_tree")});
+                 const Prediction p = predict(catalog, s, c.fidelity);
+                 const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+                 rusage ru{};
+                 getrusage(RUSAGE_SELF, &ru);
+                 const double events = static_cast<double>(p.simulated_activities + p.represented_transfers);
+                 char line[256];
+                 std::snprintf(line, sizeof line, "%7d  %5s  %9.3f  %8.1f  %12lld  %14lld  %12.3g  %10.1f\n", p.gpus,
+                               std::string(to_string(c.fidelity)).c_str(), wall, ru.ru_maxrss / 1024.0,
+                               static_cast<long long>(p.simulated_activities),
+                               static_cast<long long>(p.represented_transfers), events / wall,
+                               p.iteration_time_s * 1e3);
+                 return std::string(line);
+               }).c_str(),
+               stdout);
+  } catch (const std::exception& e) {
+    std::printf("case with %d nodes failed: %s\n", c.nodes, e.what());
   }
-  int status = 0;
-  waitpid(pid, &status, 0);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) std::printf("case with %d nodes failed\n", c.nodes);
+  std::fflush(stdout);
 }
 
 }  // namespace

@@ -7,8 +7,8 @@
 #include <sstream>
 
 #include "collective/collective.h"
+#include "execute/child_process.h"
 #include "execute/training_sim.h"
-#include "fork_run.h"
 #include "graph/routing.h"
 #include "graph/topology_graph.h"
 #include "load/scenario.h"
@@ -31,7 +31,7 @@ Scenario one_gpu_per_node(int nodes, const std::string& extra = "") {
 
 double timed(const Scenario& s, const collective::Collective& c, Fidelity f,
              std::map<std::string, double>* edge_bytes = nullptr) {
-  const std::string out = test::in_child([&] {
+  const std::string out = run_in_child([&] {
     const CollectiveTiming t = simulate_collective(test::catalog(), s, c, f);
     std::ostringstream o;
     o.precision(17);

@@ -1,8 +1,5 @@
 #include "validate/validation.h"
 
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -13,6 +10,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "execute/child_process.h"
 #include "execute/training_sim.h"
 #include "load/input_error.h"
 #include "load/yaml_reader.h"
@@ -26,39 +24,8 @@ namespace {
 
 // predict() in a forked child (SimGrid allows one engine per process); returns the result JSON.
 nlohmann::json predict_isolated(const Catalog& catalog, const Scenario& s) {
-  int fds[2];
-  if (pipe(fds) != 0) throw std::runtime_error("pipe failed");
-  std::fflush(nullptr);
-  const pid_t pid = fork();
-  if (pid < 0) throw std::runtime_error("fork failed");
-  if (pid == 0) {
-    close(fds[0]);
-    int status = 0;
-    std::string out;
-    try {
-      out = result_json(predict(catalog, s, default_fidelity(s)), "predict");
-    } catch (const std::exception& e) {
-      out = e.what();
-      status = 1;
-    }
-    std::size_t done = 0;
-    while (done < out.size()) {
-      const ssize_t n = write(fds[1], out.data() + done, out.size() - done);
-      if (n <= 0) break;
-      done += static_cast<std::size_t>(n);
-    }
-    _exit(status);
-  }
-  close(fds[1]);
-  std::string text;
-  char buf[65536];
-  ssize_t n;
-  while ((n = read(fds[0], buf, sizeof buf)) > 0) text.append(buf, static_cast<std::size_t>(n));
-  close(fds[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) throw std::runtime_error("prediction failed: " + text);
-  return nlohmann::json::parse(text);
+  return nlohmann::json::parse(
+      run_in_child([&] { return result_json(predict(catalog, s, default_fidelity(s)), "predict"); }));
 }
 
 }  // namespace

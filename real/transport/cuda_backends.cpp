@@ -106,6 +106,33 @@ struct DeviceScratch {
   ~DeviceScratch() { cudaFree(p); }
 };
 
+// What both GPU backends share: the rank's GPU, device buffers with pinned host staging, host <-> device
+// copies and the GPU compute stand-in.
+class GpuBackend : public Backend {
+ public:
+  GpuBackend(MPI_Comm comm, std::string_view transport, DataType t, double timeout_s)
+      : type_(t), timeout_s_(timeout_s) {
+    gpu_.init(select_device(comm, transport));
+  }
+  MemberBuffers allocate(std::size_t bytes) override { return mem_.allocate(bytes); }
+  void release(MemberBuffers& b) override { mem_.release(b); }
+  void upload(const MemberBuffers& b, const void* src, std::size_t bytes) override {
+    if (bytes) check(cudaMemcpy(b.device, src, bytes, cudaMemcpyHostToDevice), "upload");
+  }
+  void download(const MemberBuffers& b, void* dst, std::size_t bytes) override {
+    if (bytes) check(cudaMemcpy(dst, b.device, bytes, cudaMemcpyDeviceToHost), "download");
+  }
+  void compute_stand_in(double seconds) override { gpu_.run(seconds, timeout_s_); }
+
+ protected:
+  DataType type_;
+  double timeout_s_;
+
+ private:
+  GpuCompute gpu_;
+  DeviceBuffers mem_;
+};
+
 // ---- cuda-staged ----
 class CudaStagedTransport final : public collective::Transport {
  public:
@@ -208,22 +235,11 @@ class CudaStagedTransport final : public collective::Transport {
   std::size_t next_ = 0;
 };
 
-class CudaStagedBackend final : public Backend {
+class CudaStagedBackend final : public GpuBackend {
  public:
   CudaStagedBackend(MPI_Comm comm, DataType t, double timeout_s)
-      : comm_(comm),
-        type_(t),
-        timeout_s_(timeout_s),
-        transport_((select_device(comm, "cuda-staged"), comm), t, timeout_s) {}
+      : GpuBackend(comm, "cuda-staged", t, timeout_s), comm_(comm), transport_(comm, t, timeout_s) {}
   std::string_view name() const override { return "cuda-staged"; }
-  MemberBuffers allocate(std::size_t bytes) override { return mem_.allocate(bytes); }
-  void release(MemberBuffers& b) override { mem_.release(b); }
-  void upload(const MemberBuffers& b, const void* src, std::size_t bytes) override {
-    if (bytes) check(cudaMemcpy(b.device, src, bytes, cudaMemcpyHostToDevice), "upload");
-  }
-  void download(const MemberBuffers& b, void* dst, std::size_t bytes) override {
-    if (bytes) check(cudaMemcpy(dst, b.device, bytes, cudaMemcpyDeviceToHost), "download");
-  }
   collective::Transport& transport(const MemberBuffers& b) override {
     transport_.bind(b);
     return transport_;
@@ -257,10 +273,6 @@ class CudaStagedBackend final : public Backend {
 
  private:
   MPI_Comm comm_;
-  DataType type_;
-  double timeout_s_;
-  GpuCompute gpu_;
-  DeviceBuffers mem_;
   CudaStagedTransport transport_;
 };
 
@@ -329,10 +341,9 @@ class NcclTransport final : public collective::Transport {
   std::size_t next_ = 0;
 };
 
-class NcclBackend final : public Backend {
+class NcclBackend final : public GpuBackend {
  public:
-  NcclBackend(MPI_Comm comm, DataType t, double timeout_s) : type_(t), timeout_s_(timeout_s) {
-    gpu_.init(select_device(comm, "nccl"));
+  NcclBackend(MPI_Comm comm, DataType t, double timeout_s) : GpuBackend(comm, "nccl", t, timeout_s) {
     MPI_Comm_rank(comm, &rank_);
     MPI_Comm_size(comm, &size_);
     ncclUniqueId id;
@@ -347,15 +358,6 @@ class NcclBackend final : public Backend {
     cudaStreamDestroy(stream_);
   }
   std::string_view name() const override { return "nccl"; }
-  void compute_stand_in(double seconds) override { gpu_.run(seconds, timeout_s_); }
-  MemberBuffers allocate(std::size_t bytes) override { return mem_.allocate(bytes); }
-  void release(MemberBuffers& b) override { mem_.release(b); }
-  void upload(const MemberBuffers& b, const void* src, std::size_t bytes) override {
-    if (bytes) check(cudaMemcpy(b.device, src, bytes, cudaMemcpyHostToDevice), "upload");
-  }
-  void download(const MemberBuffers& b, void* dst, std::size_t bytes) override {
-    if (bytes) check(cudaMemcpy(dst, b.device, bytes, cudaMemcpyDeviceToHost), "download");
-  }
   collective::Transport& transport(const MemberBuffers& b) override {
     transport_->bind(b);
     return *transport_;
@@ -402,13 +404,9 @@ class NcclBackend final : public Backend {
   }
 
  private:
-  DataType type_;
-  double timeout_s_;
   int rank_ = 0, size_ = 1;
   ncclComm_t comm_{};
   cudaStream_t stream_{};
-  GpuCompute gpu_;
-  DeviceBuffers mem_;
   std::unique_ptr<NcclTransport> transport_;
 };
 #endif

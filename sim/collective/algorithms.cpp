@@ -46,6 +46,17 @@ void copy_step(int me, std::uint64_t bytes, Space from, Space to, RankStep& out)
   out.recvs.push_back(t);
 }
 
+// The host data path's first and last steps: the whole buffer copied device -> host, host -> device.
+bool staging_step(std::string_view phase, int m, std::uint64_t bytes, RankStep& out) {
+  if (phase == "copy_to_host")
+    copy_step(m, bytes, Space::Device, Space::Host, out);
+  else if (phase == "copy_to_device")
+    copy_step(m, bytes, Space::Host, Space::Device, out);
+  else
+    return false;
+  return true;
+}
+
 // Phases laid out one after another; a phase is a run of identical steps.
 struct Phases {
   struct Phase {
@@ -104,8 +115,7 @@ class RingAllreduce final : public Collective {
   void rank_step(int m, int s, RankStep& out) const override {
     out.clear();
     auto [phase, i] = phases_.locate(s);
-    if (phase == "copy_to_host") return copy_step(m, bytes_, Space::Device, Space::Host, out);
-    if (phase == "copy_to_device") return copy_step(m, bytes_, Space::Host, Space::Device, out);
+    if (staging_step(phase, m, bytes_, out)) return;
     const int ring_step = phase == "reduce_scatter" ? i : (p_ - 1) + i;
     ring_allreduce_step(
         m, p_, ring_step, chunks_, space_, [](int k) { return k; }, out);
@@ -148,8 +158,7 @@ class HierarchicalAllreduce final : public Collective {
     auto [phase, i] = phases_.locate(s);
     const int node = m / local_, l = m % local_, L = local_;
     auto local_member = [&](int k) { return node * L + k; };
-    if (phase == "copy_to_host") return copy_step(m, bytes_, Space::Device, Space::Host, out);
-    if (phase == "copy_to_device") return copy_step(m, bytes_, Space::Host, Space::Device, out);
+    if (staging_step(phase, m, bytes_, out)) return;
     if (phase == "local_reduce_scatter") return ring_allreduce_step(l, L, i, local_chunks_, space_, local_member, out);
     if (phase == "local_allgather")
       return ring_allreduce_step(l, L, (L - 1) + i, local_chunks_, space_, local_member, out);

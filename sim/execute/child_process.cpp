@@ -1,18 +1,14 @@
-// SimGrid allows one engine per process: each simulation in a test runs in a forked child, which sends
-// its result back as text.
-#pragma once
+#include "execute/child_process.h"
 
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
-#include <functional>
 #include <stdexcept>
-#include <string>
 
-namespace ringsim::test {
+namespace ringsim {
 
-inline std::string in_child(const std::function<std::string()>& f) {
+std::string run_in_child(const std::function<std::string()>& f) {
   int fds[2];
   if (pipe(fds) != 0) throw std::runtime_error("pipe failed");
   std::fflush(nullptr);
@@ -25,7 +21,7 @@ inline std::string in_child(const std::function<std::string()>& f) {
     try {
       out = f();
     } catch (const std::exception& e) {
-      out = std::string("exception: ") + e.what();
+      out = e.what();
       status = 1;
     }
     std::size_t done = 0;
@@ -45,8 +41,8 @@ inline std::string in_child(const std::function<std::string()>& f) {
   close(fds[0]);
   int status = 0;
   waitpid(pid, &status, 0);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) throw std::runtime_error("child failed: " + result);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) throw std::runtime_error("child process failed: " + result);
   return result;
 }
 
-}  // namespace ringsim::test
+}  // namespace ringsim
