@@ -1,10 +1,15 @@
 // ringsim: simulate, plan and validate data-parallel training on GPU clusters.
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <iostream>
+#include <thread>
 
 #include "cli/commands.h"
 #include "load/catalog.h"
 #include "load/input_error.h"
+#include "plan/sweep.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"ringsim: simulate, plan and validate data-parallel training on GPU clusters"};
@@ -96,6 +101,22 @@ int main(int argc, char** argv) {
   calibrate->add_option("--plot", cal_opts.plot_file, "Draw measured and fitted bandwidth vs size as SVG");
   calibrate->add_option("-o,--output", cal_opts.out_file, "Write the overlay YAML here (default: standard output)");
 
+  ringsim::SweepOptions sweep_opts;
+  auto* sweep =
+      app.add_subcommand("sweep", "Predict the scenario over a grid of key values (its sweep: section, --sweep)");
+  sweep->add_option("scenario", sweep_opts.scenario, "Scenario YAML file")->required();
+  sweep->add_option("--set", sweep_opts.sets, "Override a key for every point (repeatable)");
+  sweep->add_option("--sweep", sweep_opts.axes, "An axis: KEY=V1,V2,... (repeatable; after the file's axes)");
+  sweep->add_flag("--zip", sweep_opts.zip, "Take the axes side by side instead of their Cartesian product");
+  sweep->add_option("-j,--jobs", sweep_opts.jobs, "Points run at once (default: the number of cores)")
+      ->check(CLI::Range(1, 4096));
+  sweep->add_option("--fidelity", sweep_opts.fidelity, "flow | step for every point (default: by GPU count)")
+      ->check(CLI::IsMember({"flow", "step"}));
+  sweep->add_option("--csv", sweep_opts.csv_file, "Write the points as CSV");
+  sweep->add_option("--json", sweep_opts.json_file, "Write the points as JSON");
+  sweep->add_option("--plot", sweep_opts.plot_file, "Draw images/s vs GPUs per other-axis value as SVG");
+  sweep->add_flag("--resume", sweep_opts.resume, "Keep the points already in --csv and run only the others");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -109,6 +130,16 @@ int main(int argc, char** argv) {
     if (*job) return ringsim::run_job(catalog_dir, job_opts);
     if (*validate) return ringsim::run_validate(catalog_dir, val_opts);
     if (*calibrate) return ringsim::run_calibrate(catalog_dir, cal_opts);
+    if (*sweep) {
+      sweep_opts.catalog_dir = catalog_dir;
+      if (sweep->count("--jobs") == 0)
+        sweep_opts.jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+      char self[4096] = {};
+      const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+      sweep_opts.self = n > 0 ? std::string(self, static_cast<std::size_t>(n)) : std::string(argv[0]);
+      if (sweep_opts.resume && !sweep_opts.csv_file) throw ringsim::InputError({}, "sweep: --resume needs --csv FILE");
+      return ringsim::run_sweep(sweep_opts);
+    }
   } catch (const ringsim::InputError& e) {
     std::cerr << e.what() << "\n";
     return 2;

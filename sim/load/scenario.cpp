@@ -27,8 +27,8 @@ std::string_view to_string(CommLibrary v) { return v == CommLibrary::Nccl ? "ncc
 
 namespace {
 
-const std::vector<std::string> kTopKeys = {"name",     "description",   "cluster",    "model",
-                                           "training", "communication", "calibration"};
+const std::vector<std::string> kTopKeys = {"name",          "description", "cluster", "model", "training",
+                                           "communication", "calibration", "sweep"};  // sweep: read by ringsim sweep
 const std::vector<std::string> kClusterKeys = {
     "sku", "nodes", "gpus_per_node", "fabric", "fabric_topology", "nodes_per_leaf", "oversubscription"};
 const std::vector<std::string> kModelKeys = {"name", "batch_per_gpu", "images_per_sec_single_gpu"};

@@ -1,0 +1,409 @@
+#include "plan/sweep.h"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "load/catalog.h"
+#include "load/scenario.h"
+#include "load/units.h"
+#include "load/yaml_reader.h"
+#include "report/output_file.h"
+#include "report/svg_chart.h"
+
+extern char** environ;
+
+namespace ringsim {
+
+namespace {
+
+std::string scalar_text(const YamlField& f) {
+  if (!f.is_scalar()) f.fail("expected a value (number, size, name)");
+  return f.node().Scalar();
+}
+
+std::vector<std::string> range_values(const YamlField& f) {
+  f.require_map({"from", "to", "step", "factor"});
+  const double from = f.get("from").number(-1e18, 1e18), to = f.get("to").number(-1e18, 1e18);
+  const bool has_step = f.has("step"), has_factor = f.has("factor");
+  if (has_step == has_factor) f.fail("a range needs exactly one of step or factor, e.g. {from: 1, to: 32, factor: 2}");
+  std::vector<std::string> v;
+  if (has_step) {
+    const double step = f.get("step").positive_number();
+    for (double x = from; x <= to * (1 + 1e-12) && v.size() <= 100000; x += step) v.push_back(format_number(x));
+  } else {
+    const double factor = f.get("factor").number(1.000001, 1e9);
+    if (from <= 0) f.get("from").fail("a geometric range needs from > 0");
+    for (double x = from; x <= to * (1 + 1e-12) && v.size() <= 100000; x *= factor) v.push_back(format_number(x));
+  }
+  if (v.empty()) f.fail("the range is empty (from > to)");
+  return v;
+}
+
+void check_key(const std::string& key, const SourceLocation& where) {
+  const auto& keys = scenario_keys();
+  if (std::find(keys.begin(), keys.end(), key) == keys.end() || key == "sweep")
+    throw InputError(where, "sweep: unknown key '" + key + "'" + suggestion_suffix(key, keys));
+}
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string o = "\"";
+  for (char c : s) o += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return o + "\"";
+}
+
+std::string fmt(double v) {
+  char b[64];
+  std::snprintf(b, sizeof b, "%.9g", v);
+  return b;
+}
+
+const std::vector<std::string> kResultColumns = {"gpus",
+                                                 "nodes",
+                                                 "fidelity",
+                                                 "iteration_time_s",
+                                                 "images_per_sec",
+                                                 "images_per_sec_per_gpu",
+                                                 "scaling_efficiency",
+                                                 "communication_time_s",
+                                                 "exposed_communication_s",
+                                                 "epoch_time_s",
+                                                 "time_to_train_s",
+                                                 "bottleneck_link",
+                                                 "bottleneck_utilisation"};
+
+std::vector<std::string> result_row(const nlohmann::json& j) {
+  return {std::to_string(j["gpus"].get<int>()),
+          std::to_string(j["nodes"].get<int>()),
+          j["fidelity"].get<std::string>(),
+          fmt(j["iteration_time_s"]),
+          fmt(j["images_per_sec"]),
+          fmt(j["images_per_sec_per_gpu"]),
+          fmt(j["scaling_efficiency"]),
+          fmt(j["communication_time_s"]),
+          fmt(j["exposed_communication_s"]),
+          fmt(j["epoch_time_s"]),
+          fmt(j["time_to_train_s"]),
+          j["bottleneck"]["link"].get<std::string>(),
+          fmt(j["bottleneck"]["utilisation"])};
+}
+
+// Splits one CSV line (fields as csv_field writes them).
+std::vector<std::string> split_csv(const std::string& line) {
+  std::vector<std::string> out;
+  std::string cur;
+  bool quoted = false;
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+        cur += '"';
+        ++i;
+      } else if (c == '"') {
+        quoted = false;
+      } else {
+        cur += c;
+      }
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == ',') {
+      out.push_back(cur);
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  out.push_back(cur);
+  return out;
+}
+
+}  // namespace
+
+std::vector<SweepAxis> read_sweep_axes(const std::string& scenario_file, const std::vector<std::string>& cli_axes) {
+  std::vector<SweepAxis> axes;
+  auto doc = std::make_shared<YamlDocument>(YamlDocument::load_file(scenario_file));
+  YamlField root = YamlField::root(doc);
+  if (root.is_map()) {
+    if (auto sw = root.find("sweep")) {
+      if (!sw->is_map()) sw->fail("expected a mapping of scenario keys to value lists, e.g. cluster.nodes: [1, 2, 4]");
+      sw->require_map();
+      for (auto& [key, f] : sw->entries()) {
+        SweepAxis a;
+        a.key = key;
+        a.where = f.location();
+        check_key(key, a.where);
+        if (f.is_sequence()) {
+          for (auto& v : f.items()) a.values.push_back(scalar_text(v));
+          if (a.values.empty()) f.fail("the list of values is empty");
+        } else if (f.is_map()) {
+          a.values = range_values(f);
+        } else {
+          f.fail("expected a list of values or a range {from, to, step|factor}");
+        }
+        axes.push_back(std::move(a));
+      }
+    }
+  }
+  for (const auto& arg : cli_axes) {
+    SourceLocation where{"", 0, 0, "--sweep " + arg};
+    const auto eq = arg.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw InputError(where, "expected KEY=V1,V2,... e.g. --sweep cluster.nodes=1,2,4");
+    SweepAxis a;
+    a.key = arg.substr(0, eq);
+    a.where = where;
+    check_key(a.key, where);
+    std::stringstream vals(arg.substr(eq + 1));
+    for (std::string v; std::getline(vals, v, ',');) {
+      if (v.empty()) throw InputError(where, a.key + ": an empty value in the list");
+      a.values.push_back(v);
+    }
+    if (a.values.empty()) throw InputError(where, a.key + ": the list of values is empty");
+    axes.push_back(std::move(a));
+  }
+  std::set<std::string> seen;
+  for (const auto& a : axes)
+    if (!seen.insert(a.key).second) throw InputError(a.where, "sweep: axis '" + a.key + "' is given twice");
+  return axes;
+}
+
+std::vector<SweepPoint> expand_sweep(const std::vector<SweepAxis>& axes, bool zip) {
+  std::vector<SweepPoint> pts;
+  if (axes.empty()) return {{0, {}}};
+  if (zip) {
+    for (const auto& a : axes)
+      if (a.values.size() != axes[0].values.size())
+        throw InputError(a.where, "--zip: axis '" + a.key + "' has " + std::to_string(a.values.size()) +
+                                      " values, axis '" + axes[0].key + "' has " +
+                                      std::to_string(axes[0].values.size()));
+    for (std::size_t i = 0; i < axes[0].values.size(); ++i) {
+      SweepPoint p{static_cast<int>(i), {}};
+      for (const auto& a : axes) p.values.push_back(a.values[i]);
+      pts.push_back(p);
+    }
+    return pts;
+  }
+  std::vector<std::size_t> idx(axes.size(), 0);
+  for (int n = 0;; ++n) {
+    SweepPoint p{n, {}};
+    for (std::size_t k = 0; k < axes.size(); ++k) p.values.push_back(axes[k].values[idx[k]]);
+    pts.push_back(p);
+    std::size_t k = axes.size();
+    while (k > 0) {  // the last axis varies fastest
+      --k;
+      if (++idx[k] < axes[k].values.size()) break;
+      idx[k] = 0;
+      if (k == 0) return pts;
+    }
+  }
+}
+
+int run_sweep(const SweepOptions& o) {
+  const Catalog catalog = Catalog::load(o.catalog_dir);
+  const std::vector<SweepAxis> axes = read_sweep_axes(o.scenario, o.axes);
+  const std::vector<SweepPoint> points = expand_sweep(axes, o.zip);
+
+  // Every point must be a valid scenario before anything runs.
+  auto point_sets = [&](const SweepPoint& p) {
+    std::vector<std::string> sets = o.sets;
+    for (std::size_t k = 0; k < axes.size(); ++k) sets.push_back(axes[k].key + "=" + p.values[k]);
+    return sets;
+  };
+  for (const auto& p : points) {
+    std::vector<Override> ov;
+    for (const auto& s : point_sets(p)) ov.push_back(parse_override(s));
+    try {
+      load_scenario(o.scenario, catalog, ov);
+    } catch (const InputError& e) {
+      std::string at;
+      for (std::size_t k = 0; k < axes.size(); ++k) at += (k ? ", " : "") + axes[k].key + "=" + p.values[k];
+      throw InputError({}, "sweep point " + std::to_string(p.index) + " (" + at + "): " + e.what());
+    }
+  }
+
+  // Header and, with --resume, the rows already computed.
+  std::vector<std::string> header = {"point"};
+  for (const auto& a : axes) header.push_back(a.key);
+  header.insert(header.end(), kResultColumns.begin(), kResultColumns.end());
+  std::map<int, std::vector<std::string>> rows;
+  std::map<int, nlohmann::json> results;
+  if (o.resume && o.csv_file && std::filesystem::exists(*o.csv_file)) {
+    std::ifstream in(*o.csv_file);
+    std::string line;
+    std::getline(in, line);
+    if (split_csv(line) != header)
+      throw InputError({*o.csv_file, 1, 1, ""}, "--resume: the file's columns are not this sweep's");
+    int line_no = 1;
+    while (std::getline(in, line)) {
+      ++line_no;
+      auto f = split_csv(line);
+      if (f.size() != header.size())
+        throw InputError({*o.csv_file, line_no, 1, ""}, "--resume: a row with the wrong number of fields");
+      const int idx = std::stoi(f[0]);
+      if (idx < 0 || idx >= static_cast<int>(points.size()) ||
+          !std::equal(points[idx].values.begin(), points[idx].values.end(), f.begin() + 1))
+        throw InputError({*o.csv_file, line_no, 1, ""}, "--resume: row for a point this sweep does not have");
+      rows[idx] = f;
+    }
+  }
+
+  // Run the missing points, `jobs` at a time, as `ringsim predict` children.
+  const std::filesystem::path tmp =
+      std::filesystem::temp_directory_path() / ("ringsim_sweep_" + std::to_string(getpid()));
+  std::filesystem::create_directories(tmp);
+  struct Running {
+    int point;
+  };
+  std::map<pid_t, Running> running;
+  std::vector<int> todo;
+  for (const auto& p : points)
+    if (!rows.count(p.index)) todo.push_back(p.index);
+  const bool tty = isatty(STDERR_FILENO);
+  const auto t0 = std::chrono::steady_clock::now();
+  std::size_t next = 0, done = 0;
+  std::string failure;
+  auto spawn = [&](int idx) {
+    std::vector<std::string> args = {o.self, "--catalog", o.catalog_dir, "predict", o.scenario};
+    for (const auto& s : point_sets(points[idx])) {
+      args.push_back("--set");
+      args.push_back(s);
+    }
+    if (o.fidelity) {
+      args.push_back("--fidelity");
+      args.push_back(*o.fidelity);
+    }
+    args.push_back("--json");
+    args.push_back((tmp / (std::to_string(idx) + ".json")).string());
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+    const std::string err = (tmp / (std::to_string(idx) + ".err")).string();
+    posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    pid_t pid = 0;
+    const int rc = posix_spawn(&pid, o.self.c_str(), &fa, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc != 0) throw std::runtime_error("cannot start " + o.self);
+    running[pid] = {idx};
+  };
+  while ((next < todo.size() || !running.empty()) && failure.empty()) {
+    while (next < todo.size() && static_cast<int>(running.size()) < std::max(1, o.jobs)) spawn(todo[next++]);
+    int status = 0;
+    const pid_t pid = waitpid(-1, &status, 0);
+    if (pid < 0) break;
+    auto it = running.find(pid);
+    if (it == running.end()) continue;
+    const int idx = it->second.point;
+    running.erase(it);
+    const auto json_path = tmp / (std::to_string(idx) + ".json");
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || !std::filesystem::exists(json_path)) {
+      std::ifstream e(tmp / (std::to_string(idx) + ".err"));
+      failure = "sweep point " + std::to_string(idx) +
+                " failed: " + std::string((std::istreambuf_iterator<char>(e)), std::istreambuf_iterator<char>());
+      break;
+    }
+    std::ifstream in(json_path);
+    const auto j = nlohmann::json::parse(in);
+    std::vector<std::string> row = {std::to_string(idx)};
+    row.insert(row.end(), points[idx].values.begin(), points[idx].values.end());
+    for (auto& f : result_row(j)) row.push_back(f);
+    rows[idx] = row;
+    results[idx] = j;
+    ++done;
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double eta = done ? elapsed / done * (todo.size() - done) : 0;
+    if (tty)
+      std::fprintf(stderr, "\rringsim sweep: %zu/%zu points, ETA %s   ", done, todo.size(), format_time(eta).c_str());
+    else
+      std::fprintf(stderr, "ringsim sweep: point %d done (%zu/%zu)\n", idx, done, todo.size());
+  }
+  for (auto& [pid, r] : running) kill(pid, SIGTERM);
+  for (auto& [pid, r] : running) waitpid(pid, nullptr, 0);
+  std::filesystem::remove_all(tmp);
+  if (tty && !todo.empty()) std::fprintf(stderr, "\n");
+  if (!failure.empty()) throw std::runtime_error(failure);
+
+  // Outputs, in point order.
+  std::ostringstream csv;
+  for (std::size_t i = 0; i < header.size(); ++i) csv << (i ? "," : "") << csv_field(header[i]);
+  csv << "\n";
+  for (const auto& [idx, row] : rows) {
+    for (std::size_t i = 0; i < row.size(); ++i) csv << (i ? "," : "") << csv_field(row[i]);
+    csv << "\n";
+  }
+  if (o.csv_file) write_file_atomically(*o.csv_file, csv.str());
+  if (o.json_file) {
+    nlohmann::ordered_json j = {{"schema", "ringsim.sweep/1"}, {"scenario", o.scenario}, {"zip", o.zip}};
+    nlohmann::ordered_json ax = nlohmann::ordered_json::array();
+    for (const auto& a : axes) ax.push_back({{"key", a.key}, {"values", a.values}});
+    j["axes"] = ax;
+    nlohmann::ordered_json pts = nlohmann::ordered_json::array();
+    for (const auto& [idx, row] : rows) {
+      nlohmann::ordered_json pt = {{"point", idx}};
+      nlohmann::ordered_json vals;
+      for (std::size_t k = 0; k < axes.size(); ++k) vals[axes[k].key] = row[1 + k];
+      pt["values"] = vals;
+      nlohmann::ordered_json res;
+      for (std::size_t c = 0; c < kResultColumns.size(); ++c) res[kResultColumns[c]] = row[1 + axes.size() + c];
+      pt["result"] = res;
+      pts.push_back(pt);
+    }
+    j["points"] = pts;
+    write_file_atomically(*o.json_file, j.dump(2) + "\n");
+  }
+  if (o.plot_file) {
+    // Scaling curves: images/s vs GPUs, one line per value of the axes that do not set the GPU count.
+    Chart chart;
+    chart.title = "ringsim sweep: " + o.scenario;
+    chart.x_label = "GPUs";
+    chart.y_label = "images/s (dashed grey: ideal from the single-GPU rate)";
+    chart.log_x = true;
+    std::map<std::string, ChartSeries> series;
+    std::vector<std::string> order;
+    const std::size_t gpus_col = 1 + axes.size(), ips_col = gpus_col + 4, eff_col = gpus_col + 6;
+    double ideal_rate = 0, max_gpus = 0;
+    for (const auto& [idx, row] : rows) {
+      std::string name;
+      for (std::size_t k = 0; k < axes.size(); ++k)
+        if (axes[k].key != "cluster.nodes" && axes[k].key != "cluster.gpus_per_node")
+          name += (name.empty() ? "" : ", ") + axes[k].key + "=" + row[1 + k];
+      if (name.empty()) name = "predicted";
+      if (!series.count(name)) {
+        order.push_back(name);
+        series[name] = {name, {}, false, static_cast<int>(order.size() - 1)};
+      }
+      const double g = std::stod(row[gpus_col]), ips = std::stod(row[ips_col]), eff = std::stod(row[eff_col]);
+      series[name].points.push_back({g, ips});
+      if (eff > 0) ideal_rate = std::max(ideal_rate, ips / g / eff);
+      max_gpus = std::max(max_gpus, g);
+    }
+    for (const auto& n : order) {
+      auto s = series[n];
+      std::stable_sort(s.points.begin(), s.points.end());
+      chart.series.push_back(s);
+    }
+    if (ideal_rate > 0)
+      chart.series.push_back({"ideal", {{1, ideal_rate}, {max_gpus, ideal_rate * max_gpus}}, false, 7});
+    write_file_atomically(*o.plot_file, render_svg(chart));
+  }
+  if (!o.csv_file && !o.json_file) std::cout << csv.str();
+  return 0;
+}
+
+}  // namespace ringsim

@@ -1,0 +1,123 @@
+// ringsim sweep as a user runs it: point order and determinism across job counts, resume, the sweep
+// section of a scenario, and bad sweep specs refused with their location.
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "plan/sweep.h"
+#include "test_support.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Run {
+  int status = 0;
+  std::string output;
+};
+
+Run run_ringsim(const std::string& args) {
+  const std::string cmd =
+      std::string(RINGSIM_TEST_BINARY) + " --catalog " + RINGSIM_TEST_CATALOG + " " + args + " 2>&1";
+  Run r;
+  FILE* p = popen(cmd.c_str(), "r");
+  char buf[4096];
+  std::size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
+  const int st = pclose(p);
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+  return r;
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+const std::string kScenario = std::string(RINGSIM_TEST_SCENARIOS) + "/landolakes_cifar10_2x_nc24rs_v3.yaml";
+
+}  // namespace
+
+TEST_CASE("sweep: Cartesian product in axis order, first axis slowest; zip side by side", "[sweep]") {
+  const std::vector<ringsim::SweepAxis> axes = {{"cluster.nodes", {"1", "2"}, {}},
+                                                {"communication.strategy", {"ring", "hierarchical", "ring"}, {}}};
+  const auto pts = ringsim::expand_sweep(axes, false);
+  REQUIRE(pts.size() == 6);
+  CHECK(pts[1].values == std::vector<std::string>{"1", "hierarchical"});
+  CHECK(pts[3].values == std::vector<std::string>{"2", "ring"});
+  CHECK(pts[5].index == 5);
+  const std::vector<ringsim::SweepAxis> two = {{"cluster.nodes", {"1", "2"}, {}},
+                                               {"model.batch_per_gpu", {"32", "64"}, {}}};
+  const auto z = ringsim::expand_sweep(two, true);
+  REQUIRE(z.size() == 2);
+  CHECK(z[1].values == std::vector<std::string>{"2", "64"});
+  CHECK_THROWS_AS(ringsim::expand_sweep(axes, true), ringsim::InputError);  // 2 vs 3 values
+}
+
+TEST_CASE("sweep: the same CSV with one job and with two", "[sweep]") {
+  const fs::path dir = fs::temp_directory_path() / ("ringsim_sweep_t" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string axes = " --sweep cluster.nodes=1,2 --sweep communication.fusion_threshold=0,1MiB,64MiB";
+  REQUIRE(run_ringsim("sweep " + kScenario + axes + " -j1 --csv " + (dir / "a.csv").string()).status == 0);
+  REQUIRE(run_ringsim("sweep " + kScenario + axes + " -j2 --csv " + (dir / "b.csv").string() + " --json " +
+                      (dir / "b.json").string() + " --plot " + (dir / "b.svg").string())
+              .status == 0);
+  const std::string a = slurp(dir / "a.csv");
+  CHECK(a == slurp(dir / "b.csv"));
+  CHECK(std::count(a.begin(), a.end(), '\n') == 7);  // header + 6 points
+  CHECK_THAT(a, Catch::StartsWith("point,cluster.nodes,communication.fusion_threshold,gpus,nodes,fidelity,"));
+  CHECK_THAT(slurp(dir / "b.json"), Catch::Contains("\"schema\": \"ringsim.sweep/1\""));
+  CHECK_THAT(slurp(dir / "b.svg"), Catch::Contains("<polyline"));
+
+  // Resume: keep the header and two rows, run again: only the four others run, same file at the end.
+  std::istringstream in(a);
+  std::string line, partial;
+  for (int i = 0; i < 3 && std::getline(in, line); ++i) partial += line + "\n";
+  std::ofstream(dir / "c.csv") << partial;
+  const Run resumed = run_ringsim("sweep " + kScenario + axes + " -j2 --resume --csv " + (dir / "c.csv").string());
+  CHECK(resumed.status == 0);
+  CHECK_THAT(resumed.output, Catch::Contains("(4/4)"));
+  CHECK(slurp(dir / "c.csv") == a);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("sweep: a scenario's sweep section with lists and ranges", "[sweep]") {
+  const auto axes =
+      ringsim::read_sweep_axes(std::string(RINGSIM_TEST_SCENARIOS) + "/resnet50_scaling_sweep_nc24rs_v3.yaml", {});
+  REQUIRE(axes.size() == 3);
+  CHECK(axes[0].values == std::vector<std::string>{"1", "2", "4", "8", "16", "32"});
+  CHECK(axes[2].values == std::vector<std::string>{"0 B", "16 MiB", "64 MiB"});
+  CHECK(ringsim::expand_sweep(axes, false).size() == 36);
+}
+
+TEST_CASE("sweep: bad sweep specs are refused with file, line and column", "[sweep]") {
+  const fs::path f = fs::temp_directory_path() / ("ringsim_bad_sweep_" + std::to_string(::getpid()) + ".yaml");
+  const std::string base = slurp(kScenario);
+  auto with_sweep = [&](const std::string& section) {
+    std::ofstream(f) << base << section;
+    return run_ringsim("sweep " + f.string() + " -j1");
+  };
+  const Run unknown = with_sweep("sweep:\n  cluster.node: [1, 2]\n");
+  CHECK(unknown.status == 2);
+  const auto key_line = std::count(base.begin(), base.end(), '\n') + 2;  // "  cluster.node: ..." below "sweep:"
+  CHECK_THAT(unknown.output, Catch::Contains(f.string() + ":" + std::to_string(key_line) + ":17: error:"));
+  CHECK_THAT(unknown.output, Catch::Contains("unknown key 'cluster.node'; did you mean cluster.nodes"));
+  const Run empty = with_sweep("sweep:\n  cluster.nodes: []\n");
+  CHECK(empty.status == 2);
+  CHECK_THAT(empty.output, Catch::Contains("the list of values is empty"));
+  const Run range = with_sweep("sweep:\n  cluster.nodes: {from: one, to: 8, step: 1}\n");
+  CHECK(range.status == 2);
+  CHECK_THAT(range.output, Catch::Contains("sweep.cluster.nodes.from"));
+  const Run bad_value = with_sweep("sweep:\n  cluster.nodes: [1, 0]\n");
+  CHECK(bad_value.status == 2);
+  CHECK_THAT(bad_value.output, Catch::Contains("sweep point 1 (cluster.nodes=0)"));
+  const Run cli = run_ringsim("sweep " + kScenario + " --sweep cluster.nodes");
+  CHECK(cli.status == 2);
+  CHECK_THAT(cli.output, Catch::Contains("--sweep cluster.nodes: error: expected KEY=V1,V2"));
+  fs::remove(f);
+}
