@@ -209,3 +209,24 @@ TEST_CASE("real + calibrate: ping-pong data from ringsim-real fits into an overl
   std::remove(data.c_str());
   std::remove(overlay.c_str());
 }
+
+TEST_CASE("real: mpirun -n 3 ringsim sweep gives the same file as a local sweep", "[real]") {
+  const std::string dir = "/tmp/ringsim_dsweep_" + std::to_string(getpid());
+  std::filesystem::create_directories(dir);
+  const std::string axes = kScenarios +
+                           "/landolakes_cifar10_2x_nc24rs_v3.yaml --sweep cluster.nodes=1,2 "
+                           "--sweep communication.fusion_threshold=0,1MiB,64MiB -j1 --csv ";
+  const std::string local =
+      std::string(RINGSIM_TEST_BINARY) + kCatalog + " sweep " + axes + dir + "/local.csv 2>/dev/null";
+  REQUIRE(std::system(local.c_str()) == 0);
+  const Result dist = run("-n 3 " + std::string(RINGSIM_TEST_BINARY) + kCatalog + " sweep " + axes + dir + "/dist.csv");
+  CAPTURE(dist.output);
+  CHECK(dist.status == 0);
+  std::ifstream a(dir + "/local.csv"), b(dir + "/dist.csv");
+  const std::string sa((std::istreambuf_iterator<char>(a)), std::istreambuf_iterator<char>());
+  const std::string sb((std::istreambuf_iterator<char>(b)), std::istreambuf_iterator<char>());
+  CHECK(!sa.empty());
+  CHECK(sa == sb);
+  CHECK(!std::filesystem::exists(dir + "/dist.csv.part1"));  // parts gathered and removed
+  std::filesystem::remove_all(dir);
+}

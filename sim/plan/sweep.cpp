@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -129,6 +130,17 @@ std::vector<std::string> split_csv(const std::string& line) {
   }
   out.push_back(cur);
   return out;
+}
+
+// This process's place when an MPI launcher (Open MPI, MPICH/PMI, Slurm) started several copies.
+std::pair<int, int> launcher_rank() {
+  for (auto [r, n] : {std::pair{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"}, std::pair{"PMI_RANK", "PMI_SIZE"},
+                      std::pair{"SLURM_PROCID", "SLURM_NTASKS"}}) {
+    const char* rank = std::getenv(r);
+    const char* size = std::getenv(n);
+    if (rank && size && std::atoi(size) > 1) return {std::atoi(rank), std::atoi(size)};
+  }
+  return {0, 1};
 }
 
 }  // namespace
@@ -269,9 +281,15 @@ int run_sweep(const SweepOptions& o) {
     int point;
   };
   std::map<pid_t, Running> running;
+  // Under an MPI launcher every copy runs every size-th point; rank 0 gathers the others' rows through
+  // part files next to its output (a shared file system, as on any cluster) and writes the outputs.
+  const auto [rank, size] = launcher_rank();
+  if (size > 1 && !o.csv_file && !o.json_file)
+    throw InputError({}, "sweep: under an MPI launcher give --csv or --json (rank 0 gathers the points there)");
+  const std::string part_base = o.csv_file ? *o.csv_file : *o.json_file;
   std::vector<int> todo;
   for (const auto& p : points)
-    if (!rows.count(p.index)) todo.push_back(p.index);
+    if (!rows.count(p.index) && p.index % size == rank) todo.push_back(p.index);
   const bool tty = isatty(STDERR_FILENO);
   const auto t0 = std::chrono::steady_clock::now();
   std::size_t next = 0, done = 0;
@@ -338,6 +356,35 @@ int run_sweep(const SweepOptions& o) {
   std::filesystem::remove_all(tmp);
   if (tty && !todo.empty()) std::fprintf(stderr, "\n");
   if (!failure.empty()) throw std::runtime_error(failure);
+
+  if (size > 1) {
+    auto part = [&](int r) { return part_base + ".part" + std::to_string(r); };
+    if (rank != 0) {
+      std::ostringstream mine;
+      for (int idx : todo) {
+        const auto& row = rows[idx];
+        for (std::size_t i = 0; i < row.size(); ++i) mine << (i ? "," : "") << csv_field(row[i]);
+        mine << "\n";
+      }
+      write_file_atomically(part(rank), mine.str());
+      return 0;
+    }
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::hours(24);
+    for (int r = 1; r < size; ++r) {
+      while (!std::filesystem::exists(part(r))) {
+        if (std::chrono::steady_clock::now() > deadline)
+          throw std::runtime_error("sweep: rank " + std::to_string(r) + " wrote no results (" + part(r) + ")");
+        usleep(100000);
+      }
+      std::ifstream in(part(r));
+      for (std::string line; std::getline(in, line);) {
+        auto f = split_csv(line);
+        rows[std::stoi(f[0])] = f;
+      }
+      in.close();
+      std::filesystem::remove(part(r));
+    }
+  }
 
   // Outputs, in point order.
   std::ostringstream csv;
