@@ -254,3 +254,23 @@ TEST_CASE("fusion planner: packs in ready order up to the threshold; 0 disables 
   for (int i = 4; i >= 0; --i) unfused.announce(i, 1);
   REQUIRE(unfused.negotiate(2).size() == 5);
 }
+
+TEST_CASE("ring and hierarchical allreduce follow a given ring order", "[collective]") {
+  const std::vector<int> order = {0, 1, 2, 3, 7, 5, 6, 4};  // the DGX-1 NVLink ring
+  auto ring = make_ring_allreduce(8, 4 * 53, 4, Space::Device, order);
+  require_matching_messages(*ring);
+  require_allreduce(*ring, 53, Space::Device);
+  RankStep st;
+  ring->rank_step(3, 0, st);
+  REQUIRE(st.sends[0].dst == 7);
+  REQUIRE(st.recvs[0].src == 2);
+  ring->rank_step(4, 0, st);
+  REQUIRE(st.sends[0].dst == 0);
+  auto hier = make_hierarchical_allreduce(2, 4, 4 * 37, 4, Space::Device, {0, 2, 3, 1});
+  require_matching_messages(*hier);
+  require_allreduce(*hier, 37, Space::Device);
+  hier->rank_step(5, 0, st);  // node 1, local 1: position 3, sends to position 0 = local 0
+  REQUIRE(st.sends[0].dst == 4);
+  REQUIRE_THROWS(make_ring_allreduce(3, 12, 4, Space::Device, {0, 0, 1}));
+  REQUIRE_THROWS(make_hierarchical_allreduce(1, 3, 12, 4, Space::Device, {1, 0, 2}));
+}

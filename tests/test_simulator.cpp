@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "collective/collective.h"
@@ -311,4 +312,31 @@ TEST_CASE("validate --published: a case whose error grows past the recorded one 
   CHECK(slurp(out).find("regression: vgg16 b32 x8 / images_per_sec") != std::string::npos);
   std::remove(strict.c_str());
   std::remove(out.c_str());
+}
+
+TEST_CASE("rings follow NVLink inside a DGX-1 and stay on PCIe where nothing faster exists", "[sim]") {
+  const std::string file = "/tmp/ringsim_links_" + std::to_string(::getpid()) + ".csv";
+  auto kinds = [&](const std::string& sku) {
+    const std::string cmd = std::string(RINGSIM_TEST_BINARY) + " --catalog " + RINGSIM_TEST_CATALOG + " predict " +
+                            RINGSIM_TEST_SCENARIOS + "/resnet50_imagenet_8x_nc24rs_v3.yaml --set cluster.nodes=1 " +
+                            "--set cluster.sku=" + sku + " --links " + file + " > /dev/null";
+    REQUIRE(std::system(cmd.c_str()) == 0);
+    std::set<std::string> k;
+    std::istringstream in(slurp(file));
+    std::string line;
+    std::getline(in, line);
+    while (std::getline(in, line)) {
+      std::istringstream f(line);
+      std::string name, cls, kind;
+      std::getline(f, name, ',');
+      std::getline(f, cls, ',');
+      std::getline(f, kind, ',');
+      k.insert(kind);
+    }
+    std::remove(file.c_str());
+    return k;
+  };
+  CHECK(kinds("DGX-1-P100") == std::set<std::string>{"nvlink"});
+  CHECK(kinds("ND40rs_v2") == std::set<std::string>{"nvlink"});
+  CHECK(kinds("NC24rs_v3") == std::set<std::string>{"pcie", "socket"});
 }

@@ -95,8 +95,22 @@ enum class RingPart { Allreduce, ReduceScatter, Allgather };
 
 class RingAllreduce final : public Collective {
  public:
-  RingAllreduce(int p, std::uint64_t bytes, int element_bytes, Space space, RingPart part)
-      : Collective(bytes), p_(p), space_(space), part_(part), chunks_(bytes, p, element_bytes) {
+  RingAllreduce(int p, std::uint64_t bytes, int element_bytes, Space space, RingPart part, std::vector<int> order = {})
+      : Collective(bytes),
+        p_(p),
+        space_(space),
+        part_(part),
+        chunks_(bytes, p, element_bytes),
+        order_(std::move(order)) {
+    if (order_.empty())
+      for (int i = 0; i < p; ++i) order_.push_back(i);
+    if (static_cast<int>(order_.size()) != p) throw std::invalid_argument("ring order: one position per member");
+    pos_.assign(p, -1);
+    for (int i = 0; i < p; ++i) {
+      if (order_[i] < 0 || order_[i] >= p || pos_[order_[i]] >= 0)
+        throw std::invalid_argument("ring order: not a permutation of the members");
+      pos_[order_[i]] = i;
+    }
     const bool staged = space == Space::Host && p > 1;
     if (staged) phases_.add("copy_to_host", 1);
     if (part != RingPart::Allgather) phases_.add("reduce_scatter", p - 1);
@@ -118,7 +132,7 @@ class RingAllreduce final : public Collective {
     if (staging_step(phase, m, bytes_, out)) return;
     const int ring_step = phase == "reduce_scatter" ? i : (p_ - 1) + i;
     ring_allreduce_step(
-        m, p_, ring_step, chunks_, space_, [](int k) { return k; }, out);
+        pos_[m], p_, ring_step, chunks_, space_, [this](int k) { return order_[k]; }, out);
   }
 
  private:
@@ -126,18 +140,31 @@ class RingAllreduce final : public Collective {
   Space space_;
   RingPart part_;
   Chunking chunks_;
+  std::vector<int> order_, pos_;  // ring position -> member, member -> ring position
   Phases phases_;
 };
 
 class HierarchicalAllreduce final : public Collective {
  public:
-  HierarchicalAllreduce(int nodes, int local, std::uint64_t bytes, int element_bytes, Space space)
+  HierarchicalAllreduce(int nodes, int local, std::uint64_t bytes, int element_bytes, Space space,
+                        std::vector<int> local_order)
       : Collective(bytes),
         nodes_(nodes),
         local_(local),
         space_(space),
         local_chunks_(bytes, local, element_bytes),
-        node_chunks_(bytes, nodes, element_bytes) {
+        node_chunks_(bytes, nodes, element_bytes),
+        lorder_(std::move(local_order)) {
+    if (lorder_.empty())
+      for (int i = 0; i < local; ++i) lorder_.push_back(i);
+    lpos_.assign(local, -1);
+    if (static_cast<int>(lorder_.size()) != local || lorder_[0] != 0)
+      throw std::invalid_argument("local ring order: one position per local member, starting with 0");
+    for (int i = 0; i < local; ++i) {
+      if (lorder_[i] < 0 || lorder_[i] >= local || lpos_[lorder_[i]] >= 0)
+        throw std::invalid_argument("local ring order: not a permutation");
+      lpos_[lorder_[i]] = i;
+    }
     const bool staged = space == Space::Host && nodes * local > 1;
     if (staged) phases_.add("copy_to_host", 1);
     phases_.add("local_reduce_scatter", local - 1);
@@ -156,8 +183,9 @@ class HierarchicalAllreduce final : public Collective {
   void rank_step(int m, int s, RankStep& out) const override {
     out.clear();
     auto [phase, i] = phases_.locate(s);
-    const int node = m / local_, l = m % local_, L = local_;
-    auto local_member = [&](int k) { return node * L + k; };
+    const int node = m / local_, L = local_;
+    const int l = lpos_[m % local_];  // position in the node's ring
+    auto local_member = [&](int k) { return node * L + lorder_[k]; };
     if (staging_step(phase, m, bytes_, out)) return;
     if (phase == "local_reduce_scatter") return ring_allreduce_step(l, L, i, local_chunks_, space_, local_member, out);
     if (phase == "local_allgather")
@@ -190,6 +218,7 @@ class HierarchicalAllreduce final : public Collective {
   int nodes_, local_;
   Space space_;
   Chunking local_chunks_, node_chunks_;
+  std::vector<int> lorder_, lpos_;  // ring position -> local index, local index -> ring position
   Phases phases_;
 };
 
@@ -239,9 +268,10 @@ class ParameterServerExchange final : public Collective {
 
 }  // namespace
 
-std::unique_ptr<Collective> make_ring_allreduce(int members, std::uint64_t bytes, int element_bytes, Space space) {
+std::unique_ptr<Collective> make_ring_allreduce(int members, std::uint64_t bytes, int element_bytes, Space space,
+                                                const std::vector<int>& order) {
   if (members < 1) throw std::invalid_argument("ring allreduce needs at least one member");
-  return std::make_unique<RingAllreduce>(members, bytes, element_bytes, space, RingPart::Allreduce);
+  return std::make_unique<RingAllreduce>(members, bytes, element_bytes, space, RingPart::Allreduce, order);
 }
 
 std::unique_ptr<Collective> make_ring_reduce_scatter(int members, std::uint64_t bytes, int element_bytes) {
@@ -255,9 +285,9 @@ std::unique_ptr<Collective> make_ring_allgather(int members, std::uint64_t bytes
 }
 
 std::unique_ptr<Collective> make_hierarchical_allreduce(int nodes, int local, std::uint64_t bytes, int element_bytes,
-                                                        Space space) {
+                                                        Space space, const std::vector<int>& local_order) {
   if (nodes < 1 || local < 1) throw std::invalid_argument("hierarchical allreduce needs nodes, local >= 1");
-  return std::make_unique<HierarchicalAllreduce>(nodes, local, bytes, element_bytes, space);
+  return std::make_unique<HierarchicalAllreduce>(nodes, local, bytes, element_bytes, space, local_order);
 }
 
 std::unique_ptr<Collective> make_parameter_server_exchange(int workers, const std::vector<std::uint64_t>& shard_bytes,

@@ -77,7 +77,10 @@ struct Chunking {
 // Ring allreduce over `members` GPUs: reduce-scatter then allgather, 2(p-1) steps of ~S/p to the right
 // neighbour (member + 1 mod p). With a host data path every member first copies its buffer to host memory
 // and back at the end, and the ring runs between host buffers.
-std::unique_ptr<Collective> make_ring_allreduce(int members, std::uint64_t bytes, int element_bytes, Space data_space);
+// `order` (optional) is the ring: position i is member order[i], its right neighbour order[i + 1]; empty
+// means members in index order. NCCL likewise builds its rings along the fastest links.
+std::unique_ptr<Collective> make_ring_allreduce(int members, std::uint64_t bytes, int element_bytes, Space data_space,
+                                                const std::vector<int>& order = {});
 
 // The two halves of the ring on their own. After the reduce-scatter member m holds the reduced chunk
 // ring_chunk_owned(m, p); the allgather expects each member to hold that chunk and gives everyone all.
@@ -88,8 +91,10 @@ inline int ring_chunk_owned(int member, int members) { return (member + 1) % mem
 // Hierarchical allreduce over `nodes` x `local` members (node-major): reduce within each node to its local
 // member 0 (ring reduce-scatter, then gather), ring allreduce among the local roots, broadcast within each
 // node (scatter, then ring allgather).
+// `local_order` (optional): the ring inside every node over local indices, starting with local index 0
+// (the node's root).
 std::unique_ptr<Collective> make_hierarchical_allreduce(int nodes, int local, std::uint64_t bytes, int element_bytes,
-                                                        Space data_space);
+                                                        Space data_space, const std::vector<int>& local_order = {});
 
 // Synchronous parameter-server exchange: members [0, workers) are workers, [workers, workers + servers)
 // are servers. `shard_bytes[j]` is what lives on server j. Step 0: every worker pushes each shard to its

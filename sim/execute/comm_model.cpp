@@ -1,5 +1,6 @@
 #include "execute/comm_model.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace ringsim {
@@ -42,6 +43,7 @@ CommModel::CommModel(const Catalog& catalog, const Scenario& s, const Topology& 
 
   // Worker ranks: GPUs node-major; each with the host memory of the socket nearest to it.
   const int gpn = s.cluster.gpus_per_node;
+  ranks_per_node_ = gpn;
   workers_ = s.cluster.nodes * gpn;
   std::vector<VertexId> nearest(gpn);
   for (int i = 0; i < gpn; ++i) {
@@ -144,6 +146,40 @@ const Path& CommModel::path(VertexId src, VertexId dst) {
     }
   }
   return paths_.emplace(key, make_path(r)).first->second;
+}
+
+std::vector<int> CommModel::local_ring_order() {
+  const int n = ranks_per_node_;
+  std::vector<int> order(n);
+  for (int i = 0; i < n; ++i) order[i] = i;
+  if (n <= 2 || n > 10) return order;
+  std::vector<std::vector<double>> bw(n, std::vector<double>(n)), lat(n, std::vector<double>(n));
+  const collective::Space space = data_space();
+  for (int a = 0; a < n; ++a)
+    for (int b = 0; b < n; ++b) {
+      if (a == b) continue;
+      const Path& p = path(endpoint(a, space), endpoint(b, space));
+      double slowest = 1e300;
+      for (int e : p.edges) slowest = std::min(slowest, edge_bw_[e]);
+      bw[a][b] = slowest;
+      lat[a][b] = p.latency;
+    }
+  std::vector<int> best = order, cur = order;
+  double best_bw = -1, best_lat = 0;
+  do {  // permutations of positions 1..n-1, in lexicographic order
+    double slowest = 1e300, total = 0;
+    for (int i = 0; i < n; ++i) {
+      const int a = cur[i], b = cur[(i + 1) % n];
+      slowest = std::min(slowest, bw[a][b]);
+      total += lat[a][b];
+    }
+    if (slowest > best_bw * (1 + 1e-12) || (slowest >= best_bw * (1 - 1e-12) && total < best_lat * (1 - 1e-12))) {
+      best = cur;
+      best_bw = slowest;
+      best_lat = total;
+    }
+  } while (std::next_permutation(cur.begin() + 1, cur.end()));
+  return best;
 }
 
 std::string CommModel::edge_name(int i) const {

@@ -55,6 +55,11 @@ class CommModel {
     return path(endpoint(t.src, t.src_space), endpoint(t.dst, t.dst_space));
   }
 
+  // The ring through one node's ranks that NCCL-style ring search would pick: over all cycles starting at
+  // local rank 0, the one whose slowest hop (effective bandwidth in the data space) is fastest, then the
+  // lowest total latency, then the first in lexicographic order. Index order beyond 10 ranks per node.
+  std::vector<int> local_ring_order();
+
   // Dense edge indices over the whole graph.
   int edge_count() const { return static_cast<int>(edges_.size()); }
   EdgeId edge(int i) const { return edges_[i]; }
@@ -77,6 +82,7 @@ class CommModel {
   const GpuSpec& gpu_;
   Router router_;
   int workers_ = 0;
+  int ranks_per_node_ = 0;
   std::vector<MemberPlace> places_;
   std::vector<EdgeId> edges_;
   std::vector<double> edge_bw_;

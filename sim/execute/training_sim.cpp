@@ -47,15 +47,21 @@ class CollectiveFactory {
       tensor_bytes_.push_back(static_cast<std::uint64_t>(t.numel) * model.dtype_bytes());
     if (s.communication.strategy == Strategy::ParameterServer)
       server_of_ = collective::assign_to_servers(tensor_bytes_, s.communication.parameter_servers);
+    // Rings follow the fastest links inside a node, the same in every node, nodes in index order.
+    local_order_ = cm.local_ring_order();
+
+    if (static_cast<int>(local_order_.size()) == s.cluster.gpus_per_node)
+      for (int node = 0; node < s.cluster.nodes; ++node)
+        for (int l : local_order_) ring_order_.push_back(node * s.cluster.gpus_per_node + l);
   }
   std::unique_ptr<Collective> make(const collective::FusionBuffer& b) const {
     const auto& c = s_.communication;
     switch (c.strategy) {
       case Strategy::Ring:
-        return collective::make_ring_allreduce(cm_.workers(), b.bytes, b.element_bytes, cm_.data_space());
+        return collective::make_ring_allreduce(cm_.workers(), b.bytes, b.element_bytes, cm_.data_space(), ring_order_);
       case Strategy::Hierarchical:
         return collective::make_hierarchical_allreduce(s_.cluster.nodes, s_.cluster.gpus_per_node, b.bytes,
-                                                       b.element_bytes, cm_.data_space());
+                                                       b.element_bytes, cm_.data_space(), local_order_);
       case Strategy::ParameterServer: {
         std::vector<std::uint64_t> shards(c.parameter_servers, 0);
         for (int t : b.tensors) shards[server_of_[t]] += tensor_bytes_[t];
@@ -71,6 +77,7 @@ class CollectiveFactory {
   CommModel& cm_;
   std::vector<std::uint64_t> tensor_bytes_;
   std::vector<int> server_of_;
+  std::vector<int> local_order_, ring_order_;
 };
 
 // Per-collective shared state of the flow fidelity: which messages of which step have arrived.
