@@ -174,3 +174,16 @@ TEST_CASE("plots: validation and calibration charts are SVG with a line per pred
   for (auto at = svg.find("<circle"); at != std::string::npos; at = svg.find("<circle", at + 1)) ++circles;
   CHECK(circles == 3 + 1);  // three measured points and the legend marker
 }
+
+TEST_CASE("fuzz regressions: malformed measurement files are refused, not crashed on", "[validate]") {
+  // Found by fuzz_measurements: a trace event whose "ph" is a number made the reader throw a JSON type
+  // error. Events with fields of the wrong type are now skipped.
+  const std::string file = std::string(RINGSIM_TEST_DATA) + "/../bad_inputs/timeline_ph_not_a_string.json";
+  CHECK_THAT(test::input_error_of([&] { read_horovod_timeline(file); }), Catch::Contains("no ALLREDUCE spans"));
+  // Non-finite numbers in nccl-tests rows.
+  const std::string nan_row =
+      "#  Rank  0 Group  0 Pid  1 on  a device  0\n#  size count type redop root time algbw busbw\n"
+      "  8 2 float sum -1 nan 0.0 0.0\n";
+  CHECK_THAT(test::input_error_of([&] { parse_nccl_tests(nan_row, "nan.txt"); }),
+             Catch::Contains("nan.txt:3:1: error: expected an nccl-tests result row"));
+}

@@ -98,6 +98,7 @@ NcclTestsData parse_nccl_tests(const std::string& text, const std::string& file)
     try {
       const double bytes = std::stod(cols[0]);
       const double us = std::stod(cols[time_col]);
+      if (!std::isfinite(bytes) || !std::isfinite(us) || bytes < 0 || us < 0) throw std::invalid_argument("range");
       if (us > 0) d.points.push_back({1, bytes, us * 1e-6});
     } catch (const std::exception&) {
       throw InputError({file, line_no, 1, ""}, "expected an nccl-tests result row (size count type ... time ...)");
@@ -167,19 +168,23 @@ CalibrationResult calibrate(const Catalog& catalog, const Scenario& s, const Cal
   std::map<std::string, std::string> sources;
   for (const auto& f : in.data_files) {
     const auto j = read_json(f);
-    if (j.value("schema", "") != "ringsim.calibration-data/1")
-      throw InputError({f, 0, 0, ""},
-                       "expected \"schema\": \"ringsim.calibration-data/1\" (ringsim-real calibrate --json)");
-    for (const auto& pair : j.at("pingpong")) {
-      const std::string cls = pair.at("class");
-      for (const auto& p : pair.at("points"))
-        if (p.at("seconds").get<double>() > 0)
-          by_class[cls].push_back({1, p.at("bytes").get<double>(), p.at("seconds").get<double>()});
-      sources[cls] += (sources[cls].empty() ? "" : ", ") + f;
+    try {
+      if (!j.is_object() || !j.contains("schema") || j["schema"] != "ringsim.calibration-data/1")
+        throw InputError({f, 0, 0, ""},
+                         "expected \"schema\": \"ringsim.calibration-data/1\" (ringsim-real calibrate --json)");
+      for (const auto& pair : j.at("pingpong")) {
+        const std::string cls = pair.at("class");
+        for (const auto& p : pair.at("points"))
+          if (p.at("seconds").get<double>() > 0)
+            by_class[cls].push_back({1, p.at("bytes").get<double>(), p.at("seconds").get<double>()});
+        sources[cls] += (sources[cls].empty() ? "" : ", ") + f;
+      }
+      for (const auto& p : j.at("reduction"))
+        by_class["reduction"].push_back({0, p.at("bytes").get<double>(), p.at("seconds").get<double>()});
+      sources["reduction"] += (sources["reduction"].empty() ? "" : ", ") + f;
+    } catch (const nlohmann::json::exception& e) {
+      throw InputError({f, 0, 0, ""}, std::string("malformed calibration data: ") + e.what());
     }
-    for (const auto& p : j.at("reduction"))
-      by_class["reduction"].push_back({0, p.at("bytes").get<double>(), p.at("seconds").get<double>()});
-    sources["reduction"] += (sources["reduction"].empty() ? "" : ", ") + f;
   }
   for (const auto& f : in.nccl_tests_files) {
     std::ifstream t(f);

@@ -36,21 +36,30 @@ TimelineSummary read_horovod_timeline(const std::string& file) {
   };
   std::map<long long, std::vector<Open>> stack;
   std::map<long long, std::vector<std::pair<double, double>>> allreduce;  // pid -> spans
+  // Fields of the wrong type make an event unusable; they are skipped like unknown events.
+  auto text = [](const nlohmann::json& e, const char* key) {
+    auto it = e.find(key);
+    return it != e.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  auto number = [](const nlohmann::json& e, const char* key) {
+    auto it = e.find(key);
+    return it != e.end() && it->is_number() ? it->get<double>() : 0.0;
+  };
   for (const auto& e : j) {
-    if (!e.is_object() || !e.contains("ph") || !e.contains("pid")) continue;
-    const std::string ph = e["ph"];
-    const long long pid = e["pid"].is_number() ? e["pid"].get<long long>() : 0;
-    const double ts = e.contains("ts") && e["ts"].is_number() ? e["ts"].get<double>() * 1e-6 : 0;
+    if (!e.is_object() || !e.contains("pid") || !e["pid"].is_number_integer()) continue;
+    const std::string ph = text(e, "ph");
+    const long long pid = e["pid"].get<long long>();
+    const double ts = number(e, "ts") * 1e-6;
     if (ph == "B") {
-      stack[pid].push_back({e.value("name", ""), ts});
+      stack[pid].push_back({text(e, "name"), ts});
     } else if (ph == "E") {
       auto& st = stack[pid];
       if (st.empty()) continue;
       const Open o = st.back();
       st.pop_back();
       if (o.name == "ALLREDUCE") allreduce[pid].push_back({o.ts, ts});
-    } else if (ph == "X" && e.value("name", "") == "ALLREDUCE") {
-      allreduce[pid].push_back({ts, ts + e.value("dur", 0.0) * 1e-6});
+    } else if (ph == "X" && text(e, "name") == "ALLREDUCE") {
+      allreduce[pid].push_back({ts, ts + number(e, "dur") * 1e-6});
     }
   }
   if (allreduce.empty()) throw InputError({file, 0, 0, ""}, "no ALLREDUCE spans: not a Horovod timeline?");

@@ -83,15 +83,18 @@ ValidationReport validate_measured(const Catalog& catalog, const Scenario& s, co
     } catch (const nlohmann::json::parse_error& e) {
       throw InputError({f, 0, 0, ""}, std::string("not JSON: ") + e.what());
     }
-    if (!m.is_object() || m.value("schema", "") != kResultSchema)
+    if (!m.is_object() || !m.contains("schema") || m["schema"] != kResultSchema)
       throw InputError({f, 0, 0, ""}, std::string("expected a result file with \"schema\": \"") + kResultSchema +
                                           "\" (ringsim-real train --json)");
-    if (m["gpus"] != p["gpus"])
+    if (!m.contains("gpus") || m["gpus"] != p["gpus"])
       throw InputError({f, 0, 0, ""},
                        "measured on " + m["gpus"].dump() + " GPUs, the scenario has " + p["gpus"].dump());
     const std::string name = std::filesystem::path(f).filename().string();
-    for (const char* metric : {"iteration_time_s", "images_per_sec", "communication_time_s"})
+    for (const char* metric : {"iteration_time_s", "images_per_sec", "communication_time_s"}) {
+      if (!m.contains(metric) || !m[metric].is_number())
+        throw InputError({f, 0, 0, ""}, std::string("\"") + metric + "\" is missing or not a number");
       r.cases.push_back({name, metric, p[metric].get<double>(), m[metric].get<double>()});
+    }
   }
   return r;
 }
@@ -192,10 +195,16 @@ std::string validation_svg(const ValidationReport& r) {
 std::vector<std::string> regressions(const ValidationReport& r, const std::string& recorded_json, double tolerance) {
   std::ifstream in(recorded_json);
   if (!in) throw InputError({recorded_json, 0, 0, ""}, "cannot open file");
-  const auto j = nlohmann::json::parse(in);
   std::map<std::string, double> recorded;
-  for (const auto& c : j.at("cases"))
-    recorded[c.at("case").get<std::string>() + " / " + c.at("metric").get<std::string>()] = c.at("error_pct");
+  try {
+    const auto j = nlohmann::json::parse(in);
+    for (const auto& c : j.at("cases"))
+      recorded[c.at("case").get<std::string>() + " / " + c.at("metric").get<std::string>()] =
+          c.at("error_pct").get<double>();
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError({recorded_json, 0, 0, ""},
+                     std::string("not a validation JSON (ringsim validate --json): ") + e.what());
+  }
   std::vector<std::string> out;
   char buf[256];
   for (const auto& c : r.cases) {
