@@ -54,7 +54,8 @@ ValidationReport validate_published(const Catalog& catalog, const std::string& c
   for (auto& c : root.get("cases").items()) {
     c.require_map({"name", "scenario", "model", "batch_per_gpu", "gpus", "published_images_per_sec"});
     const std::string file = (scenario_dir / c.get("scenario").str()).string();
-    if (!std::filesystem::exists(file)) c.get("scenario").fail("no scenario file " + file);
+    std::error_code ec;
+    if (!std::filesystem::exists(file, ec)) c.get("scenario").fail("no scenario file " + file);
     const std::vector<Override> sets = {
         parse_override("model.name=" + c.get("model").str()),
         parse_override("model.batch_per_gpu=" + std::to_string(c.get("batch_per_gpu").integer(1, 1 << 20))),

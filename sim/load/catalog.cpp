@@ -70,7 +70,9 @@ LinkKind parse_link_kind(const YamlField& f) {
 }
 
 YamlField open_root(const fs::path& file, std::vector<std::string> top_keys) {
-  if (!fs::exists(file)) throw InputError({file.string(), 0, 0, ""}, "catalog file is missing");
+  std::error_code ec;
+  if (!fs::exists(file, ec))
+    throw InputError({file.string(), 0, 0, ""}, ec ? "cannot access: " + ec.message() : "catalog file is missing");
   auto doc = std::make_shared<YamlDocument>(YamlDocument::load_file(file.string()));
   YamlField root = YamlField::root(doc);
   root.require_map(top_keys);

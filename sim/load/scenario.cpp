@@ -93,7 +93,9 @@ Scenario parse(std::shared_ptr<YamlDocument> doc, const Catalog& catalog, const 
     fs::path p = f->str();
     if (p.is_relative() && !doc->file.empty() && !doc->overrides.count("calibration"))
       p = fs::path(doc->file).parent_path() / p;
-    if (!fs::exists(p)) f->fail("no calibration file '" + p.string() + "'");
+    std::error_code ec;
+    if (!fs::exists(p, ec))
+      f->fail(ec ? "cannot access calibration file: " + ec.message() : "no calibration file '" + p.string() + "'");
     s.calibration = p.string();
   }
 

@@ -253,7 +253,8 @@ int run_sweep(const SweepOptions& o) {
   header.insert(header.end(), kResultColumns.begin(), kResultColumns.end());
   std::map<int, std::vector<std::string>> rows;
   std::map<int, nlohmann::json> results;
-  if (o.resume && o.csv_file && std::filesystem::exists(*o.csv_file)) {
+  std::error_code exists_error;
+  if (o.resume && o.csv_file && std::filesystem::exists(*o.csv_file, exists_error)) {
     std::ifstream in(*o.csv_file);
     std::string line;
     std::getline(in, line);
