@@ -299,9 +299,10 @@ TEST_CASE("bad input: a calibration path too long for the file system", "[bad_in
   const std::string arg((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   REQUIRE(arg.size() > 255);
   const std::string msg = test::input_error_of([&] {
-    load_scenario_text("cluster: {sku: NC24rs_v3, nodes: 2}\nmodel: {name: resnet50, batch_per_gpu: 64}\n"
-                       "training: {epochs: 1}\n",
-                       "base.yaml", test::catalog(), {parse_override(arg)});
+    load_scenario_text(
+        "cluster: {sku: NC24rs_v3, nodes: 2}\nmodel: {name: resnet50, batch_per_gpu: 64}\n"
+        "training: {epochs: 1}\n",
+        "base.yaml", test::catalog(), {parse_override(arg)});
   });
   CHECK_THAT(msg, Catch::Contains("calibration: cannot access calibration file: File name too long"));
 }

@@ -180,6 +180,10 @@ TEST_CASE("fuzz regressions: malformed measurement files are refused, not crashe
   // error. Events with fields of the wrong type are now skipped.
   const std::string file = std::string(RINGSIM_TEST_DATA) + "/../bad_inputs/timeline_ph_not_a_string.json";
   CHECK_THAT(test::input_error_of([&] { read_horovod_timeline(file); }), Catch::Contains("no ALLREDUCE spans"));
+  // Also from fuzz_measurements: a number too large for the JSON parser is out_of_range, not parse_error.
+  const std::string overflow = std::string(RINGSIM_TEST_DATA) + "/../bad_inputs/timeline_number_overflow.json";
+  CHECK_THAT(test::input_error_of([&] { read_horovod_timeline(overflow); }),
+             Catch::Contains("not a complete JSON trace"));
   // Non-finite numbers in nccl-tests rows.
   const std::string nan_row =
       "#  Rank  0 Group  0 Pid  1 on  a device  0\n#  size count type redop root time algbw busbw\n"

@@ -132,7 +132,7 @@ nlohmann::json read_json(const std::string& file) {
   if (!in) throw InputError({file, 0, 0, ""}, "cannot open file");
   try {
     return nlohmann::json::parse(in);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {
     throw InputError({file, 0, 0, ""}, std::string("not JSON: ") + e.what());
   }
 }

@@ -22,7 +22,7 @@ TimelineSummary read_horovod_timeline(const std::string& file) {
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {
     // Horovod writes the array incrementally; a timeline cut off mid-run lacks the closing bracket.
     throw InputError({file, 0, 0, ""}, std::string("not a complete JSON trace: ") + e.what());
   }

@@ -81,7 +81,7 @@ ValidationReport validate_measured(const Catalog& catalog, const Scenario& s, co
     nlohmann::json m;
     try {
       m = nlohmann::json::parse(in);
-    } catch (const nlohmann::json::parse_error& e) {
+    } catch (const nlohmann::json::exception& e) {
       throw InputError({f, 0, 0, ""}, std::string("not JSON: ") + e.what());
     }
     if (!m.is_object() || !m.contains("schema") || m["schema"] != kResultSchema)
