@@ -15,6 +15,7 @@
 #include "load/input_error.h"
 #include "load/units.h"
 #include "report/svg_chart.h"
+#include "validate/json_file.h"
 
 namespace ringsim {
 
@@ -127,16 +128,6 @@ std::string fmt(double v) {
   return b;
 }
 
-nlohmann::json read_json(const std::string& file) {
-  std::ifstream in(file);
-  if (!in) throw InputError({file, 0, 0, ""}, "cannot open file");
-  try {
-    return nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    throw InputError({file, 0, 0, ""}, std::string("not JSON: ") + e.what());
-  }
-}
-
 }  // namespace
 
 std::string calibration_svg(const CalibrationResult& r) {
@@ -167,7 +158,7 @@ CalibrationResult calibrate(const Catalog& catalog, const Scenario& s, const Cal
   std::map<std::string, std::vector<FitPoint>> by_class;
   std::map<std::string, std::string> sources;
   for (const auto& f : in.data_files) {
-    const auto j = read_json(f);
+    const auto j = read_json_file(f);
     try {
       if (!j.is_object() || !j.contains("schema") || j["schema"] != "ringsim.calibration-data/1")
         throw InputError({f, 0, 0, ""},

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "load/input_error.h"
+#include "validate/json_file.h"
 
 namespace ringsim {
 
@@ -17,15 +18,8 @@ double TimelineSummary::mean_buffer_s() const {
 }
 
 TimelineSummary read_horovod_timeline(const std::string& file) {
-  std::ifstream in(file);
-  if (!in) throw InputError({file, 0, 0, ""}, "cannot open file");
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    // Horovod writes the array incrementally; a timeline cut off mid-run lacks the closing bracket.
-    throw InputError({file, 0, 0, ""}, std::string("not a complete JSON trace: ") + e.what());
-  }
+  // Horovod writes the array incrementally; a timeline cut off mid-run lacks the closing bracket.
+  nlohmann::json j = read_json_file(file, "not a complete JSON trace");
   if (j.is_object() && j.contains("traceEvents")) j = j["traceEvents"];
   if (!j.is_array()) throw InputError({file, 0, 0, ""}, "expected a Chrome trace: a JSON array of events");
 

@@ -17,6 +17,7 @@
 #include "report/prediction_report.h"
 #include "report/svg_chart.h"
 #include "validate/horovod_timeline.h"
+#include "validate/json_file.h"
 
 namespace ringsim {
 
@@ -76,14 +77,7 @@ ValidationReport validate_measured(const Catalog& catalog, const Scenario& s, co
   r.title = "measured vs predicted: " + s.name;
   const nlohmann::json p = predict_isolated(catalog, s);
   for (const auto& f : files) {
-    std::ifstream in(f);
-    if (!in) throw InputError({f, 0, 0, ""}, "cannot open file");
-    nlohmann::json m;
-    try {
-      m = nlohmann::json::parse(in);
-    } catch (const nlohmann::json::exception& e) {
-      throw InputError({f, 0, 0, ""}, std::string("not JSON: ") + e.what());
-    }
+    nlohmann::json m = read_json_file(f);
     if (!m.is_object() || !m.contains("schema") || m["schema"] != kResultSchema)
       throw InputError({f, 0, 0, ""}, std::string("expected a result file with \"schema\": \"") + kResultSchema +
                                           "\" (ringsim-real train --json)");
@@ -194,17 +188,15 @@ std::string validation_svg(const ValidationReport& r) {
 }
 
 std::vector<std::string> regressions(const ValidationReport& r, const std::string& recorded_json, double tolerance) {
-  std::ifstream in(recorded_json);
-  if (!in) throw InputError({recorded_json, 0, 0, ""}, "cannot open file");
+  const std::string expected = "not a validation JSON (ringsim validate --json)";
+  const auto j = read_json_file(recorded_json, expected);
   std::map<std::string, double> recorded;
   try {
-    const auto j = nlohmann::json::parse(in);
     for (const auto& c : j.at("cases"))
       recorded[c.at("case").get<std::string>() + " / " + c.at("metric").get<std::string>()] =
           c.at("error_pct").get<double>();
   } catch (const nlohmann::json::exception& e) {
-    throw InputError({recorded_json, 0, 0, ""},
-                     std::string("not a validation JSON (ringsim validate --json): ") + e.what());
+    throw InputError({recorded_json, 0, 0, ""}, expected + ": " + e.what());
   }
   std::vector<std::string> out;
   char buf[256];
