@@ -101,7 +101,10 @@ TEST_CASE("real train: the result JSON has exactly the fields predict writes", "
   const std::string real_json = "/tmp/ringsim_real_" + std::to_string(getpid()) + ".json";
   const std::string sim_json = "/tmp/ringsim_sim_" + std::to_string(getpid()) + ".json";
   const std::string s = kScenarios + "/landolakes_cifar10_2x_nc24rs_v3.yaml";
-  const std::string sets = " --set cluster.nodes=1 --set cluster.gpus_per_node=2";
+  // Fusion off: one buffer per gradient tensor in both, whatever the timing (with fusion on, how many
+  // cycles the backward pass spans depends on how fast this machine is, e.g. under a sanitizer).
+  const std::string sets =
+      " --set cluster.nodes=1 --set cluster.gpus_per_node=2 --set communication.fusion_threshold=0";
   const Result r = run("-n 2 " + kReal + kCatalog + " train " + s + sets + " --iterations 2 --json " + real_json);
   REQUIRE(r.status == 0);
   const std::string predict =
@@ -116,7 +119,8 @@ TEST_CASE("real train: the result JSON has exactly the fields predict writes", "
   CHECK(real["source"] == "real");
   CHECK(real["fidelity"] == "measured");
   CHECK(real["scenario"] == sim["scenario"]);
-  CHECK(real["fusion_buffers"] == sim["fusion_buffers"]);  // 5 MB of gradients: one buffer in both
+  CHECK(real["fusion_buffers"] == sim["fusion_buffers"]);
+  CHECK(real["fusion_buffers"].get<int>() > 1);
   CHECK(real["iteration_time_s"].get<double>() > 0);
 }
 
@@ -169,7 +173,10 @@ TEST_CASE("real: ringsim job writes an Open MPI script that runs the validation"
 TEST_CASE("real + validate: a measured train result is compared with the prediction", "[real]") {
   const std::string measured = "/tmp/ringsim_measured_" + std::to_string(getpid()) + ".json";
   const std::string s = kScenarios + "/landolakes_cifar10_2x_nc24rs_v3.yaml";
-  const std::string sets = " --set cluster.nodes=1 --set cluster.gpus_per_node=2";
+  // Fusion off: one buffer per gradient tensor in both, whatever the timing (with fusion on, how many
+  // cycles the backward pass spans depends on how fast this machine is, e.g. under a sanitizer).
+  const std::string sets =
+      " --set cluster.nodes=1 --set cluster.gpus_per_node=2 --set communication.fusion_threshold=0";
   REQUIRE(run("-n 2 " + kReal + kCatalog + " train " + s + sets + " --iterations 2 --json " + measured).status == 0);
   const std::string out = "/tmp/ringsim_validate_" + std::to_string(getpid()) + ".txt";
   const std::string cmd = std::string(RINGSIM_TEST_BINARY) + kCatalog + " validate " + s + sets + " --measured " +
