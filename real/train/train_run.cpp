@@ -1,17 +1,11 @@
 #include "train/train_run.h"
 
-#include <sched.h>
-
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <cmath>
-#include <condition_variable>
 #include <cstring>
 #include <iostream>
-#include <mutex>
 #include <string>
-#include <thread>
 
 #include "collective/collective.h"
 #include "collective/fusion.h"
@@ -23,38 +17,46 @@
 #include "report/output_file.h"
 #include "report/prediction_report.h"
 #include "schedule/compute_model.h"
+#include "train/train_runtime.h"
 #include "transport/backend.h"
 
 namespace ringsim::real {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
-// Blocks on a non-blocking MPI request, giving up at the deadline.
-void wait_request(MPI_Request& req, double timeout_s, int rank, const std::string& what) {
-  Deadline d(timeout_s);
-  int done = 0;
-  for (;;) {
-    MPI_Test(&req, &done, MPI_STATUS_IGNORE);
-    if (done) return;
-    if (d.passed())
-      throw TimeoutError("rank " + std::to_string(rank) + ": " + what + " did not complete within " +
-                         std::to_string(static_cast<int>(timeout_s)) + " s");
-    sched_yield();
-  }
-}
-
 // State shared by a rank's compute thread and its communication (main) thread.
 struct IterationState {
   std::vector<std::atomic<std::uint8_t>> ready;  // per tensor, this rank's gradient is computed
   std::vector<double> ready_at;
-  std::mutex m;
-  std::condition_variable cv;
-  int go_iteration = -1;  // the compute thread may start this iteration
   explicit IterationState(std::size_t n) : ready(n), ready_at(n, 0) {}
+};
+
+// The gradients: one host allocation (from the backend: SMPI-shared under emulation), a span per tensor.
+class Gradients {
+ public:
+  Gradients(Backend& b, const std::vector<std::uint64_t>& bytes) : backend_(b) {
+    std::uint64_t total = 0;
+    for (auto x : bytes) total += x;
+    base_ = static_cast<char*>(b.allocate_host(total));
+    for (auto x : bytes) {
+      spans_.push_back({base_ + offset_, x});
+      offset_ += x;
+    }
+  }
+  ~Gradients() { backend_.release_host(base_); }
+  Gradients(const Gradients&) = delete;
+  Gradients& operator=(const Gradients&) = delete;
+  float* data(std::size_t t) const { return reinterpret_cast<float*>(spans_[t].first); }
+  std::size_t count(std::size_t t) const { return spans_[t].second / sizeof(float); }
+  void fill(float v) {
+    for (std::size_t t = 0; t < spans_.size(); ++t) std::fill(data(t), data(t) + count(t), v);
+  }
+
+ private:
+  Backend& backend_;
+  char* base_ = nullptr;
+  std::uint64_t offset_ = 0;
+  std::vector<std::pair<char*, std::uint64_t>> spans_;
 };
 
 }  // namespace
@@ -88,45 +90,40 @@ int run_train(const TrainOptions& o, MPI_Comm comm) {
   std::vector<int> server_of;
   if (ps) server_of = collective::assign_to_servers(tensor_bytes, comm_cfg.parameter_servers);
 
-  // Gradients: each tensor its own array, values that make the allreduce checkable.
-  std::vector<std::vector<float>> grads(n);
-  for (std::size_t t = 0; t < n; ++t) grads[t].assign(worker ? model.tensors[t].numel : 0, 1.0f + rank);
+  // Gradients, values that make the allreduce checkable (servers hold none).
+  std::vector<std::uint64_t> own_bytes(n, 0);
+  if (worker) own_bytes = tensor_bytes;
+  Gradients grads(*backend, own_bytes);
   std::uint64_t largest = 0;
   for (auto b : tensor_bytes) largest = std::max(largest, b);
   const std::uint64_t fusion_bytes =
       std::max<std::uint64_t>(largest, static_cast<std::uint64_t>(comm_cfg.fusion_threshold_bytes));
   MemberBuffers fusion = backend->allocate(fusion_bytes);
-  std::vector<char> staging(fusion_bytes);
+  char* staging = static_cast<char*>(backend->allocate_host(fusion_bytes));
+  const collective::Space space = backend->collective_space();
 
   IterationState st(n);
   std::vector<ComputeSpan> spans;
   std::vector<CollectiveRecord> records;
-  Clock::time_point iteration_start;
-  std::thread compute;
-  std::atomic<bool> stop{false};
+  auto runtime = make_train_runtime();
+  double iteration_start = 0;
+  auto since_start = [&] { return runtime->now() - iteration_start; };
   const double scale = o.compute_scale;
   if (worker) {
-    compute = std::thread([&] {
-      for (int it = 0;; ++it) {
-        {
-          std::unique_lock<std::mutex> lock(st.m);
-          st.cv.wait(lock, [&] { return st.go_iteration >= it || stop; });
-          if (stop) return;
-        }
-        const bool record = it == o.warmup + o.iterations - 1 && rank == 0;
-        auto span = [&](const std::string& name, double secs) {
-          const double b = seconds_since(iteration_start);
-          backend->compute_stand_in(secs);
-          if (record) spans.push_back({rank, name, b, seconds_since(iteration_start)});
-        };
-        span("FORWARD", cm.forward_s * scale);
-        for (auto l = cm.layers.rbegin(); l != cm.layers.rend(); ++l) {
-          if (l->backward_s > 0) span(l->name, l->backward_s * scale);
-          const double now = seconds_since(iteration_start);
-          for (int t : l->tensors) {
-            st.ready_at[t] = now;
-            st.ready[t].store(1, std::memory_order_release);
-          }
+    runtime->start_compute([&](int it) {
+      const bool record = it == o.warmup + o.iterations - 1 && rank == 0;
+      auto span = [&](const std::string& name, double secs) {
+        const double b = since_start();
+        backend->compute_stand_in(secs);
+        if (record) spans.push_back({rank, name, b, since_start()});
+      };
+      span("FORWARD", cm.forward_s * scale);
+      for (auto l = cm.layers.rbegin(); l != cm.layers.rend(); ++l) {
+        if (l->backward_s > 0) span(l->name, l->backward_s * scale);
+        const double now = since_start();
+        for (int t : l->tensors) {
+          st.ready_at[t] = now;
+          st.ready[t].store(1, std::memory_order_release);
         }
       }
     });
@@ -141,15 +138,11 @@ int run_train(const TrainOptions& o, MPI_Comm comm) {
   for (int it = 0; it < total_iterations; ++it) {
     MPI_Request barrier;
     MPI_Ibarrier(comm, &barrier);
-    wait_request(barrier, o.timeout_s, rank, "the barrier before iteration " + std::to_string(it));
+    runtime->wait(barrier, o.timeout_s, rank, "the barrier before iteration " + std::to_string(it));
     for (auto& r : st.ready) r.store(0);
-    for (auto& g : grads) std::fill(g.begin(), g.end(), 1.0f + rank);
-    iteration_start = Clock::now();
-    {
-      std::lock_guard<std::mutex> lock(st.m);
-      st.go_iteration = it;
-    }
-    st.cv.notify_all();
+    if (backend->values_checkable()) grads.fill(1.0f + rank);
+    iteration_start = runtime->now();
+    runtime->open(it);
     const bool last = it == total_iterations - 1;
     if (last) records.clear();
 
@@ -158,13 +151,12 @@ int run_train(const TrainOptions& o, MPI_Comm comm) {
     double comm_time = 0;
     int negotiation = 0;
     while (!planner.all_planned()) {
-      const auto tick = Clock::now();
+      const double tick_s = since_start();
       // Negotiate: a tensor is ready when every rank has it (servers count as always ready).
       for (std::size_t t = 0; t < n; ++t) flags[t] = worker ? st.ready[t].load(std::memory_order_acquire) : 1;
       MPI_Request req;
       MPI_Iallreduce(MPI_IN_PLACE, flags.data(), static_cast<int>(n), MPI_UINT8_T, MPI_MIN, comm, &req);
-      wait_request(req, o.timeout_s, rank, "negotiation " + std::to_string(negotiation++));
-      const double tick_s = std::chrono::duration<double>(tick - iteration_start).count();
+      runtime->wait(req, o.timeout_s, rank, "negotiation " + std::to_string(negotiation++));
       for (std::size_t t = n; t-- > 0;)  // backward order: the same on every rank
         if (flags[t] && !announced[t]) {
           announced[t] = 1;
@@ -176,25 +168,27 @@ int run_train(const TrainOptions& o, MPI_Comm comm) {
         rec.bytes = b.bytes;
         rec.tensors = b.tensors;
         rec.negotiated_at = tick_s;
-        rec.start = seconds_since(iteration_start);
+        rec.start = since_start();
+        const bool fused = b.tensors.size() > 1;
         std::uint64_t off = 0;
         if (worker) {
           for (int t : b.tensors) {  // MEMCPY_IN_FUSION_BUFFER
-            std::memcpy(staging.data() + off, grads[t].data(), tensor_bytes[t]);
+            backend->host_copy(staging + off, grads.data(t), tensor_bytes[t]);
             off += tensor_bytes[t];
           }
-        } else {
+          if (fused) backend->charge_fusion_copy(b.bytes);
+        } else if (backend->values_checkable()) {
           // A server sums into its host buffer (the exchange's home space for servers): start from zero.
           std::memset(fusion.host, 0, b.bytes);
         }
-        backend->upload(fusion, staging.data(), b.bytes);
-        rec.comm_start = seconds_since(iteration_start);
+        backend->upload(fusion, staging, b.bytes);
+        backend->charge_collective_call();
+        rec.comm_start = since_start();
         std::unique_ptr<collective::Collective> c;
         if (comm_cfg.strategy == Strategy::Ring)
-          c = collective::make_ring_allreduce(workers, b.bytes, 4, collective::Space::Device);
+          c = collective::make_ring_allreduce(workers, b.bytes, 4, space);
         else if (comm_cfg.strategy == Strategy::Hierarchical)
-          c = collective::make_hierarchical_allreduce(s.cluster.nodes, s.cluster.gpus_per_node, b.bytes, 4,
-                                                      collective::Space::Device);
+          c = collective::make_hierarchical_allreduce(s.cluster.nodes, s.cluster.gpus_per_node, b.bytes, 4, space);
         else {
           std::vector<std::uint64_t> shards(comm_cfg.parameter_servers, 0);
           for (int t : b.tensors) shards[server_of[t]] += tensor_bytes[t];
@@ -206,44 +200,40 @@ int run_train(const TrainOptions& o, MPI_Comm comm) {
         FaultyTransport t(backend->transport(fusion), o.fault, rank);
         collective::run_member(*c, rank, t);
         backend->synchronize();
-        rec.comm_end = seconds_since(iteration_start);
-        backend->download(fusion, staging.data(), b.bytes);
+        rec.comm_end = since_start();
+        backend->download(fusion, staging, b.bytes);
         off = 0;
-        if (worker)
+        if (worker) {
           for (int tix : b.tensors) {  // MEMCPY_OUT_FUSION_BUFFER
-            std::memcpy(grads[tix].data(), staging.data() + off, tensor_bytes[tix]);
+            backend->host_copy(grads.data(tix), staging + off, tensor_bytes[tix]);
             off += tensor_bytes[tix];
           }
-        rec.end = seconds_since(iteration_start);
+          if (fused) backend->charge_fusion_copy(b.bytes);
+        }
+        rec.end = since_start();
         comm_time += rec.end - rec.start;
         if (last) records.push_back(rec);
       }
       if (planner.all_planned()) break;
-      const auto next =
-          tick + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(comm_cfg.cycle_time_s));
-      while (Clock::now() < next) sched_yield();
+      runtime->sleep_until(iteration_start + tick_s + comm_cfg.cycle_time_s);
     }
     if (worker && !ps) backend->compute_stand_in(cm.update_s * scale);  // optimizer step
     // Check: every gradient is now the sum over workers of (1 + rank).
-    if (worker && last) {
+    if (worker && last && backend->values_checkable()) {
       const float want = workers * (workers + 1) / 2.0f;
-      for (const auto& g : grads)
-        for (float v : g) wrong += v != want;
+      for (std::size_t t = 0; t < n; ++t)
+        for (std::size_t i = 0; i < grads.count(t); ++i) wrong += grads.data(t)[i] != want;
     }
-    double t = seconds_since(iteration_start);
+    double t = since_start();
     MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, comm);
     if (it >= o.warmup) {
       iteration_times.push_back(t);
       comm_times.push_back(comm_time);
     }
   }
-  {
-    std::lock_guard<std::mutex> lock(st.m);
-    stop = true;
-  }
-  st.cv.notify_all();
-  if (compute.joinable()) compute.join();
+  runtime->stop_compute();
   backend->release(fusion);
+  backend->release_host(staging);
   MPI_Allreduce(MPI_IN_PLACE, &wrong, 1, MPI_INT64_T, MPI_SUM, comm);
 
   if (rank == 0) {

@@ -39,6 +39,21 @@ class Backend {
   // b.host ("reduce_scatter": this rank's chunk of `counts`; "allgather": counts per rank, in place).
   virtual void baseline(std::string_view op, const MemberBuffers& b, const std::vector<int>& counts) = 0;
   virtual std::string baseline_name(std::string_view op) const = 0;
+
+  // The training loop's host memory (gradients, staging) and its copies. Under emulation the memory is
+  // SMPI-shared between ranks and copies move nothing (their cost is charged by charge_fusion_copy).
+  virtual void* allocate_host(std::size_t bytes);
+  virtual void release_host(void* p);
+  virtual void host_copy(void* dst, const void* src, std::size_t bytes);
+  // False under emulation: buffers are shared between ranks, so results cannot be checked.
+  virtual bool values_checkable() const { return true; }
+  // The space the training loop's collectives keep their data in: the fusion buffer itself (Device) on
+  // real machines; under emulation the data space of the emulated library (host-staged for MPI).
+  virtual collective::Space collective_space() const { return collective::Space::Device; }
+  // Costs only an emulated run has to charge (on real hardware the operations themselves take the
+  // time): the library's per-collective overhead, and one fusion-buffer copy (in or out) of `bytes`.
+  virtual void charge_collective_call() {}
+  virtual void charge_fusion_copy(std::uint64_t bytes) { (void)bytes; }
 };
 
 // transport: "host", "cuda-staged" or "nccl". Throws UsageError when this build or machine cannot run it.

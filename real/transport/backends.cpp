@@ -1,4 +1,8 @@
 // Which backends this build has: host always; cuda-staged and nccl when compiled with CUDA / NCCL.
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
 #include "transport/backend.h"
 
 namespace ringsim::real {
@@ -12,6 +16,16 @@ std::unique_ptr<Backend> make_nccl_backend(MPI_Comm comm, DataType type, double 
 #endif
 
 void Backend::compute_stand_in(double seconds) { busy_for(seconds); }
+
+void* Backend::allocate_host(std::size_t bytes) {
+  void* p = std::calloc(bytes ? bytes : 1, 1);
+  if (!p) throw std::bad_alloc();
+  return p;
+}
+void Backend::release_host(void* p) { std::free(p); }
+void Backend::host_copy(void* dst, const void* src, std::size_t bytes) {
+  if (bytes) std::memcpy(dst, src, bytes);
+}
 
 std::vector<std::string> backend_names() {
   std::vector<std::string> n = {"host"};

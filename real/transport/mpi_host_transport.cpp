@@ -18,18 +18,15 @@ MpiHostTransport::MpiHostTransport(MPI_Comm comm, DataType type, double timeout_
 
 void MpiHostTransport::post(int index, const collective::RankStep& step) {
   requests_.clear();
-  std::size_t reducing = 0;
-  for (const auto& r : step.recvs)
-    if (r.reduce && r.src != r.dst) ++reducing;
-  if (scratch_.size() < reducing) scratch_.resize(reducing);
   next_scratch_ = 0;
   std::size_t s = 0;
+  reduce_from_.clear();
   for (const auto& r : step.recvs) {
     if (r.src == r.dst) continue;  // a local copy, done by the matching send below
     void* into;
     if (r.reduce) {
-      scratch_[s].resize(r.bytes);
-      into = scratch_[s++].data();
+      into = scratch(s++, r.bytes);
+      reduce_from_.push_back(into);
     } else {
       into = buf_.at(r.dst_space, r.offset);
     }
@@ -38,7 +35,7 @@ void MpiHostTransport::post(int index, const collective::RankStep& step) {
   }
   for (const auto& t : step.sends) {
     if (t.src == t.dst) {
-      std::memmove(buf_.at(t.dst_space, t.offset), buf_.at(t.src_space, t.offset), t.bytes);
+      local_copy(buf_.at(t.dst_space, t.offset), buf_.at(t.src_space, t.offset), t.bytes);
       continue;
     }
     requests_.emplace_back();
@@ -68,8 +65,16 @@ void MpiHostTransport::wait(int index, const collective::RankStep& step) {
   }
 }
 
+void* MpiHostTransport::scratch(std::size_t i, std::size_t bytes) {
+  if (scratch_.size() <= i) scratch_.resize(i + 1);
+  scratch_[i].resize(bytes);
+  return scratch_[i].data();
+}
+
+void MpiHostTransport::local_copy(void* dst, const void* src, std::size_t bytes) { std::memmove(dst, src, bytes); }
+
 void MpiHostTransport::reduce(const collective::Transfer& r) {
-  host_reduce_sum(buf_.at(r.dst_space, r.offset), scratch_.at(next_scratch_++).data(), r.bytes, type_);
+  host_reduce_sum(buf_.at(r.dst_space, r.offset), reduce_from_.at(next_scratch_++), r.bytes, type_);
 }
 
 void MpiHostTransport::update(std::uint64_t) {

@@ -13,6 +13,7 @@
 #include "collective/fusion.h"
 #include "collective/transport.h"
 #include "execute/comm_model.h"
+#include "execute/platform_builder.h"
 #include "execute/step_model.h"
 #include "graph/topology_graph.h"
 #include "schedule/compute_model.h"
@@ -155,16 +156,7 @@ class TrainingRun {
   CollectiveTiming run_alone(const Collective& c);
 
  private:
-  void place_servers() {
-    std::vector<MemberPlace> servers;
-    const auto& c = s_.communication;
-    for (int j = 0; j < c.parameter_servers; ++j) {
-      const int node = c.ps_placement == PsPlacement::Dedicated ? s_.cluster.nodes + j : j % s_.cluster.nodes;
-      const VertexId mem = topo_.host_memory(node, 0);
-      servers.push_back({mem, mem, false});
-    }
-    cm_.set_servers(servers);
-  }
+  void place_servers() { cm_.set_servers(parameter_server_places(s_, topo_)); }
   void build_platform(const Collective* probe);  // probe: the pattern to route (default: a whole-model buffer)
   void start_engine(sg4::Engine& engine);
   void run_members(const Collective& c, int tag);
@@ -238,19 +230,8 @@ void TrainingRun::build_platform(const Collective* c) {
         for (const auto& t : st.sends)
           pairs.insert({cm_.endpoint(t.src, t.src_space), cm_.endpoint(t.dst, t.dst_space)});
       }
-    std::vector<sg4::Link*> links(cm_.edge_count(), nullptr);
-    for (const auto& [a, b] : pairs) {
-      const Path& p = cm_.path(a, b);
-      std::vector<sg4::LinkInRoute> route;
-      for (int e : p.edges) {
-        if (!links[e])
-          links[e] = zone->create_link(cm_.edge_name(e), cm_.edge_bandwidth(e))
-                         ->set_latency(topo_.link(cm_.edge(e)).latency)
-                         ->seal();
-        route.emplace_back(links[e]);
-      }
-      zone->add_route(host(a)->get_netpoint(), host(b)->get_netpoint(), nullptr, nullptr, route, false);
-    }
+    PlatformBuilder builder(cm_, zone);
+    for (const auto& [a, b] : pairs) builder.add_route(host(a), host(b), cm_.path(a, b), false);
   }
   zone->seal();
 }
@@ -336,12 +317,7 @@ void TrainingRun::coordinator() {
 }
 
 void TrainingRun::start_engine(sg4::Engine& engine) {
-  // CM02 without cross traffic, RTT weighting or TCP window bound: plain max-min sharing of each directed
-  // link, latency as given (LV08's TCP factors made us-scale GPU links several times too slow).
-  engine.set_config("network/model:CM02");
-  engine.set_config("network/crosstraffic:0");
-  engine.set_config("network/weight-S:0");
-  engine.set_config("network/TCP-gamma:0");
+  for (const auto& c : network_model_config()) engine.set_config(c);
 }
 
 namespace {

@@ -1,0 +1,77 @@
+// TrainRuntime on a real machine: steady_clock, MPI_Test polling with a deadline, a std::thread.
+#include <sched.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "train/train_runtime.h"
+#include "transport/transport_base.h"
+
+namespace ringsim::real {
+
+namespace {
+
+class ThreadRuntime final : public TrainRuntime {
+ public:
+  ~ThreadRuntime() override { stop_compute(); }
+  double now() const override { return std::chrono::duration<double>(Clock::now() - origin_).count(); }
+  void sleep_until(double t) override {
+    while (now() < t) sched_yield();
+  }
+  void wait(MPI_Request& req, double timeout_s, int rank, const std::string& what) override {
+    Deadline d(timeout_s);
+    int done = 0;
+    for (;;) {
+      MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+      if (done) return;
+      if (d.passed())
+        throw TimeoutError("rank " + std::to_string(rank) + ": " + what + " did not complete within " +
+                           std::to_string(static_cast<int>(timeout_s)) + " s");
+      sched_yield();
+    }
+  }
+  void start_compute(std::function<void(int)> body) override {
+    thread_ = std::thread([this, body = std::move(body)] {
+      for (int it = 0;; ++it) {
+        {
+          std::unique_lock<std::mutex> lock(m_);
+          cv_.wait(lock, [&] { return go_ >= it || stop_; });
+          if (stop_) return;
+        }
+        body(it);
+      }
+    });
+  }
+  void open(int iteration) override {
+    {
+      std::lock_guard<std::mutex> lock(m_);
+      go_ = iteration;
+    }
+    cv_.notify_all();
+  }
+  void stop_compute() override {
+    {
+      std::lock_guard<std::mutex> lock(m_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point origin_ = Clock::now();
+  std::thread thread_;
+  std::mutex m_;
+  std::condition_variable cv_;
+  int go_ = -1;
+  bool stop_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<TrainRuntime> make_train_runtime() { return std::make_unique<ThreadRuntime>(); }
+
+}  // namespace ringsim::real
