@@ -60,6 +60,8 @@ int main(int argc, char** argv) {
   bench->add_option("--timeout", bo.timeout_s, "Seconds a step may wait before the run is aborted")
       ->check(CLI::Range(0.1, 1e6));
   bench->add_option("--json", bo.json_file, "Write the rows as JSON (rank 0)");
+  bool no_baseline = false;
+  bench->add_flag("--no-baseline", no_baseline, "Do not time the library's collective (its columns read 0)");
   bench->add_option("--inject-fault", fault, "Testing aid: RANK:STEP:exit|hang makes that rank fail there");
 
   ringsim::real::TrainOptions to;
@@ -94,6 +96,7 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
     if (!fault.empty()) bo.fault = to.fault = ringsim::real::Fault::parse(fault);
     if (*bench) {
+      bo.baseline = !no_baseline;
       bo.min_bytes = parse_size(min_size);
       bo.max_bytes = parse_size(max_size);
       if (bo.min_bytes > bo.max_bytes) throw std::invalid_argument("-b must not exceed -e");

@@ -21,6 +21,7 @@ struct BenchOptions {
   std::string transport = "host";
   int iters = 20;
   int warmup = 5;
+  bool baseline = true;  // also time the library's own collective
   double timeout_s = 300;
   std::optional<std::string> json_file;
   Fault fault;  // testing aid (--inject-fault)

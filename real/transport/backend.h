@@ -45,8 +45,9 @@ class Backend {
   virtual void* allocate_host(std::size_t bytes);
   virtual void release_host(void* p);
   virtual void host_copy(void* dst, const void* src, std::size_t bytes);
-  // False under emulation: buffers are shared between ranks, so results cannot be checked.
-  virtual bool values_checkable() const { return true; }
+  // True for the SMPI build's backend: time is simulated, and buffers are shared between ranks, so
+  // results cannot be checked.
+  virtual bool emulated() const { return false; }
   // The space the training loop's collectives keep their data in: the fusion buffer itself (Device) on
   // real machines; under emulation the data space of the emulated library (host-staged for MPI).
   virtual collective::Space collective_space() const { return collective::Space::Device; }

@@ -8,6 +8,9 @@
 namespace ringsim::real {
 
 std::unique_ptr<Backend> make_host_backend(MPI_Comm comm, DataType type, double timeout_s);
+#ifdef RINGSIM_SMPI
+std::unique_ptr<Backend> make_emulated_backend(MPI_Comm comm, DataType type, double timeout_s);
+#endif
 #ifdef RINGSIM_HAVE_CUDA
 std::unique_ptr<Backend> make_cuda_staged_backend(MPI_Comm comm, DataType type, double timeout_s);
 #endif
@@ -39,7 +42,12 @@ std::vector<std::string> backend_names() {
 }
 
 std::unique_ptr<Backend> make_backend(std::string_view transport, MPI_Comm comm, DataType type, double timeout_s) {
+#ifdef RINGSIM_SMPI
+  // Under SMPI the host transport runs on the simulated cluster (emulate/emulated_backend.cpp).
+  if (transport == "host") return make_emulated_backend(comm, type, timeout_s);
+#else
   if (transport == "host") return make_host_backend(comm, type, timeout_s);
+#endif
 #ifdef RINGSIM_HAVE_CUDA
   if (transport == "cuda-staged") return make_cuda_staged_backend(comm, type, timeout_s);
 #endif

@@ -10,6 +10,17 @@
 #include "load/catalog.h"
 #include "load/input_error.h"
 #include "plan/sweep.h"
+#ifdef RINGSIM_HAVE_SMPI
+#include "emulate/emulate_run.h"
+#endif
+
+namespace {
+std::string self_path(const char* argv0) {
+  char self[4096] = {};
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  return n > 0 ? std::string(self, static_cast<std::size_t>(n)) : std::string(argv0);
+}
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"ringsim: simulate, plan and validate data-parallel training on GPU clusters"};
@@ -117,6 +128,33 @@ int main(int argc, char** argv) {
   sweep->add_option("--plot", sweep_opts.plot_file, "Draw images/s vs GPUs per other-axis value as SVG");
   sweep->add_flag("--resume", sweep_opts.resume, "Keep the points already in --csv and run only the others");
 
+#ifdef RINGSIM_HAVE_SMPI
+  ringsim::EmulateOptions emu_opts;
+  auto* emulate = app.add_subcommand(
+      "emulate", "Run ringsim-real's code on the scenario's cluster simulated by SimGrid SMPI (train, or --bench)");
+  emulate->add_option("scenario", emu_opts.scenario, "Scenario YAML file")->required();
+  emulate->add_option("--set", emu_opts.sets, "Override a key (repeatable)");
+  emulate->add_option("--calibration", emu_opts.calibration, "Calibration overlay (as for predict)");
+  emulate->add_option("--iterations", emu_opts.iterations, "Timed training iterations")->check(CLI::Range(1, 1000));
+  emulate->add_option("--warmup", emu_opts.warmup, "Warm-up training iterations")->check(CLI::Range(0, 1000));
+  emulate->add_option("--json", emu_opts.json_file,
+                      "Write the result JSON (train: schema ringsim.result/1; --bench: the bench rows)");
+  emulate->add_option("--trace", emu_opts.trace_file, "Write a Horovod-style timeline of rank 0 (train)");
+  emulate->add_flag("--bench", emu_opts.bench, "Run the nccl-tests-style bench sweep instead of training");
+  emulate->add_option("-b,--minbytes", emu_opts.min_bytes, "--bench: smallest message (e.g. 1M)");
+  emulate->add_option("-e,--maxbytes", emu_opts.max_bytes, "--bench: largest message (e.g. 256M)");
+  emulate->add_option("-f,--stepfactor", emu_opts.factor, "--bench: size multiplier")->check(CLI::Range(1.01, 1024.0));
+  emulate->add_option("-n,--iters", emu_opts.bench_iters, "--bench: timed iterations per size")
+      ->check(CLI::Range(1, 1000));
+  emulate->add_option("-w,--warmup_iters", emu_opts.bench_warmup, "--bench: warm-up iterations per size")
+      ->check(CLI::Range(0, 1000));
+  emulate->add_option("--op", emu_opts.op, "--bench: collective")
+      ->check(CLI::IsMember({"allreduce", "reduce_scatter", "allgather"}));
+  emulate->add_flag("--baseline", emu_opts.bench_baseline,
+                    "--bench: also time SMPI's MPI_Allreduce (its temporaries take memory per rank)");
+  emulate->add_option("--keep", emu_opts.keep_dir, "Keep the generated spec, cost profile and host file here");
+#endif
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -130,13 +168,17 @@ int main(int argc, char** argv) {
     if (*job) return ringsim::run_job(catalog_dir, job_opts);
     if (*validate) return ringsim::run_validate(catalog_dir, val_opts);
     if (*calibrate) return ringsim::run_calibrate(catalog_dir, cal_opts);
+#ifdef RINGSIM_HAVE_SMPI
+    if (*emulate) {
+      emu_opts.self = self_path(argv[0]);
+      return ringsim::run_emulate(catalog_dir, emu_opts);
+    }
+#endif
     if (*sweep) {
       sweep_opts.catalog_dir = catalog_dir;
       if (sweep->count("--jobs") == 0)
         sweep_opts.jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-      char self[4096] = {};
-      const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-      sweep_opts.self = n > 0 ? std::string(self, static_cast<std::size_t>(n)) : std::string(argv[0]);
+      sweep_opts.self = self_path(argv[0]);
       if (sweep_opts.resume && !sweep_opts.csv_file) throw ringsim::InputError({}, "sweep: --resume needs --csv FILE");
       return ringsim::run_sweep(sweep_opts);
     }

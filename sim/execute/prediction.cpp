@@ -3,7 +3,17 @@
 namespace ringsim {
 
 std::string_view to_string(Fidelity f) {
-  return f == Fidelity::Flow ? "flow" : f == Fidelity::Step ? "step" : "measured";
+  switch (f) {
+    case Fidelity::Flow:
+      return "flow";
+    case Fidelity::Step:
+      return "step";
+    case Fidelity::Measured:
+      return "measured";
+    case Fidelity::Emulated:
+      return "emulated";
+  }
+  return "?";
 }
 
 }  // namespace ringsim

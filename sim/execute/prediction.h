@@ -10,7 +10,7 @@
 
 namespace ringsim {
 
-enum class Fidelity { Flow, Step, Measured };  // Measured: a real run (real/)
+enum class Fidelity { Flow, Step, Measured, Emulated };  // Measured: a real run (real/); Emulated: under SMPI
 std::string_view to_string(Fidelity f);
 
 struct ComputeSpan {

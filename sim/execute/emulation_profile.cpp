@@ -1,0 +1,73 @@
+#include "execute/emulation_profile.h"
+
+#include <algorithm>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+#include "execute/comm_model.h"
+
+namespace ringsim {
+
+namespace {
+constexpr std::uint64_t kProbe = 1ull << 30;  // CommModel's costs are linear in bytes: rate = probe / time
+double rate(double seconds) { return seconds > 0 ? static_cast<double>(kProbe) / seconds : 0; }
+}  // namespace
+
+EmulationProfile EmulationProfile::from(CommModel& cm, int members) {
+  EmulationProfile p;
+  p.library = cm.library().name;
+  p.space = cm.data_space();
+  p.collective_overhead_s = cm.library().collective_overhead;
+  p.fusion_copy_bytes_per_s = rate(cm.device_copy_time(kProbe));
+  for (int m = 0; m < members; ++m) {
+    Member x;
+    x.reduce_device_bytes_per_s = rate(cm.reduce_time(m, collective::Space::Device, kProbe));
+    x.reduce_host_bytes_per_s = rate(cm.reduce_time(m, collective::Space::Host, kProbe));
+    x.update_bytes_per_s = rate(cm.update_time(m, kProbe));
+    const Path& staging = cm.path(cm.endpoint(m, collective::Space::Device), cm.endpoint(m, collective::Space::Host));
+    double bw = std::numeric_limits<double>::infinity();
+    for (int e : staging.edges) bw = std::min(bw, cm.edge_bandwidth(e));
+    x.staging_latency_s = staging.latency;
+    x.staging_bytes_per_s = staging.edges.empty() ? 0 : bw;  // 0: the two spaces are the same memory
+    p.members.push_back(x);
+  }
+  return p;
+}
+
+std::string EmulationProfile::to_json() const {
+  nlohmann::ordered_json j = {{"schema", "ringsim.emulation-profile/1"},
+                              {"library", library},
+                              {"space", std::string(collective::to_string(space))},
+                              {"collective_overhead_s", collective_overhead_s},
+                              {"fusion_copy_bytes_per_s", fusion_copy_bytes_per_s}};
+  auto& ms = j["members"] = nlohmann::ordered_json::array();
+  for (const auto& m : members)
+    ms.push_back({{"reduce_device_bytes_per_s", m.reduce_device_bytes_per_s},
+                  {"reduce_host_bytes_per_s", m.reduce_host_bytes_per_s},
+                  {"update_bytes_per_s", m.update_bytes_per_s},
+                  {"staging_latency_s", m.staging_latency_s},
+                  {"staging_bytes_per_s", m.staging_bytes_per_s}});
+  return j.dump(1) + "\n";
+}
+
+EmulationProfile EmulationProfile::parse(const std::string& text, const std::string& file) {
+  try {
+    const auto j = nlohmann::json::parse(text);
+    if (j.at("schema") != "ringsim.emulation-profile/1") throw std::runtime_error("unknown schema");
+    EmulationProfile p;
+    p.library = j.at("library").get<std::string>();
+    p.space = j.at("space") == "host" ? collective::Space::Host : collective::Space::Device;
+    p.collective_overhead_s = j.at("collective_overhead_s").get<double>();
+    p.fusion_copy_bytes_per_s = j.at("fusion_copy_bytes_per_s").get<double>();
+    for (const auto& m : j.at("members"))
+      p.members.push_back({m.at("reduce_device_bytes_per_s").get<double>(),
+                           m.at("reduce_host_bytes_per_s").get<double>(), m.at("update_bytes_per_s").get<double>(),
+                           m.at("staging_latency_s").get<double>(), m.at("staging_bytes_per_s").get<double>()});
+    return p;
+  } catch (const std::exception& e) {
+    throw std::runtime_error(file + ": not an emulation profile written by `ringsim emulate`: " + e.what());
+  }
+}
+
+}  // namespace ringsim

@@ -1,0 +1,37 @@
+// What the emulated `ringsim-real` (SMPI build) must charge in simulated time that the SimGrid network
+// does not: the costs `predict` takes from CommModel for reductions, optimizer updates, host staging
+// copies, fusion-buffer copies and the per-collective library overhead. `ringsim emulate` writes it from
+// the scenario's CommModel; the emulated backend reads it (RINGSIM_EMULATION_PROFILE), so both sides
+// charge the same figures.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "collective/collective.h"
+
+namespace ringsim {
+
+class CommModel;
+
+struct EmulationProfile {
+  struct Member {
+    double reduce_device_bytes_per_s = 0;  // reductions into the member's Space::Device buffer
+    double reduce_host_bytes_per_s = 0;    // ... into its Space::Host buffer
+    double update_bytes_per_s = 0;         // optimizer update (parameter servers)
+    double staging_latency_s = 0;          // a copy between the member's two spaces
+    double staging_bytes_per_s = 0;
+  };
+  std::string library;
+  collective::Space space = collective::Space::Device;  // where the library keeps collective data
+  double collective_overhead_s = 0;
+  double fusion_copy_bytes_per_s = 0;  // one fusion-buffer copy (in or out)
+  std::vector<Member> members;
+
+  static EmulationProfile from(CommModel& cm, int members);
+  std::string to_json() const;
+  // Throws std::runtime_error naming `file` on anything malformed.
+  static EmulationProfile parse(const std::string& text, const std::string& file);
+};
+
+}  // namespace ringsim
