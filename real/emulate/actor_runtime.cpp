@@ -19,7 +19,10 @@ class ActorRuntime final : public TrainRuntime {
   void sleep_until(double t) override {
     if (t > now()) sg4::this_actor::sleep_until(origin_ + t);
   }
-  void wait(MPI_Request& req, double, int, const std::string&) override { MPI_Wait(&req, MPI_STATUS_IGNORE); }
+  void barrier(MPI_Comm comm, double, int, const std::string&) override { MPI_Barrier(comm); }
+  void allreduce_min(std::uint8_t* flags, int count, MPI_Comm comm, double, int, const std::string&) override {
+    MPI_Allreduce(MPI_IN_PLACE, flags, count, MPI_UINT8_T, MPI_MIN, comm);
+  }
   void start_compute(std::function<void(int)> body) override {
     actor_ = sg4::Actor::create("compute", sg4::this_actor::get_host(), [this, body = std::move(body)] {
       for (int it = 0;; ++it) {

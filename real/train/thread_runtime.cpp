@@ -20,7 +20,20 @@ class ThreadRuntime final : public TrainRuntime {
   void sleep_until(double t) override {
     while (now() < t) sched_yield();
   }
-  void wait(MPI_Request& req, double timeout_s, int rank, const std::string& what) override {
+  void barrier(MPI_Comm comm, double timeout_s, int rank, const std::string& what) override {
+    MPI_Request req;
+    MPI_Ibarrier(comm, &req);
+    wait(req, timeout_s, rank, what);
+  }
+  void allreduce_min(std::uint8_t* flags, int count, MPI_Comm comm, double timeout_s, int rank,
+                     const std::string& what) override {
+    MPI_Request req;
+    MPI_Iallreduce(MPI_IN_PLACE, flags, count, MPI_UINT8_T, MPI_MIN, comm, &req);
+    wait(req, timeout_s, rank, what);
+  }
+
+ private:
+  void wait(MPI_Request& req, double timeout_s, int rank, const std::string& what) {
     Deadline d(timeout_s);
     int done = 0;
     for (;;) {
@@ -60,7 +73,6 @@ class ThreadRuntime final : public TrainRuntime {
     if (thread_.joinable()) thread_.join();
   }
 
- private:
   using Clock = std::chrono::steady_clock;
   Clock::time_point origin_ = Clock::now();
   std::thread thread_;

@@ -136,9 +136,7 @@ int run_train(const TrainOptions& o, MPI_Comm comm) {
   std::int64_t wrong = 0;
   const int total_iterations = o.warmup + o.iterations;
   for (int it = 0; it < total_iterations; ++it) {
-    MPI_Request barrier;
-    MPI_Ibarrier(comm, &barrier);
-    runtime->wait(barrier, o.timeout_s, rank, "the barrier before iteration " + std::to_string(it));
+    runtime->barrier(comm, o.timeout_s, rank, "the barrier before iteration " + std::to_string(it));
     for (auto& r : st.ready) r.store(0);
     if (!backend->emulated()) grads.fill(1.0f + rank);
     iteration_start = runtime->now();
@@ -154,9 +152,8 @@ int run_train(const TrainOptions& o, MPI_Comm comm) {
       const double tick_s = since_start();
       // Negotiate: a tensor is ready when every rank has it (servers count as always ready).
       for (std::size_t t = 0; t < n; ++t) flags[t] = worker ? st.ready[t].load(std::memory_order_acquire) : 1;
-      MPI_Request req;
-      MPI_Iallreduce(MPI_IN_PLACE, flags.data(), static_cast<int>(n), MPI_UINT8_T, MPI_MIN, comm, &req);
-      runtime->wait(req, o.timeout_s, rank, "negotiation " + std::to_string(negotiation++));
+      runtime->allreduce_min(flags.data(), static_cast<int>(n), comm, o.timeout_s, rank,
+                             "negotiation " + std::to_string(negotiation++));
       for (std::size_t t = n; t-- > 0;)  // backward order: the same on every rank
         if (flags[t] && !announced[t]) {
           announced[t] = 1;

@@ -7,6 +7,7 @@
 
 #include <mpi.h>
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -19,8 +20,12 @@ class TrainRuntime {
   // Seconds since the runtime was made (wall clock, or simulated time).
   virtual double now() const = 0;
   virtual void sleep_until(double t) = 0;
-  // Completes `req`; on a real machine gives up with TimeoutError after timeout_s naming `what`.
-  virtual void wait(MPI_Request& req, double timeout_s, int rank, const std::string& what) = 0;
+  // Collectives of the training loop's own coordination: on a real machine non-blocking and polled,
+  // giving up with TimeoutError after timeout_s naming `what`; under SMPI blocking (SMPI's non-blocking
+  // collectives post a message per peer and cost the simulator O(ranks^2) per call).
+  virtual void barrier(MPI_Comm comm, double timeout_s, int rank, const std::string& what) = 0;
+  virtual void allreduce_min(std::uint8_t* flags, int count, MPI_Comm comm, double timeout_s, int rank,
+                             const std::string& what) = 0;
 
   // The compute thread: `body(iteration)` runs once per iteration released by open(iteration).
   virtual void start_compute(std::function<void(int)> body) = 0;
