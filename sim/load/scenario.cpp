@@ -106,6 +106,7 @@ StorageConfig parse_storage(const YamlField& st, const Scenario& s, const SkuSpe
   } else if (b->scaling == StorageScaling::PerServer) {
     c.servers = b->default_servers;
   }
+  c.cacheable = !b->cache.empty();
   if (auto f = st.find("cache")) {
     if (b->cache.empty()) f->fail("applies only to a backend with a local cache (blobfuse), not '" + c.backend + "'");
     c.cache = f->boolean();
@@ -363,13 +364,16 @@ std::string to_yaml(const Scenario& s) {
     out << YAML::Key << "storage" << YAML::Value << YAML::BeginMap;
     out << YAML::Key << "backend" << YAML::Value << st.backend;
     if (st.servers > 0) out << YAML::Key << "servers" << YAML::Value << st.servers;
-    out << YAML::Key << "cache" << YAML::Value << st.cache;
+    if (st.cacheable) out << YAML::Key << "cache" << YAML::Value << st.cache;
     out << YAML::Key << "format" << YAML::Value << std::string(to_string(st.format));
-    if (st.format == DataFormat::Files)
-      out << YAML::Key << "file_size" << YAML::Value << format_bytes(st.file_size);
-    else
+    // Files: the data set is one file per image, so file_size alone says its size (both would be refused).
+    if (st.format == DataFormat::Files) {
+      out << YAML::Key << "file_size" << YAML::Value << format_bytes(st.file_size)
+          << YAML::Comment("data set " + format_bytes(st.dataset_bytes));
+    } else {
       out << YAML::Key << "record_size" << YAML::Value << format_bytes(st.record_size);
-    out << YAML::Key << "dataset_size" << YAML::Value << format_bytes(st.dataset_bytes);
+      out << YAML::Key << "dataset_size" << YAML::Value << format_bytes(st.dataset_bytes);
+    }
     out << YAML::Key << "decode_cpu_per_image" << YAML::Value << format_time(st.decode_cpu_per_image_s);
     out << YAML::Key << "prefetch_depth" << YAML::Value << st.prefetch_depth;
     out << YAML::Key << "reader_threads" << YAML::Value << st.reader_threads;

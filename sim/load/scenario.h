@@ -56,9 +56,10 @@ struct CommunicationConfig {
 enum class DataFormat { Files, Records };
 std::string_view to_string(DataFormat v);
 struct StorageConfig {
-  std::string backend;  // catalog storage backend name
-  int servers = 0;      // per_server backends: storage servers
-  bool cache = false;   // backends with a cache: epochs >= 2 read the cache backend
+  std::string backend;     // catalog storage backend name
+  int servers = 0;         // per_server backends: storage servers
+  bool cache = false;      // backends with a cache: epochs >= 2 read the cache backend
+  bool cacheable = false;  // the backend has a cache (the `cache` key applies)
   DataFormat format = DataFormat::Files;
   double file_size = 0;               // files: bytes of one image file (mean)
   double record_size = 0;             // records: bytes of one record file (TFRecord, parquet, ...)
