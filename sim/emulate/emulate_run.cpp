@@ -128,7 +128,10 @@ int run_emulate(const std::string& catalog_dir, const EmulateOptions& o) {
                         // and mpich selectors SimGrid 3.32 deadlocked in that MPI_Allreduce at 16 ranks
                         "smpi/coll-selector:default",
                         // SMPI_SHARED_MALLOC buffers map the same pages in every rank
-                        "smpi/shared-malloc:global"})
+                        "smpi/shared-malloc:global",
+                        // ... folded onto one 64 MiB file: with 1 MiB blocks 256 ranks of ResNet-50
+                        // needed more mappings than vm.max_map_count allows
+                        "smpi/shared-malloc-blocksize:67108864"})
     args.push_back(std::string("--cfg=") + c);
   args.push_back("--log=root.thres:warning");
   args.push_back(program);

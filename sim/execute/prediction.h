@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "execute/data_pipeline.h"
 #include "load/scenario.h"
 
 namespace ringsim {
@@ -72,6 +73,9 @@ struct Prediction {
   std::vector<ComputeSpan> compute_spans;
   std::int64_t simulated_activities = 0;   // SimGrid activities (execs, comms, sleeps) the run created
   std::int64_t represented_transfers = 0;  // chunk transfers the iteration's collectives consist of
+  // The input pipeline (storage: section). With one, iteration_time_s, images/s and epoch_time_s are the
+  // steady state (epochs >= 2) and time_to_train_s adds epoch 1; without, data is synthetic.
+  DataPipeline data_pipeline;
 };
 
 }  // namespace ringsim

@@ -157,6 +157,30 @@ class TrainingRun {
 
  private:
   void place_servers() { cm_.set_servers(parameter_server_places(s_, topo_)); }
+  // The input pipeline beside the simulated iteration (data_pipeline.h): the same analytical model in both
+  // fidelities, fed with the gradient bytes this run put on each node's Ethernet NIC.
+  void apply_data_pipeline(Prediction& p, double images) {
+    const TopologyGraph& g = topo_.graph();
+    NicShare nic;
+    nic.bandwidth = catalog_.sku(s_.cluster.sku).ethernet_bandwidth;
+    nic.shared = s_.cluster.fabric == FabricKind::Ethernet && topo_.nodes() > 1;
+    if (nic.shared) {
+      std::set<VertexId> eth(topo_.fabric_nics().begin(), topo_.fabric_nics().end());
+      for (int e = 0; e < cm_.edge_count(); ++e) {
+        const EdgeId edge = cm_.edge(e);
+        if (eth.count(boost::target(edge, g)) && g[boost::source(edge, g)].kind == DeviceKind::FabricSwitch)
+          nic.gradient_bytes = std::max(nic.gradient_bytes, edge_bytes_[e]);
+      }
+    }
+    p.data_pipeline = evaluate_data_pipeline(catalog_, s_, p.iteration_time_s, nic, p.iterations_per_epoch);
+    const DataPipeline& d = p.data_pipeline;
+    p.iteration_time_s = d.steady.iteration_s;
+    p.images_per_sec = images / p.iteration_time_s;
+    p.images_per_sec_per_gpu = p.images_per_sec / p.gpus;
+    p.scaling_efficiency = p.images_per_sec_per_gpu / p.single_gpu_images_per_sec;
+    p.epoch_time_s = d.steady.epoch_time_s;
+    p.time_to_train_s = d.first.epoch_time_s + (s_.training.epochs - 1) * d.steady.epoch_time_s;
+  }
   void build_platform(const Collective* probe);  // probe: the pattern to route (default: a whole-model buffer)
   void start_engine(sg4::Engine& engine);
   void run_members(const Collective& c, int tag);
@@ -390,6 +414,7 @@ Prediction TrainingRun::run() {
   p.iterations_per_epoch = static_cast<std::int64_t>(std::ceil(s_.training.dataset_images / images));
   p.epoch_time_s = p.iterations_per_epoch * p.iteration_time_s;
   p.time_to_train_s = s_.training.epochs * p.epoch_time_s;
+  if (s_.storage) apply_data_pipeline(p, images);
   p.compute_source = compute_.source;
   p.compute_source_detail = compute_.source_detail;
   for (std::size_t t = 0; t < model_.tensors.size(); ++t) {

@@ -34,6 +34,10 @@ std::string_view to_string(LinkKind kind) {
   return "?";
 }
 
+std::string_view to_string(StorageScaling s) {
+  return s == StorageScaling::PerNode ? "per_node" : s == StorageScaling::Shared ? "shared" : "per_server";
+}
+
 std::string_view to_string(FabricKind kind) { return kind == FabricKind::InfiniBand ? "infiniband" : "ethernet"; }
 
 double ModelSpec::gradient_bytes() const { return static_cast<double>(total_params) * dtype_bytes(); }
@@ -171,9 +175,11 @@ Catalog Catalog::load(const std::string& dir) {
   {
     YamlField root = open_root(base / "datasets.yaml", {"datasets"});
     for (auto& [name, f] : root.get("datasets").entries()) {
-      f.require_map({"description", "training_images"});
+      f.require_map({"description", "training_images", "training_bytes"});
       f.get("description").str();
-      c.datasets_.emplace(name, DatasetSpec{name, f.get("training_images").integer(1, std::int64_t(1) << 40)});
+      DatasetSpec d{name, f.get("training_images").integer(1, std::int64_t(1) << 40), 0};
+      if (auto b = f.find("training_bytes")) d.training_bytes = b->positive_quantity(Quantity::Bytes);
+      c.datasets_.emplace(name, d);
       c.dataset_order_.push_back(name);
     }
   }
@@ -315,6 +321,48 @@ Catalog Catalog::load(const std::string& dir) {
         root.get("libraries").fail(std::string("library '") + required + "' is missing");
   }
 
+  {
+    YamlField root = open_root(base / "storage.yaml", {"storage_backends"});
+    auto entries = root.get("storage_backends").entries();
+    for (auto& [name, f] : entries) {
+      f.require_map({"description", "kind", "scaling", "bandwidth", "iops", "request_latency", "default_servers",
+                     "cache", "cache_default"});
+      StorageBackendSpec b;
+      b.name = name;
+      b.description = f.get("description").str();
+      b.kind = f.get("kind").choice({"local", "network"}) == "local" ? StorageKind::Local : StorageKind::Network;
+      const std::string sc = f.get("scaling").choice({"per_node", "shared", "per_server"});
+      b.scaling = sc == "per_node" ? StorageScaling::PerNode
+                  : sc == "shared" ? StorageScaling::Shared
+                                   : StorageScaling::PerServer;
+      if (b.kind == StorageKind::Local && b.scaling != StorageScaling::PerNode)
+        f.get("scaling").fail("a local backend is per_node (every node reads its own disk)");
+      b.bandwidth = f.get("bandwidth").positive_quantity(Quantity::Bandwidth);
+      b.iops = f.get("iops").positive_number();
+      b.request_latency = f.get("request_latency").nonnegative_quantity(Quantity::Time);
+      if (b.scaling == StorageScaling::PerServer)
+        b.default_servers = static_cast<int>(f.get("default_servers").integer(1, 65536));
+      else if (auto d = f.find("default_servers"))
+        d->fail("applies only to scaling: per_server");
+      c.storage_.emplace(name, b);
+      c.storage_order_.push_back(name);
+    }
+    // Cache references after all backends are known.
+    for (auto& [name, f] : entries) {
+      StorageBackendSpec& b = c.storage_.at(name);
+      if (auto cf = f.find("cache")) {
+        b.cache = cf->str();
+        auto it = c.storage_.find(b.cache);
+        if (it == c.storage_.end())
+          cf->fail("unknown storage backend '" + b.cache + "'" + suggestion_suffix(b.cache, c.storage_order_));
+        if (it->second.kind != StorageKind::Local) cf->fail("a cache is a local backend; '" + b.cache + "' is not");
+        b.cache_default = f.get("cache_default").boolean();
+      } else if (auto d = f.find("cache_default")) {
+        d->fail("applies only to a backend with a cache");
+      }
+    }
+  }
+
   // Models: one file per model under models/, loaded in file-name order.
   std::vector<fs::path> model_files;
   if (fs::is_directory(base / "models"))
@@ -448,6 +496,10 @@ void Catalog::apply_overlay(const std::string& file) {
 
 const LibraryProfile& Catalog::library(const std::string& n) const {
   return lookup(libraries_, n, "library", library_order_);
+}
+const StorageBackendSpec* Catalog::find_storage_backend(const std::string& name) const {
+  auto it = storage_.find(name);
+  return it == storage_.end() ? nullptr : &it->second;
 }
 const LinkClass& Catalog::link(const std::string& n) const { return lookup(links_, n, "link class", link_order_); }
 const FabricSpec& Catalog::fabric(FabricKind k) const { return fabrics_.at(k); }

@@ -43,6 +43,24 @@ struct FabricSpec {
 struct DatasetSpec {
   std::string name;
   std::int64_t training_images = 0;
+  double training_bytes = 0;  // bytes in storage; 0: not in the catalog
+};
+
+// storage.yaml: one storage backend's read limits (issue 8).
+enum class StorageKind { Local, Network };
+enum class StorageScaling { PerNode, Shared, PerServer };
+std::string_view to_string(StorageScaling s);
+struct StorageBackendSpec {
+  std::string name;
+  std::string description;
+  StorageKind kind = StorageKind::Network;
+  StorageScaling scaling = StorageScaling::Shared;
+  double bandwidth = 0;        // bytes/s per scaling unit
+  double iops = 0;             // requests/s per scaling unit
+  double request_latency = 0;  // seconds per request
+  int default_servers = 0;     // per_server only
+  std::string cache;           // backend serving epochs >= 2 when cached; empty: no cache
+  bool cache_default = false;
 };
 
 // Where a device hangs in a node's PCIe/CPU tree. `parent` is "cpu<N>" or a PCIe switch name.
@@ -163,6 +181,8 @@ class Catalog {
   const ModelSpec& model(const std::string& name) const;
   const DatasetSpec& dataset(const std::string& name) const;
   const LibraryProfile& library(const std::string& name) const;
+  const StorageBackendSpec* find_storage_backend(const std::string& name) const;
+  std::vector<std::string> storage_backend_names() const { return storage_order_; }
   const ComputeSpec& compute() const { return compute_; }
 
   // Applies a calibration overlay (written by `ringsim calibrate`): library profiles and link-class
@@ -191,6 +211,8 @@ class Catalog {
   std::map<std::string, ModelSpec> models_;
   std::map<std::string, LibraryProfile> libraries_;
   std::vector<std::string> library_order_;
+  std::map<std::string, StorageBackendSpec> storage_;
+  std::vector<std::string> storage_order_;
   ComputeSpec compute_;
   std::vector<std::string> gpu_order_, link_order_, sku_order_, model_order_, dataset_order_;
 };

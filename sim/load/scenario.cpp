@@ -24,11 +24,13 @@ std::string_view to_string(Strategy v) {
 }
 std::string_view to_string(PsPlacement v) { return v == PsPlacement::Colocated ? "colocated" : "dedicated"; }
 std::string_view to_string(CommLibrary v) { return v == CommLibrary::Nccl ? "nccl" : "mpi"; }
+std::string_view to_string(DataFormat v) { return v == DataFormat::Files ? "files" : "records"; }
 
 namespace {
 
-const std::vector<std::string> kTopKeys = {"name",          "description", "cluster", "model", "training",
-                                           "communication", "calibration", "sweep"};  // sweep: read by ringsim sweep
+const std::vector<std::string> kTopKeys = {
+    "name",          "description", "cluster",     "model", "training",
+    "communication", "storage",     "calibration", "sweep"};  // sweep: read by ringsim sweep
 const std::vector<std::string> kClusterKeys = {
     "sku", "nodes", "gpus_per_node", "fabric", "fabric_topology", "nodes_per_leaf", "oversubscription"};
 const std::vector<std::string> kModelKeys = {"name", "batch_per_gpu", "images_per_sec_single_gpu"};
@@ -36,8 +38,17 @@ const std::vector<std::string> kTrainingKeys = {"epochs", "dataset_images"};
 const std::vector<std::string> kCommKeys = {"strategy",         "parameter_servers", "parameter_server_placement",
                                             "fusion_threshold", "cycle_time",        "library"};
 
-const std::vector<std::pair<std::string, const std::vector<std::string>*>> kSections = {
-    {"cluster", &kClusterKeys}, {"model", &kModelKeys}, {"training", &kTrainingKeys}, {"communication", &kCommKeys}};
+const std::vector<std::string> kStorageKeys = {
+    "backend",        "servers",        "cache",        "format",
+    "file_size",      "record_size",    "dataset_size", "decode_cpu_per_image",
+    "prefetch_depth", "reader_threads", "bandwidth",    "iops",
+    "request_latency"};
+
+const std::vector<std::pair<std::string, const std::vector<std::string>*>> kSections = {{"cluster", &kClusterKeys},
+                                                                                        {"model", &kModelKeys},
+                                                                                        {"training", &kTrainingKeys},
+                                                                                        {"communication", &kCommKeys},
+                                                                                        {"storage", &kStorageKeys}};
 
 // Largest cluster accepted: far beyond any Azure quota, small enough that later stages can size their work.
 constexpr std::int64_t kMaxNodes = 65536;
@@ -74,6 +85,85 @@ void apply_override(YamlDocument& doc, const Override& o) {
     sec[key] = value;
   }
   doc.overrides[o.path] = o.text;
+}
+
+// storage: the input pipeline (issue 8). Needs the cluster, model and training sections resolved.
+StorageConfig parse_storage(const YamlField& st, const Scenario& s, const SkuSpec& sku, const ModelSpec& model,
+                            const Catalog& catalog) {
+  st.require_map(kStorageKeys);
+  StorageConfig c;
+  YamlField backend_field = st.get("backend");
+  c.backend = backend_field.str();
+  const StorageBackendSpec* b = catalog.find_storage_backend(c.backend);
+  if (!b)
+    backend_field.fail("unknown storage backend '" + c.backend + "'" +
+                       suggestion_suffix(c.backend, catalog.storage_backend_names()));
+  if (auto f = st.find("servers")) {
+    if (b->scaling != StorageScaling::PerServer)
+      f->fail("applies only to backends with storage servers (scaling per_server in storage.yaml), not '" + c.backend +
+              "'");
+    c.servers = static_cast<int>(f->integer(1, 65536));
+  } else if (b->scaling == StorageScaling::PerServer) {
+    c.servers = b->default_servers;
+  }
+  c.cacheable = !b->cache.empty();
+  if (auto f = st.find("cache")) {
+    if (b->cache.empty()) f->fail("applies only to a backend with a local cache (blobfuse), not '" + c.backend + "'");
+    c.cache = f->boolean();
+  } else {
+    c.cache = !b->cache.empty() && b->cache_default;
+  }
+  if (auto f = st.find("format"))
+    c.format = f->choice({"files", "records"}) == "files" ? DataFormat::Files : DataFormat::Records;
+  const double images = static_cast<double>(s.training.dataset_images);
+  if (auto f = st.find("dataset_size")) {
+    c.dataset_bytes = f->positive_quantity(Quantity::Bytes);
+  } else if (auto fs = st.find("file_size"); fs && c.format == DataFormat::Files) {
+    c.dataset_bytes = 0;  // from file_size below
+  } else {
+    c.dataset_bytes = catalog.dataset(model.dataset).training_bytes;
+    if (c.dataset_bytes <= 0)
+      backend_field.fail("the catalog gives no size in bytes for dataset '" + model.dataset +
+                         "' (datasets.yaml training_bytes); give storage.dataset_size");
+  }
+  if (c.format == DataFormat::Files) {
+    if (auto f = st.find("record_size")) f->fail("applies only to format: records");
+    if (auto f = st.find("file_size")) {
+      if (st.has("dataset_size"))
+        f->fail("give file_size or dataset_size, not both (the data set is one file per image: " +
+                std::to_string(s.training.dataset_images) + " x file_size)");
+      c.file_size = f->positive_quantity(Quantity::Bytes);
+      c.dataset_bytes = c.file_size * images;
+    } else {
+      c.file_size = c.dataset_bytes / images;
+    }
+  } else {
+    if (auto f = st.find("file_size")) f->fail("applies only to format: files");
+    YamlField rf = st.get("record_size");
+    c.record_size = rf.positive_quantity(Quantity::Bytes);
+    if (c.record_size < c.dataset_bytes / images)
+      rf.fail("a record file holds at least one image, and an image takes " + format_bytes(c.dataset_bytes / images));
+  }
+  if (auto f = st.find("decode_cpu_per_image")) c.decode_cpu_per_image_s = f->nonnegative_quantity(Quantity::Time);
+  if (auto f = st.find("prefetch_depth")) c.prefetch_depth = static_cast<int>(f->integer(0, 1 << 20));
+  c.reader_threads = sku.vcpus;
+  if (auto f = st.find("reader_threads")) c.reader_threads = static_cast<int>(f->integer(1, 1 << 20));
+  c.bandwidth = b->bandwidth;
+  c.iops = b->iops;
+  c.request_latency = b->request_latency;
+  if (auto f = st.find("bandwidth")) c.bandwidth = f->positive_quantity(Quantity::Bandwidth);
+  if (auto f = st.find("iops")) c.iops = f->positive_number();
+  if (auto f = st.find("request_latency")) c.request_latency = f->nonnegative_quantity(Quantity::Time);
+  // Every node reads its own shard of the data set in every epoch (per-node sharding, shuffled within the
+  // shard): a node-local copy or cache must hold that shard.
+  const double shard = c.dataset_bytes / s.cluster.nodes;
+  const bool local = b->kind == StorageKind::Local;
+  if ((local || c.cache) && shard > sku.local_ssd_bytes) {
+    const YamlField at = c.cache && st.has("cache") ? st.get("cache") : backend_field;
+    at.fail("each node's shard of the data set (" + format_bytes(shard) + ") does not fit " + sku.name +
+            "'s local SSD (" + format_bytes(sku.local_ssd_bytes) + ")");
+  }
+  return c;
 }
 
 Scenario parse(std::shared_ptr<YamlDocument> doc, const Catalog& catalog, const std::vector<Override>& overrides) {
@@ -197,6 +287,7 @@ Scenario parse(std::shared_ptr<YamlDocument> doc, const Catalog& catalog, const 
                 " node(s)");
     }
   }
+  if (auto st = root.find("storage")) s.storage = parse_storage(*st, s, *sku, *model, catalog);
   return s;
 }
 
@@ -268,6 +359,29 @@ std::string to_yaml(const Scenario& s) {
   out << YAML::Key << "cycle_time" << YAML::Value << format_time(s.communication.cycle_time_s);
   out << YAML::Key << "library" << YAML::Value << std::string(to_string(s.communication.library));
   out << YAML::EndMap;
+  if (s.storage) {
+    const StorageConfig& st = *s.storage;
+    out << YAML::Key << "storage" << YAML::Value << YAML::BeginMap;
+    out << YAML::Key << "backend" << YAML::Value << st.backend;
+    if (st.servers > 0) out << YAML::Key << "servers" << YAML::Value << st.servers;
+    if (st.cacheable) out << YAML::Key << "cache" << YAML::Value << st.cache;
+    out << YAML::Key << "format" << YAML::Value << std::string(to_string(st.format));
+    // Files: the data set is one file per image, so file_size alone says its size (both would be refused).
+    if (st.format == DataFormat::Files) {
+      out << YAML::Key << "file_size" << YAML::Value << format_bytes(st.file_size)
+          << YAML::Comment("data set " + format_bytes(st.dataset_bytes));
+    } else {
+      out << YAML::Key << "record_size" << YAML::Value << format_bytes(st.record_size);
+      out << YAML::Key << "dataset_size" << YAML::Value << format_bytes(st.dataset_bytes);
+    }
+    out << YAML::Key << "decode_cpu_per_image" << YAML::Value << format_time(st.decode_cpu_per_image_s);
+    out << YAML::Key << "prefetch_depth" << YAML::Value << st.prefetch_depth;
+    out << YAML::Key << "reader_threads" << YAML::Value << st.reader_threads;
+    out << YAML::Key << "bandwidth" << YAML::Value << format_bandwidth(st.bandwidth);
+    out << YAML::Key << "iops" << YAML::Value << st.iops;
+    out << YAML::Key << "request_latency" << YAML::Value << format_time(st.request_latency);
+    out << YAML::EndMap;
+  }
   out << YAML::EndMap;
   return std::string(out.c_str()) + "\n";
 }

@@ -52,6 +52,27 @@ struct CommunicationConfig {
   CommLibrary library = CommLibrary::Nccl;
 };
 
+// Where the training data comes from (issue 8). Absent: synthetic data (no input pipeline modelled).
+enum class DataFormat { Files, Records };
+std::string_view to_string(DataFormat v);
+struct StorageConfig {
+  std::string backend;     // catalog storage backend name
+  int servers = 0;         // per_server backends: storage servers
+  bool cache = false;      // backends with a cache: epochs >= 2 read the cache backend
+  bool cacheable = false;  // the backend has a cache (the `cache` key applies)
+  DataFormat format = DataFormat::Files;
+  double file_size = 0;               // files: bytes of one image file (mean)
+  double record_size = 0;             // records: bytes of one record file (TFRecord, parquet, ...)
+  double dataset_bytes = 0;           // the training set in storage
+  double decode_cpu_per_image_s = 0;  // CPU-seconds to decode and augment one image
+  int prefetch_depth = 2;             // batches the loader may run ahead; 0: no overlap with compute
+  int reader_threads = 0;             // concurrent read requests per node
+  // The backend's limits (catalog values unless overridden in the scenario).
+  double bandwidth = 0;        // bytes/s per scaling unit
+  double iops = 0;             // requests/s per scaling unit
+  double request_latency = 0;  // seconds
+};
+
 struct Scenario {
   std::string file;
   std::string name;
@@ -61,6 +82,7 @@ struct Scenario {
   ModelConfig model;
   TrainingConfig training;
   CommunicationConfig communication;
+  std::optional<StorageConfig> storage;
 };
 
 // "--set key.path=value" as given on the command line.

@@ -85,22 +85,21 @@ const std::vector<std::string> kResultColumns = {"gpus",
                                                  "epoch_time_s",
                                                  "time_to_train_s",
                                                  "bottleneck_link",
-                                                 "bottleneck_utilisation"};
+                                                 "bottleneck_utilisation",
+                                                 "data_wait_s",
+                                                 "first_epoch_time_s",
+                                                 "data_limited_by"};
 
 std::vector<std::string> result_row(const nlohmann::json& j) {
-  return {std::to_string(j["gpus"].get<int>()),
-          std::to_string(j["nodes"].get<int>()),
-          j["fidelity"].get<std::string>(),
-          fmt(j["iteration_time_s"]),
-          fmt(j["images_per_sec"]),
-          fmt(j["images_per_sec_per_gpu"]),
-          fmt(j["scaling_efficiency"]),
-          fmt(j["communication_time_s"]),
-          fmt(j["exposed_communication_s"]),
-          fmt(j["epoch_time_s"]),
-          fmt(j["time_to_train_s"]),
-          j["bottleneck"]["link"].get<std::string>(),
-          fmt(j["bottleneck"]["utilisation"])};
+  return {std::to_string(j["gpus"].get<int>()), std::to_string(j["nodes"].get<int>()), j["fidelity"].get<std::string>(),
+          fmt(j["iteration_time_s"]), fmt(j["images_per_sec"]), fmt(j["images_per_sec_per_gpu"]),
+          fmt(j["scaling_efficiency"]), fmt(j["communication_time_s"]), fmt(j["exposed_communication_s"]),
+          fmt(j["epoch_time_s"]), fmt(j["time_to_train_s"]), j["bottleneck"]["link"].get<std::string>(),
+          fmt(j["bottleneck"]["utilisation"]),
+          // The input pipeline (storage: section; synthetic data: no wait, epoch 1 = every epoch).
+          fmt(j["data_pipeline"]["steady_state"]["data_wait_s"]),
+          fmt(j["data_pipeline"]["first_epoch"]["epoch_time_s"]),
+          j["data_pipeline"]["steady_state"]["limited_by"].get<std::string>()};
 }
 
 // Splits one CSV line (fields as csv_field writes them).

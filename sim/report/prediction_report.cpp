@@ -33,7 +33,69 @@ ordered_json scenario_json(const Scenario& s) {
                         {"fusion_threshold_bytes", s.communication.fusion_threshold_bytes},
                         {"cycle_time_s", s.communication.cycle_time_s},
                         {"library", std::string(to_string(s.communication.library))}};
+  if (s.storage) {
+    const StorageConfig& st = *s.storage;
+    j["storage"] = {{"backend", st.backend},
+                    {"servers", st.servers},
+                    {"cache", st.cache},
+                    {"format", std::string(to_string(st.format))},
+                    {"file_size_bytes", st.file_size},
+                    {"record_size_bytes", st.record_size},
+                    {"dataset_bytes", st.dataset_bytes},
+                    {"decode_cpu_per_image_s", st.decode_cpu_per_image_s},
+                    {"prefetch_depth", st.prefetch_depth},
+                    {"reader_threads", st.reader_threads},
+                    {"bandwidth_bytes_per_s", st.bandwidth},
+                    {"iops", st.iops},
+                    {"request_latency_s", st.request_latency}};
+  }
   return j;
+}
+
+// The input pipeline; with synthetic data (no storage section, and every real run) the same keys, with
+// the values synthetic data has: no loader, no wait, both epochs the same.
+ordered_json data_pipeline_json(const Prediction& p) {
+  DataPipeline d = p.data_pipeline;
+  if (!d.active) {
+    d.format = "synthetic";
+    d.train_iteration_s = p.iteration_time_s;
+    for (PipelineEpoch* e : {&d.first, &d.steady}) {
+      e->source = "synthetic";
+      e->iteration_s = p.iteration_time_s;
+      e->limited_by = "compute";
+      e->epoch_time_s = p.epoch_time_s;
+    }
+  }
+  auto epoch = [](const PipelineEpoch& e) {
+    return ordered_json{{"source", e.source},
+                        {"iteration_time_s", e.iteration_s},
+                        {"data_wait_s", e.data_wait_s},
+                        {"load_time_s", e.load_s},
+                        {"load_terms_s",
+                         {{"storage_bandwidth", e.bandwidth_s},
+                          {"storage_iops", e.iops_s},
+                          {"nic", e.nic_s},
+                          {"request_latency", e.latency_s},
+                          {"decode_cpu", e.decode_s}}},
+                        {"storage_throughput_bytes_per_s", e.storage_throughput},
+                        {"storage_throughput_limit_bytes_per_s", e.storage_throughput_limit},
+                        {"limited_by", e.limited_by},
+                        {"storage_is_bottleneck", storage_is_bottleneck(e)},
+                        {"epoch_time_s", e.epoch_time_s}};
+  };
+  return {{"backend", d.backend},
+          {"format", d.format},
+          {"cache", d.cache},
+          {"prefetch_depth", d.prefetch_depth},
+          {"reader_threads", d.reader_threads},
+          {"image_bytes", d.image_bytes},
+          {"batch_bytes_per_node", d.batch_bytes_per_node},
+          {"requests_per_batch_per_node", d.requests_per_batch_node},
+          {"train_iteration_s", d.train_iteration_s},
+          {"nic_shared_with_gradients", d.nic.shared},
+          {"nic_gradient_bytes_per_iteration", d.nic.gradient_bytes},
+          {"first_epoch", epoch(d.first)},
+          {"steady_state", epoch(d.steady)}};
 }
 
 ordered_json link_json(const LinkLoad& l) {
@@ -76,6 +138,7 @@ std::string result_json(const Prediction& p, const std::string& source) {
   j["time_to_train_s"] = p.time_to_train_s;
   j["compute_source"] = {{"kind", p.compute_source}, {"detail", p.compute_source_detail}};
   j["bottleneck"] = link_json(p.bottleneck);
+  j["data_pipeline"] = data_pipeline_json(p);
   j["fusion_buffers"] = p.collectives.size();
   ordered_json cols = ordered_json::array();
   for (const auto& r : p.collectives) {
@@ -203,7 +266,45 @@ std::string prediction_table(const Prediction& p) {
   row("communication time",
       format_time(p.communication_time_s) + " in " + std::to_string(p.collectives.size()) + " fusion buffers");
   row("exposed communication", format_time(p.exposed_communication_s));
-  row("epoch", format_time(p.epoch_time_s) + " (" + std::to_string(p.iterations_per_epoch) + " iterations)");
+  const DataPipeline& d = p.data_pipeline;
+  if (!d.active) {
+    row("epoch", format_time(p.epoch_time_s) + " (" + std::to_string(p.iterations_per_epoch) + " iterations)");
+  } else {
+    const StorageConfig& st = *s.storage;
+    std::string what = d.backend;
+    if (st.servers > 0) what += " (" + std::to_string(st.servers) + " server" + (st.servers == 1 ? "" : "s") + ")";
+    if (d.cache) what += ", cached on " + d.steady.source;
+    what += st.format == DataFormat::Files ? ", files of " + format_bytes(st.file_size)
+                                           : ", records of " + format_bytes(st.record_size);
+    row("data",
+        what + ", " + std::to_string(d.reader_threads) + " readers/node, prefetch " + std::to_string(d.prefetch_depth));
+    row("training alone", format_time(d.train_iteration_s) + " per iteration (synthetic data)");
+    auto limit = [](const PipelineEpoch& e) {
+      if (e.limited_by == "compute") return std::string("compute (loader keeps up)");
+      std::string w = e.limited_by == "storage_bandwidth" ? "storage bandwidth"
+                      : e.limited_by == "storage_iops"    ? "storage IOPS"
+                      : e.limited_by == "request_latency" ? "storage request latency"
+                      : e.limited_by == "nic"             ? "node NIC"
+                                                          : "decode CPU";
+      return (storage_is_bottleneck(e) ? "STORAGE: " + w + " of " + e.source : w);
+    };
+    auto epoch_rows = [&](const std::string& label, const PipelineEpoch& e) {
+      row(label + " data wait",
+          format_time(e.data_wait_s) + " per iteration (load " + format_time(e.load_s) + " per batch per node)");
+      row(label + " storage", format_bandwidth(e.storage_throughput) + " of " +
+                                  format_bandwidth(e.storage_throughput_limit) + " limit (" +
+                                  pct(e.storage_throughput / e.storage_throughput_limit) + ")");
+      row(label + " bottleneck", limit(e));
+    };
+    if (d.cache) {
+      epoch_rows("epoch 1", d.first);
+      epoch_rows("epoch 2+", d.steady);
+    } else {
+      epoch_rows("epoch", d.steady);
+    }
+    row("epoch 1", format_time(d.first.epoch_time_s) + " (" + std::to_string(p.iterations_per_epoch) + " iterations)");
+    row("epoch (steady state)", format_time(d.steady.epoch_time_s));
+  }
   row("time to train", format_time(p.time_to_train_s) + " (" + std::to_string(s.training.epochs) + " epochs)");
   if (!p.links.empty())
     row("bottleneck link", p.bottleneck.name + " (" + p.bottleneck.link_class + ", " +
