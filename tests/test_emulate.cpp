@@ -22,23 +22,8 @@ const std::string kRingsim = RINGSIM_TEST_BINARY;
 const std::string kCatalog = std::string(" --catalog ") + RINGSIM_TEST_CATALOG;
 const std::string kResnet = std::string(RINGSIM_TEST_SCENARIOS) + "/resnet50_imagenet_8x_nc24rs_v3.yaml";
 
-struct Run {
-  int status = 0;
-  std::string output;
-};
-
-Run run(const std::string& args) {
-  const std::string cmd = kRingsim + kCatalog + " " + args + " 2>&1";
-  Run r;
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p != nullptr);
-  char buf[4096];
-  std::size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
-  const int st = pclose(p);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-  return r;
-}
+using Run = test::CommandResult;
+Run run(const std::string& args) { return test::run_command(kRingsim + kCatalog + " " + args); }
 
 nlohmann::json read_json(const std::string& file) {
   std::ifstream in(file);

@@ -24,16 +24,11 @@ Result run(const std::string& args) {
   // Open MPI refuses to run as root without these; harmless otherwise.
   setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
   setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
-  const std::string cmd = std::string(RINGSIM_TEST_MPIEXEC) + " --oversubscribe " + args + " 2>&1";
   const auto t0 = std::chrono::steady_clock::now();
+  const auto c = ringsim::test::run_command(std::string(RINGSIM_TEST_MPIEXEC) + " --oversubscribe " + args);
   Result r;
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p != nullptr);
-  char buf[4096];
-  std::size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
-  const int st = pclose(p);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+  r.status = c.status;
+  r.output = c.output;
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
 }

@@ -20,16 +20,9 @@ struct Run {
 };
 
 Run run_ringsim(const std::string& args) {
-  const std::string cmd =
-      std::string(RINGSIM_TEST_BINARY) + " --catalog " + RINGSIM_TEST_CATALOG + " " + args + " 2>&1";
-  Run r;
-  FILE* p = popen(cmd.c_str(), "r");
-  char buf[4096];
-  std::size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
-  const int st = pclose(p);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-  return r;
+  const auto c =
+      ringsim::test::run_command(std::string(RINGSIM_TEST_BINARY) + " --catalog " + RINGSIM_TEST_CATALOG + " " + args);
+  return {c.status, c.output};
 }
 
 std::string slurp(const fs::path& p) {
