@@ -1,8 +1,5 @@
 #include "plan/sweep.h"
 
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -22,10 +19,9 @@
 #include "load/scenario.h"
 #include "load/units.h"
 #include "load/yaml_reader.h"
+#include "plan/point_runner.h"
 #include "report/output_file.h"
 #include "report/svg_chart.h"
-
-extern char** environ;
 
 namespace ringsim {
 
@@ -251,7 +247,6 @@ int run_sweep(const SweepOptions& o) {
   for (const auto& a : axes) header.push_back(a.key);
   header.insert(header.end(), kResultColumns.begin(), kResultColumns.end());
   std::map<int, std::vector<std::string>> rows;
-  std::map<int, nlohmann::json> results;
   std::error_code exists_error;
   if (o.resume && o.csv_file && std::filesystem::exists(*o.csv_file, exists_error)) {
     std::ifstream in(*o.csv_file);
@@ -273,14 +268,6 @@ int run_sweep(const SweepOptions& o) {
     }
   }
 
-  // Run the missing points, `jobs` at a time, as `ringsim predict` children.
-  const std::filesystem::path tmp =
-      std::filesystem::temp_directory_path() / ("ringsim_sweep_" + std::to_string(getpid()));
-  std::filesystem::create_directories(tmp);
-  struct Running {
-    int point;
-  };
-  std::map<pid_t, Running> running;
   // Under an MPI launcher every copy runs every size-th point; rank 0 gathers the others' rows through
   // part files next to its output (a shared file system, as on any cluster) and writes the outputs.
   const auto [rank, size] = launcher_rank();
@@ -288,74 +275,26 @@ int run_sweep(const SweepOptions& o) {
     throw InputError({}, "sweep: under an MPI launcher give --csv or --json (rank 0 gathers the points there)");
   const std::string part_base = o.csv_file ? *o.csv_file : *o.json_file;
   std::vector<int> todo;
+  std::vector<PredictPoint> jobs;
   for (const auto& p : points)
-    if (!rows.count(p.index) && p.index % size == rank) todo.push_back(p.index);
-  const bool tty = isatty(STDERR_FILENO);
-  const auto t0 = std::chrono::steady_clock::now();
-  std::size_t next = 0, done = 0;
-  std::string failure;
-  auto spawn = [&](int idx) {
-    std::vector<std::string> args = {o.self, "--catalog", o.catalog_dir, "predict", o.scenario};
-    for (const auto& s : point_sets(points[idx])) {
-      args.push_back("--set");
-      args.push_back(s);
+    if (!rows.count(p.index) && p.index % size == rank) {
+      todo.push_back(p.index);
+      jobs.push_back({p.index, point_sets(p)});
     }
-    if (o.fidelity) {
-      args.push_back("--fidelity");
-      args.push_back(*o.fidelity);
-    }
-    args.push_back("--json");
-    args.push_back((tmp / (std::to_string(idx) + ".json")).string());
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
-    const std::string err = (tmp / (std::to_string(idx) + ".err")).string();
-    posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    pid_t pid = 0;
-    const int rc = posix_spawn(&pid, o.self.c_str(), &fa, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&fa);
-    if (rc != 0) throw std::runtime_error("cannot start " + o.self);
-    running[pid] = {idx};
-  };
-  while ((next < todo.size() || !running.empty()) && failure.empty()) {
-    while (next < todo.size() && static_cast<int>(running.size()) < std::max(1, o.jobs)) spawn(todo[next++]);
-    int status = 0;
-    const pid_t pid = waitpid(-1, &status, 0);
-    if (pid < 0) break;
-    auto it = running.find(pid);
-    if (it == running.end()) continue;
-    const int idx = it->second.point;
-    running.erase(it);
-    const auto json_path = tmp / (std::to_string(idx) + ".json");
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || !std::filesystem::exists(json_path)) {
-      std::ifstream e(tmp / (std::to_string(idx) + ".err"));
-      failure = "sweep point " + std::to_string(idx) +
-                " failed: " + std::string((std::istreambuf_iterator<char>(e)), std::istreambuf_iterator<char>());
-      break;
-    }
-    std::ifstream in(json_path);
-    const auto j = nlohmann::json::parse(in);
+  // The missing points, `jobs` at a time, as `ringsim predict` children.
+  PointRunOptions run;
+  run.self = o.self;
+  run.catalog_dir = o.catalog_dir;
+  run.scenario = o.scenario;
+  run.fidelity = o.fidelity;
+  run.jobs = o.jobs;
+  run.label = "sweep";
+  run_predict_points(run, jobs, [&](int idx, const nlohmann::json& j) {
     std::vector<std::string> row = {std::to_string(idx)};
     row.insert(row.end(), points[idx].values.begin(), points[idx].values.end());
     for (auto& f : result_row(j)) row.push_back(f);
     rows[idx] = row;
-    results[idx] = j;
-    ++done;
-    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    const double eta = done ? elapsed / done * (todo.size() - done) : 0;
-    if (tty)
-      std::fprintf(stderr, "\rringsim sweep: %zu/%zu points, ETA %s   ", done, todo.size(), format_time(eta).c_str());
-    else
-      std::fprintf(stderr, "ringsim sweep: point %d done (%zu/%zu)\n", idx, done, todo.size());
-  }
-  for (auto& [pid, r] : running) kill(pid, SIGTERM);
-  for (auto& [pid, r] : running) waitpid(pid, nullptr, 0);
-  std::filesystem::remove_all(tmp);
-  if (tty && !todo.empty()) std::fprintf(stderr, "\n");
-  if (!failure.empty()) throw std::runtime_error(failure);
+  });
 
   if (size > 1) {
     auto part = [&](int r) { return part_base + ".part" + std::to_string(r); };

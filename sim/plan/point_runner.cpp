@@ -1,0 +1,101 @@
+#include "plan/point_runner.h"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <stdexcept>
+
+#include "load/units.h"
+
+extern char** environ;
+
+namespace ringsim {
+
+void run_predict_points(const PointRunOptions& o, const std::vector<PredictPoint>& points,
+                        const std::function<void(int, const nlohmann::json&)>& done) {
+  if (points.empty()) return;
+  const std::filesystem::path tmp =
+      std::filesystem::temp_directory_path() / ("ringsim_" + o.label + "_" + std::to_string(getpid()));
+  std::filesystem::create_directories(tmp);
+  std::map<pid_t, const PredictPoint*> running;
+  auto spawn = [&](const PredictPoint& p) {
+    std::vector<std::string> args = {o.self, "--catalog", o.catalog_dir, "predict", o.scenario};
+    for (const auto& s : p.sets) {
+      args.push_back("--set");
+      args.push_back(s);
+    }
+    if (o.fidelity) {
+      args.push_back("--fidelity");
+      args.push_back(*o.fidelity);
+    }
+    args.push_back("--json");
+    args.push_back((tmp / (std::to_string(p.index) + ".json")).string());
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+    const std::string err = (tmp / (std::to_string(p.index) + ".err")).string();
+    posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    pid_t pid = 0;
+    const int rc = posix_spawn(&pid, o.self.c_str(), &fa, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc != 0) throw std::runtime_error("cannot start " + o.self);
+    running[pid] = &p;
+  };
+  const bool tty = isatty(STDERR_FILENO);
+  const auto t0 = std::chrono::steady_clock::now();
+  std::size_t next = 0, finished = 0;
+  std::string failure;
+  try {
+    while ((next < points.size() || !running.empty()) && failure.empty()) {
+      while (next < points.size() && static_cast<int>(running.size()) < std::max(1, o.jobs)) spawn(points[next++]);
+      int status = 0;
+      const pid_t pid = waitpid(-1, &status, 0);
+      if (pid < 0) break;
+      auto it = running.find(pid);
+      if (it == running.end()) continue;
+      const int idx = it->second->index;
+      running.erase(it);
+      const auto json_path = tmp / (std::to_string(idx) + ".json");
+      if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || !std::filesystem::exists(json_path)) {
+        std::ifstream e(tmp / (std::to_string(idx) + ".err"));
+        failure = o.label + " point " + std::to_string(idx) +
+                  " failed: " + std::string((std::istreambuf_iterator<char>(e)), std::istreambuf_iterator<char>());
+        break;
+      }
+      std::ifstream in(json_path);
+      done(idx, nlohmann::json::parse(in));
+      ++finished;
+      const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      const double eta = elapsed / static_cast<double>(finished) * static_cast<double>(points.size() - finished);
+      if (tty)
+        std::fprintf(stderr, "\rringsim %s: %zu/%zu points, ETA %s   ", o.label.c_str(), finished, points.size(),
+                     format_time(eta).c_str());
+      else
+        std::fprintf(stderr, "ringsim %s: point %d done (%zu/%zu)\n", o.label.c_str(), idx, finished, points.size());
+    }
+  } catch (...) {
+    for (auto& [pid, p] : running) kill(pid, SIGTERM);
+    for (auto& [pid, p] : running) waitpid(pid, nullptr, 0);
+    std::filesystem::remove_all(tmp);
+    throw;
+  }
+  for (auto& [pid, p] : running) kill(pid, SIGTERM);
+  for (auto& [pid, p] : running) waitpid(pid, nullptr, 0);
+  std::filesystem::remove_all(tmp);
+  if (tty) std::fprintf(stderr, "\n");
+  if (!failure.empty()) throw std::runtime_error(failure);
+}
+
+}  // namespace ringsim
