@@ -19,6 +19,7 @@ TEST_CASE("units: sizes, bandwidths, times and FLOP rates as people write them",
   CHECK(parse_quantity("1.5 us", Quantity::Time) == Approx(1.5e-6));
   CHECK(parse_quantity("1.5 \xC2\xB5s", Quantity::Time) == Approx(1.5e-6));
   CHECK(parse_quantity("5 ms", Quantity::Time) == Approx(5e-3));
+  CHECK(parse_quantity("3 d", Quantity::Time) == Approx(3 * 86400.0));  // deadlines (ringsim plan)
   CHECK(parse_quantity(" 2 h ", Quantity::Time) == 7200);
   CHECK(parse_quantity("250 ns", Quantity::Time) == Approx(250e-9));
   CHECK(parse_quantity("15.7 TFLOPS", Quantity::FlopRate) == Approx(15.7e12));

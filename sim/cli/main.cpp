@@ -9,6 +9,7 @@
 #include "cli/commands.h"
 #include "load/catalog.h"
 #include "load/input_error.h"
+#include "plan/capacity_plan.h"
 #include "plan/sweep.h"
 #ifdef RINGSIM_HAVE_SMPI
 #include "emulate/emulate_run.h"
@@ -128,6 +129,37 @@ int main(int argc, char** argv) {
   sweep->add_option("--plot", sweep_opts.plot_file, "Draw images/s vs GPUs per other-axis value as SVG");
   sweep->add_flag("--resume", sweep_opts.resume, "Keep the points already in --csv and run only the others");
 
+  ringsim::PlanOptions plan_opts;
+  auto* plan = app.add_subcommand(
+      "plan", "Search SKUs x nodes x strategies for the cheapest (or fastest) plan that meets a deadline/budget");
+  plan->add_option("scenario", plan_opts.scenario, "Scenario YAML file (its plan: section sets the goal)")->required();
+  plan->add_option("--set", plan_opts.sets, "Override a scenario key for every configuration (repeatable)");
+  plan->add_option("--deadline", plan_opts.deadline, "Time to train at most, e.g. 24h or 3d (plan.deadline)");
+  plan->add_option("--budget", plan_opts.budget, "Cost at most, US dollars (plan.budget)");
+  plan->add_option("--region", plan_opts.region, "Price region, e.g. eastus (plan.region)");
+  plan->add_option("--skus", plan_opts.skus, "Candidate SKUs, comma-separated (plan.skus; default: every priced SKU)")
+      ->delimiter(',');
+  plan->add_option("--nodes", plan_opts.nodes, "Node counts, comma-separated (plan.nodes; default 1,2,4,...,32)")
+      ->delimiter(',');
+  plan->add_option("--strategies", plan_opts.strategies, "ring, hierarchical, parameter_server (plan.strategies)")
+      ->delimiter(',');
+  plan->add_option("--fusion-thresholds", plan_opts.fusion_thresholds,
+                   "Fusion sizes, e.g. 0,64MiB (plan.fusion_thresholds)")
+      ->delimiter(',');
+  plan->add_option("--low-priority", plan_opts.low_priority,
+                   "Also consider low-priority VMs: true|false (plan.low_priority)");
+  plan->add_option("--rank-by", plan_opts.rank_by, "cost or time (plan.rank_by)")
+      ->check(CLI::IsMember({"cost", "time"}));
+  plan->add_option("--headroom", plan_opts.headroom, "Extra VMs in the quota request, e.g. 10% (plan.quota_headroom)");
+  plan->add_option("--top", plan_opts.top, "Configurations shown (plan.top; default 10)")->check(CLI::Range(1, 100000));
+  plan->add_option("--prices", plan_opts.price_files, "Prices file over topologies/prices.yaml (repeatable)");
+  plan->add_option("-j,--jobs", plan_opts.jobs, "Configurations predicted at once (default: the number of cores)")
+      ->check(CLI::Range(1, 1024));
+  plan->add_option("--fidelity", plan_opts.fidelity, "flow | step for every configuration (default: by GPU count)")
+      ->check(CLI::IsMember({"flow", "step"}));
+  plan->add_option("--csv", plan_opts.csv_file, "Write every configuration, ranked, as CSV");
+  plan->add_option("--json", plan_opts.json_file, "Write the plan (configurations, flags, quota request) as JSON");
+
 #ifdef RINGSIM_HAVE_SMPI
   ringsim::EmulateOptions emu_opts;
   auto* emulate = app.add_subcommand(
@@ -181,6 +213,13 @@ int main(int argc, char** argv) {
       sweep_opts.self = self_path(argv[0]);
       if (sweep_opts.resume && !sweep_opts.csv_file) throw ringsim::InputError({}, "sweep: --resume needs --csv FILE");
       return ringsim::run_sweep(sweep_opts);
+    }
+    if (*plan) {
+      plan_opts.catalog_dir = catalog_dir;
+      if (plan->count("--jobs") == 0)
+        plan_opts.jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+      plan_opts.self = self_path(argv[0]);
+      return ringsim::run_plan(plan_opts);
     }
   } catch (const ringsim::InputError& e) {
     std::cerr << e.what() << "\n";

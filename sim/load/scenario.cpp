@@ -30,7 +30,7 @@ namespace {
 
 const std::vector<std::string> kTopKeys = {
     "name",          "description", "cluster",     "model", "training",
-    "communication", "storage",     "calibration", "sweep"};  // sweep: read by ringsim sweep
+    "communication", "storage",     "calibration", "sweep", "plan"};  // sweep, plan: read by those commands
 const std::vector<std::string> kClusterKeys = {
     "sku", "nodes", "gpus_per_node", "fabric", "fabric_topology", "nodes_per_leaf", "oversubscription"};
 const std::vector<std::string> kModelKeys = {"name", "batch_per_gpu", "images_per_sec_single_gpu"};

@@ -27,7 +27,7 @@ constexpr Unit kBandwidth[] = {
     {"Mbps", 1e6 / 8},   {"Gbps", 1e9 / 8},    {"Tbps", 1e12 / 8},      {"bit/s", 1 / 8.0}, {"kbit/s", 1e3 / 8},
     {"Mbit/s", 1e6 / 8}, {"Gbit/s", 1e9 / 8},  {"Tbit/s", 1e12 / 8}};
 constexpr Unit kTime[] = {{"ns", 1e-9}, {"us", 1e-6}, {"\xC2\xB5s", 1e-6}, {"ms", 1e-3},
-                          {"s", 1},     {"min", 60},  {"h", 3600}};
+                          {"s", 1},     {"min", 60},  {"h", 3600}, {"d", 86400}};
 constexpr Unit kFlopRate[] = {{"FLOPS", 1},     {"kFLOPS", 1e3},  {"MFLOPS", 1e6},   {"GFLOPS", 1e9},
                               {"TFLOPS", 1e12}, {"PFLOPS", 1e15}, {"FLOP/s", 1},     {"kFLOP/s", 1e3},
                               {"MFLOP/s", 1e6}, {"GFLOP/s", 1e9}, {"TFLOP/s", 1e12}, {"PFLOP/s", 1e15}};

@@ -52,7 +52,7 @@ std::vector<std::string> range_values(const YamlField& f) {
 
 void check_key(const std::string& key, const SourceLocation& where) {
   const auto& keys = scenario_keys();
-  if (std::find(keys.begin(), keys.end(), key) == keys.end() || key == "sweep")
+  if (std::find(keys.begin(), keys.end(), key) == keys.end() || key == "sweep" || key == "plan")
     throw InputError(where, "sweep: unknown key '" + key + "'" + suggestion_suffix(key, keys));
 }
 

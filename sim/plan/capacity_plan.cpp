@@ -1,0 +1,692 @@
+#include "plan/capacity_plan.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "load/prices.h"
+#include "load/scenario.h"
+#include "load/units.h"
+#include "load/yaml_reader.h"
+#include "plan/point_runner.h"
+#include "report/output_file.h"
+
+namespace ringsim {
+
+namespace {
+
+const std::vector<std::string> kPlanKeys = {
+    "deadline",          "budget",       "region",  "skus",           "nodes", "strategies",
+    "fusion_thresholds", "low_priority", "rank_by", "quota_headroom", "top",   "prices"};
+const std::vector<std::string> kStrategies = {"ring", "hierarchical", "parameter_server"};
+constexpr int kMaxPlanNodes = 65536;
+
+SourceLocation option(const std::string& name, const std::string& value) { return {"", 0, 0, name + " " + value}; }
+
+std::string canonical_sku(const Catalog& catalog, const std::string& name, const SourceLocation& where) {
+  const SkuSpec* sku = catalog.find_sku(name);
+  if (!sku) throw InputError(where, "unknown SKU '" + name + "'" + suggestion_suffix(name, catalog.sku_names()));
+  return sku->name;
+}
+
+double parse_budget(const std::string& text, const SourceLocation& where) {
+  std::size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || !(v > 0) || !std::isfinite(v))
+    throw InputError(where, "expected a budget in US dollars, a number > 0 (e.g. 5000)");
+  return v;
+}
+
+double parse_fraction(const std::string& text, const SourceLocation& where) {
+  std::string t = text;
+  double scale = 1;
+  if (!t.empty() && t.back() == '%') {
+    t.pop_back();
+    scale = 0.01;
+  }
+  std::size_t used = 0;
+  double v = -1;
+  try {
+    v = std::stod(t, &used) * scale;
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (t.empty() || used != t.size() || v < 0 || v > 10)
+    throw InputError(where, "expected a headroom fraction 0-10 or a percentage (e.g. 0.1 or 10%)");
+  return v;
+}
+
+std::string fmt_usd(double v) {
+  char b[64];
+  std::snprintf(b, sizeof b, "%.2f", v);
+  std::string s = b;
+  const auto dot = s.find('.');
+  for (int i = static_cast<int>(dot) - 3; i > (s[0] == '-' ? 1 : 0); i -= 3) s.insert(static_cast<std::size_t>(i), ",");
+  return "$" + s;
+}
+
+std::string fmt_pct(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.1f %%", v * 100);
+  return b;
+}
+
+std::string fmt_num(double v) {
+  char b[64];
+  std::snprintf(b, sizeof b, "%.9g", v);
+  return b;
+}
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string o = "\"";
+  for (char c : s) o += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return o + "\"";
+}
+
+std::string pad(const std::string& s, std::size_t w) {
+  return s.size() >= w ? s + " " : s + std::string(w - s.size(), ' ');
+}
+
+// A configuration to predict: everything but the capacity kind (dedicated or low-priority).
+struct Candidate {
+  int index = 0;
+  std::string sku, strategy, fusion;
+  int nodes = 0;
+  std::vector<std::string> sets;
+};
+
+}  // namespace
+
+double training_cost_usd(int vms, double usd_per_vm_hour, double seconds) {
+  return static_cast<double>(vms) * usd_per_vm_hour * seconds / 3600.0;
+}
+
+std::vector<int> rank_evaluations(const std::vector<PlanEvaluation>& e, RankBy by) {
+  std::vector<int> order(e.size());
+  for (std::size_t i = 0; i < e.size(); ++i) order[i] = static_cast<int>(i);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    const PlanEvaluation &x = e[static_cast<std::size_t>(a)], &y = e[static_cast<std::size_t>(b)];
+    if (x.feasible() != y.feasible()) return x.feasible();
+    const double x1 = by == RankBy::Cost ? x.cost_usd : x.time_to_train_s;
+    const double y1 = by == RankBy::Cost ? y.cost_usd : y.time_to_train_s;
+    if (x1 != y1) return x1 < y1;
+    const double x2 = by == RankBy::Cost ? x.time_to_train_s : x.cost_usd;
+    const double y2 = by == RankBy::Cost ? y.time_to_train_s : y.cost_usd;
+    if (x2 != y2) return x2 < y2;
+    return x.index < y.index;
+  });
+  return order;
+}
+
+QuotaRequest quota_request(const SkuSpec& sku, const std::string& region, int vms, bool low_priority, double headroom) {
+  QuotaRequest q;
+  q.family = sku.quota_family;
+  q.region = region;
+  q.nodes = vms;
+  // Headroom in whole VMs: a quota that cannot start one more VM is no headroom.
+  q.requested_nodes = static_cast<int>(std::ceil(static_cast<double>(vms) * (1 + headroom) - 1e-9));
+  q.vcpus_per_node = sku.vcpus;
+  const int vcpus = q.requested_nodes * sku.vcpus;
+  (low_priority ? q.low_priority_vcpus : q.dedicated_vcpus) = vcpus;
+  return q;
+}
+
+PlanGoal read_plan_goal(const std::string& scenario_file, const PlanOptions& cli, const Catalog& catalog) {
+  PlanGoal g;
+  g.where = {scenario_file, 0, 0, ""};
+  auto doc = std::make_shared<YamlDocument>(YamlDocument::load_file(scenario_file));
+  YamlField root = YamlField::root(doc);
+  const std::filesystem::path base = std::filesystem::path(scenario_file).parent_path();
+  if (root.is_map()) {
+    if (auto p = root.find("plan")) {
+      g.where = p->location();
+      if (!p->is_map()) p->fail("expected a mapping with deadline and/or budget, e.g. {deadline: 24 h, budget: 5000}");
+      p->require_map(kPlanKeys);
+      if (auto f = p->find("deadline")) g.deadline_s = f->positive_quantity(Quantity::Time);
+      if (auto f = p->find("budget")) g.budget_usd = f->number(1e-9, 1e12);
+      if (auto f = p->find("region")) g.region = f->str();
+      if (auto f = p->find("skus")) {
+        if (!f->is_sequence()) f->fail("expected a list of SKU names, e.g. [NC24rs_v3, ND40rs_v2]");
+        for (auto& item : f->items()) {
+          const SkuSpec* sku = catalog.find_sku(item.str());
+          if (!sku) item.fail("unknown SKU '" + item.str() + "'" + suggestion_suffix(item.str(), catalog.sku_names()));
+          g.skus.push_back(sku->name);
+        }
+        if (g.skus.empty()) f->fail("the list of SKUs is empty");
+      }
+      if (auto f = p->find("nodes")) {
+        if (!f->is_sequence()) f->fail("expected a list of node counts, e.g. [1, 2, 4, 8]");
+        g.nodes.clear();
+        for (auto& item : f->items()) g.nodes.push_back(static_cast<int>(item.integer(1, kMaxPlanNodes)));
+        if (g.nodes.empty()) f->fail("the list of node counts is empty");
+      }
+      if (auto f = p->find("strategies")) {
+        if (!f->is_sequence()) f->fail("expected a list of strategies, e.g. [ring, parameter_server]");
+        for (auto& item : f->items()) g.strategies.push_back(item.choice(kStrategies));
+        if (g.strategies.empty()) f->fail("the list of strategies is empty");
+      }
+      if (auto f = p->find("fusion_thresholds")) {
+        if (!f->is_sequence()) f->fail("expected a list of sizes, e.g. [0, 64 MiB]");
+        for (auto& item : f->items()) {
+          item.nonnegative_quantity(Quantity::Bytes);
+          g.fusion_thresholds.push_back(item.str());
+        }
+        if (g.fusion_thresholds.empty()) f->fail("the list of fusion thresholds is empty");
+      }
+      if (auto f = p->find("low_priority")) g.low_priority = f->boolean();
+      if (auto f = p->find("rank_by")) g.rank_by = f->choice({"cost", "time"}) == "cost" ? RankBy::Cost : RankBy::Time;
+      if (auto f = p->find("quota_headroom")) g.quota_headroom = f->number(0, 10);
+      if (auto f = p->find("top")) g.top = static_cast<int>(f->integer(1, 100000));
+      if (auto f = p->find("prices")) {
+        const std::filesystem::path file = f->str();
+        g.price_files.push_back((file.is_absolute() ? file : base / file).string());
+      }
+    }
+  }
+  // The command line replaces the file's keys.
+  if (cli.deadline) {
+    const SourceLocation w = option("--deadline", *cli.deadline);
+    try {
+      g.deadline_s = parse_quantity(*cli.deadline, Quantity::Time);
+    } catch (const UnitError& e) {
+      throw InputError(w, e.what());
+    }
+    if (!(*g.deadline_s > 0)) throw InputError(w, "expected a time > 0, e.g. 24 h or 3 d");
+  }
+  if (cli.budget) g.budget_usd = parse_budget(*cli.budget, option("--budget", *cli.budget));
+  if (cli.region) g.region = *cli.region;
+  if (!cli.skus.empty()) {
+    g.skus.clear();
+    for (const auto& s : cli.skus) g.skus.push_back(canonical_sku(catalog, s, option("--skus", s)));
+  }
+  if (!cli.nodes.empty()) {
+    g.nodes.clear();
+    for (const auto& s : cli.nodes) {
+      const SourceLocation w = option("--nodes", s);
+      std::size_t used = 0;
+      long v = 0;
+      try {
+        v = std::stol(s, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used != s.size() || v < 1 || v > kMaxPlanNodes)
+        throw InputError(w, "expected a whole number of nodes, 1-" + std::to_string(kMaxPlanNodes));
+      g.nodes.push_back(static_cast<int>(v));
+    }
+  }
+  if (!cli.strategies.empty()) {
+    g.strategies.clear();
+    for (const auto& s : cli.strategies) {
+      if (std::find(kStrategies.begin(), kStrategies.end(), s) == kStrategies.end())
+        throw InputError(option("--strategies", s), "unknown strategy '" + s + "'" + suggestion_suffix(s, kStrategies));
+      g.strategies.push_back(s);
+    }
+  }
+  if (!cli.fusion_thresholds.empty()) {
+    g.fusion_thresholds.clear();
+    for (const auto& s : cli.fusion_thresholds) {
+      try {
+        if (parse_quantity(s, Quantity::Bytes) < 0) throw UnitError("expected a size >= 0");
+      } catch (const UnitError& e) {
+        throw InputError(option("--fusion-thresholds", s), e.what());
+      }
+      g.fusion_thresholds.push_back(s);
+    }
+  }
+  if (cli.low_priority) g.low_priority = *cli.low_priority;
+  if (cli.rank_by) g.rank_by = *cli.rank_by == "time" ? RankBy::Time : RankBy::Cost;
+  if (cli.headroom) g.quota_headroom = parse_fraction(*cli.headroom, option("--headroom", *cli.headroom));
+  if (cli.top) g.top = *cli.top;
+  for (const auto& f : cli.price_files) g.price_files.push_back(f);
+  if (!g.deadline_s && !g.budget_usd)
+    throw InputError(g.where,
+                     "plan: give a deadline and/or a budget (plan: {deadline: 24 h, budget: 5000}, or "
+                     "--deadline / --budget)");
+  std::sort(g.nodes.begin(), g.nodes.end());
+  g.nodes.erase(std::unique(g.nodes.begin(), g.nodes.end()), g.nodes.end());
+  return g;
+}
+
+int run_plan(const PlanOptions& o) {
+  const Catalog catalog = Catalog::load(o.catalog_dir);
+  const PlanGoal goal = read_plan_goal(o.scenario, o, catalog);
+  std::vector<Override> base_overrides;
+  for (const auto& s : o.sets) base_overrides.push_back(parse_override(s));
+  const Scenario base = load_scenario(o.scenario, catalog, base_overrides);
+
+  // Prices: the catalog's file, then the overlays in order.
+  PriceTable prices;
+  std::vector<std::string> price_sources;
+  const std::string catalog_prices = (std::filesystem::path(catalog.dir()) / "prices.yaml").string();
+  std::error_code ec;
+  if (std::filesystem::exists(catalog_prices, ec)) {
+    prices = PriceTable::load(catalog_prices, catalog);
+    price_sources.push_back(catalog_prices);
+  }
+  for (const auto& f : goal.price_files) {
+    prices.overlay(PriceTable::load(f, catalog));
+    price_sources.push_back(f);
+  }
+  const RegionPrices* region = prices.region(goal.region);
+  if (!region) {
+    const auto names = prices.region_names();
+    throw InputError(goal.where, "plan: no prices for region '" + goal.region + "'" +
+                                     (names.empty() ? std::string("; no prices file has any region (--prices FILE)")
+                                                    : suggestion_suffix(goal.region, names)));
+  }
+
+  // Candidate SKUs: the plan's list (each must be priced) or every priced SKU of the catalog.
+  std::vector<std::string> skus, unpriced;
+  if (!goal.skus.empty()) {
+    for (const auto& s : goal.skus) {
+      if (!prices.price(goal.region, s, false))
+        throw InputError(goal.where, "plan: no price for " + s + " in " + goal.region + " (" + region->file +
+                                         "); add it with --prices FILE");
+      if (std::find(skus.begin(), skus.end(), s) == skus.end()) skus.push_back(s);
+    }
+  } else {
+    for (const auto& s : catalog.sku_names()) (prices.price(goal.region, s, false) ? skus : unpriced).push_back(s);
+  }
+  if (skus.empty()) throw InputError(goal.where, "plan: no SKU has a price in " + goal.region);
+  std::set<std::string> gpu_types;
+  for (const auto& s : skus) gpu_types.insert(catalog.sku(s).gpu);
+  if (base.model.images_per_sec_single_gpu && gpu_types.size() > 1)
+    throw InputError({o.scenario, 0, 0, ""},
+                     "plan: model.images_per_sec_single_gpu fixes one GPU's speed, but the plan compares " +
+                         std::to_string(gpu_types.size()) +
+                         " GPU types; remove it (the catalog's rates apply) or restrict plan.skus to one GPU type");
+
+  // The search space. Each SKU runs whole VMs (every GPU), on InfiniBand where it has it.
+  const std::vector<std::string> strategies =
+      goal.strategies.empty() ? std::vector<std::string>{std::string(to_string(base.communication.strategy))}
+                              : goal.strategies;
+  const std::vector<std::string> fusions =
+      goal.fusion_thresholds.empty() ? std::vector<std::string>{""} : goal.fusion_thresholds;
+  std::vector<Candidate> candidates;
+  std::vector<std::pair<std::string, std::string>> skipped;  // configuration, why
+  auto describe = [](const Candidate& c) {
+    return std::to_string(c.nodes) + " x " + c.sku + ", " + c.strategy +
+           (c.fusion.empty() ? "" : ", fusion " + c.fusion);
+  };
+  for (const auto& sku_name : skus) {
+    const SkuSpec& sku = catalog.sku(sku_name);
+    for (int nodes : goal.nodes)
+      for (const auto& strategy : strategies)
+        for (const auto& fusion : fusions) {
+          Candidate c;
+          c.sku = sku_name;
+          c.nodes = nodes;
+          c.strategy = strategy;
+          c.fusion = fusion;
+          c.sets = o.sets;
+          c.sets.push_back("cluster.sku=" + sku_name);
+          c.sets.push_back("cluster.gpus_per_node=" + std::to_string(sku.gpus));
+          c.sets.push_back(std::string("cluster.fabric=") + (sku.infiniband_link ? "infiniband" : "ethernet"));
+          c.sets.push_back("cluster.nodes=" + std::to_string(nodes));
+          if (!goal.strategies.empty()) c.sets.push_back("communication.strategy=" + strategy);
+          // Parameter servers: one per worker node (TensorFlow's usual layout) unless the scenario says.
+          if (strategy == "parameter_server" && (base.communication.strategy != Strategy::ParameterServer ||
+                                                 (base.communication.ps_placement == PsPlacement::Colocated &&
+                                                  base.communication.parameter_servers > nodes)))
+            c.sets.push_back("communication.parameter_servers=" + std::to_string(nodes));
+          if (!fusion.empty()) c.sets.push_back("communication.fusion_threshold=" + fusion);
+          std::vector<Override> ov;
+          for (const auto& s : c.sets) ov.push_back(parse_override(s));
+          try {
+            load_scenario(o.scenario, catalog, ov);
+          } catch (const InputError& e) {
+            skipped.emplace_back(describe(c), e.what());
+            continue;
+          }
+          c.index = static_cast<int>(candidates.size());
+          candidates.push_back(std::move(c));
+        }
+  }
+  if (candidates.empty())
+    throw InputError(goal.where, "plan: no configuration of the search space is a valid scenario; the first: " +
+                                     skipped.front().first + ": " + skipped.front().second);
+
+  std::vector<PredictPoint> points;
+  for (const auto& c : candidates) points.push_back({c.index, c.sets});
+  std::map<int, nlohmann::json> results;
+  PointRunOptions run;
+  run.self = o.self;
+  run.catalog_dir = o.catalog_dir;
+  run.scenario = o.scenario;
+  run.fidelity = o.fidelity;
+  run.jobs = o.jobs;
+  run.label = "plan";
+  run_predict_points(run, points, [&](int idx, const nlohmann::json& j) { results[idx] = j; });
+
+  // Price every configuration, dedicated and (when allowed) low-priority.
+  std::vector<PlanEvaluation> evals;
+  for (const auto& c : candidates) {
+    const auto& j = results.at(c.index);
+    const SkuSpec& sku = catalog.sku(c.sku);
+    for (bool lp : {false, true}) {
+      if (lp && !goal.low_priority) continue;
+      const auto price = prices.price(goal.region, c.sku, lp);
+      if (!price) {
+        skipped.emplace_back(describe(c) + ", low-priority", "no low-priority price or discount in " + goal.region);
+        continue;
+      }
+      PlanEvaluation e;
+      e.index = static_cast<int>(evals.size());
+      e.sku = c.sku;
+      e.gpu = sku.gpu;
+      e.worker_nodes = j["worker_nodes"].get<int>();
+      e.vms = e.worker_nodes + j["server_nodes"].get<int>();
+      e.gpus = j["gpus"].get<int>();
+      e.strategy = c.strategy;
+      e.fusion = c.fusion.empty() ? format_bytes(base.communication.fusion_threshold_bytes) : c.fusion;
+      e.low_priority = lp;
+      e.time_to_train_s = j["time_to_train_s"];
+      e.iteration_time_s = j["iteration_time_s"];
+      e.images_per_sec = j["images_per_sec"];
+      e.scaling_efficiency = j["scaling_efficiency"];
+      e.compute_time_s = j["compute_time_s"];
+      e.exposed_communication_s = j["exposed_communication_s"];
+      e.bottleneck_link = j["bottleneck"]["link"].get<std::string>();
+      e.bottleneck_kind = j["bottleneck"].value("kind", std::string());
+      e.bottleneck_utilisation = j["bottleneck"]["utilisation"];
+      e.usd_per_vm_hour = price->usd;
+      e.price_estimated = price->estimated;
+      e.cost_usd = training_cost_usd(e.vms, e.usd_per_vm_hour, e.time_to_train_s);
+      if (goal.deadline_s) e.meets_deadline = e.time_to_train_s <= *goal.deadline_s;
+      if (goal.budget_usd) e.meets_budget = e.cost_usd <= *goal.budget_usd;
+      evals.push_back(e);
+    }
+  }
+  if (evals.empty()) throw InputError(goal.where, "plan: no configuration could be priced");
+  const std::vector<int> order = rank_evaluations(evals, goal.rank_by);
+  const PlanEvaluation& best = evals[static_cast<std::size_t>(order.front())];
+  const bool met = best.feasible();
+  int feasible = 0;
+  for (const auto& e : evals) feasible += e.feasible() ? 1 : 0;
+
+  // Flags.
+  std::vector<std::string> flags;
+  nlohmann::ordered_json flags_json = nlohmann::ordered_json::array();
+  if (met) {
+    // Scaling up against scaling out: the best plan of every other GPU type.
+    std::map<std::string, const PlanEvaluation*> best_of_type;
+    std::map<std::string, int> most_gpus_tried;
+    for (int i : order) {
+      const auto& e = evals[static_cast<std::size_t>(i)];
+      most_gpus_tried[e.gpu] = std::max(most_gpus_tried[e.gpu], e.gpus);
+      if (e.feasible() && !best_of_type.count(e.gpu)) best_of_type[e.gpu] = &e;
+    }
+    std::vector<std::string> outscaled;
+    for (const auto& [gpu, most] : most_gpus_tried) {
+      if (gpu == best.gpu) continue;
+      auto it = best_of_type.find(gpu);
+      if (it == best_of_type.end()) {
+        if (most > best.gpus)
+          outscaled.push_back(gpu + ": nothing up to " + std::to_string(most) + " GPUs meets the goal");
+      } else if (it->second->gpus > best.gpus) {
+        const auto& e = *it->second;
+        outscaled.push_back(gpu + ": needs " + std::to_string(e.gpus) + " GPUs (" + std::to_string(e.vms) + " x " +
+                            e.sku + "), " + fmt_usd(e.cost_usd) + " in " + format_time(e.time_to_train_s));
+      }
+    }
+    if (!outscaled.empty()) {
+      std::string text = "Scaling up beats scaling out: " + std::to_string(best.gpus) + " x " + best.gpu + " (" +
+                         std::to_string(best.vms) + " x " + best.sku + ") meet the goal for " + fmt_usd(best.cost_usd) +
+                         "; the other GPU types need more of them:";
+      for (const auto& s : outscaled) text += "\n    " + s;
+      flags.push_back(text);
+      flags_json.push_back({{"flag", "scale_up"}, {"text", text}});
+    }
+    // Network-bound: a fifth or more of each iteration waits on a network link.
+    const double exposed_share = best.exposed_communication_s / best.iteration_time_s;
+    if (exposed_share >= 0.2 && (best.bottleneck_kind == "ethernet" || best.bottleneck_kind == "infiniband")) {
+      const SkuSpec& sku = catalog.sku(best.sku);
+      std::string advice;
+      if (best.bottleneck_kind == "ethernet") {
+        for (const auto& n : catalog.sku_names()) {
+          const SkuSpec& r = catalog.sku(n);
+          if (r.infiniband_link && r.gpu == sku.gpu && r.gpus == sku.gpus && r.series == sku.series) {
+            advice = "the RDMA size " + n + " has InfiniBand (" + *r.infiniband_link + ")" +
+                     (std::find(skus.begin(), skus.end(), n) == skus.end() ? "; add it to plan.skus" : "");
+            break;
+          }
+        }
+      }
+      if (advice.empty())
+        advice = best.strategy == "hierarchical"
+                     ? "fewer, larger nodes (more GPUs per VM) cut the traffic between nodes"
+                     : "try strategy hierarchical, or fewer, larger nodes";
+      const std::string text = "Network-bound: " + fmt_pct(exposed_share) + " of each iteration waits on " +
+                               best.bottleneck_link + " (" + best.bottleneck_kind + ", " +
+                               fmt_pct(best.bottleneck_utilisation) + " busy); " + advice;
+      flags.push_back(text);
+      flags_json.push_back({{"flag", "network_bound"}, {"text", text}});
+    }
+  }
+  // Parameter servers: one server's NIC cannot move a worker's gradients within its compute time, so
+  // even a server per worker would not keep up.
+  {
+    const LibraryProfile& lib = catalog.library(std::string(to_string(base.communication.library)));
+    const double grad = catalog.model(base.model.name).gradient_bytes();
+    std::set<std::string> flagged;
+    for (int i : order) {
+      const auto& e = evals[static_cast<std::size_t>(i)];
+      if (e.strategy != "parameter_server" || flagged.count(e.sku)) continue;
+      const SkuSpec& sku = catalog.sku(e.sku);
+      const double nic = sku.infiniband_link
+                             ? catalog.link(*sku.infiniband_link).bandwidth * lib.infiniband.bandwidth_fraction
+                             : sku.ethernet_bandwidth * lib.ethernet.bandwidth_fraction;
+      const double per_worker = grad / (nic * e.compute_time_s);  // servers per worker needed
+      const int needed = static_cast<int>(std::ceil(per_worker * e.gpus - 1e-9));
+      if (needed <= e.gpus) continue;
+      flagged.insert(e.sku);
+      const std::string text = "Parameter servers on " + e.sku + ": each worker pushes and pulls " +
+                               format_bytes(grad) + " per iteration, but one server's NIC (" + format_bandwidth(nic) +
+                               ") moves only " + format_bytes(nic * e.compute_time_s) + " in the " +
+                               format_time(e.compute_time_s) + " of compute; " + std::to_string(e.gpus) +
+                               " workers would need " + std::to_string(needed) +
+                               " servers, more servers than workers. Use ring or hierarchical allreduce.";
+      flags.push_back(text);
+      flags_json.push_back({{"flag", "parameter_servers_outnumber_workers"}, {"sku", e.sku}, {"text", text}});
+    }
+  }
+
+  // The report.
+  std::ostringstream out;
+  const ModelSpec& model = catalog.model(base.model.name);
+  out << "ringsim plan: " << model.display_name << ", batch " << base.model.batch_per_gpu << " per GPU, "
+      << base.training.epochs << " epochs of " << base.training.dataset_images << " images\n";
+  out << "  goal           ";
+  if (goal.deadline_s) out << "deadline " << format_time(*goal.deadline_s);
+  if (goal.deadline_s && goal.budget_usd) out << ", ";
+  if (goal.budget_usd) out << "budget " << fmt_usd(*goal.budget_usd);
+  out << "; ranked by " << (goal.rank_by == RankBy::Cost ? "cost" : "time") << "\n";
+  out << "  prices         " << goal.region << " (" << region->display_name << "), USD per VM-hour, " << region->date
+      << "; source " << region->source;
+  for (const auto& f : price_sources) out << "; " << f;
+  out << "\n";
+  out << "  searched       " << skus.size() << " SKU" << (skus.size() == 1 ? "" : "s") << " x " << goal.nodes.size()
+      << " node count" << (goal.nodes.size() == 1 ? "" : "s") << " x " << strategies.size() << " strateg"
+      << (strategies.size() == 1 ? "y" : "ies") << " x " << fusions.size() << " fusion setting"
+      << (fusions.size() == 1 ? "" : "s") << (goal.low_priority ? " x {dedicated, low-priority}" : "") << ": "
+      << evals.size() << " priced configurations, " << feasible << " meet the goal\n";
+  if (!unpriced.empty()) {
+    out << "  not priced     ";
+    for (std::size_t i = 0; i < unpriced.size(); ++i) out << (i ? ", " : "") << unpriced[i];
+    out << " (no price in " << goal.region << ")\n";
+  }
+  if (!skipped.empty()) out << "  skipped        " << skipped.size() << " configurations (see --json for why)\n";
+  out << "\n" << (met ? "Configurations that meet the goal" : "No configuration meets the goal; the closest") << ":\n";
+  const std::vector<std::size_t> w = {4, 11, 5, 6, 17, 8, 14, 14, 12, 10, 8, 30};
+  const std::vector<std::string> head = {"#",        "SKU",  "VMs",  "GPUs",     "strategy", "fusion",
+                                         "capacity", "time", "cost", "images/s", "scaling",  "bottleneck"};
+  auto row = [&](const std::vector<std::string>& cells) {
+    std::string line;
+    for (std::size_t k = 0; k < cells.size(); ++k) line += pad(cells[k], w[k]);
+    out << line.substr(0, line.find_last_not_of(' ') + 1) << "\n";
+  };
+  row(head);
+  bool any_estimated = false;
+  int shown = 0;
+  for (int i : order) {
+    const auto& e = evals[static_cast<std::size_t>(i)];
+    if (shown >= goal.top || (met && !e.feasible())) break;
+    ++shown;
+    any_estimated = any_estimated || e.price_estimated;
+    std::string why;
+    if (!e.meets_deadline) why += " over deadline";
+    if (!e.meets_budget) why += " over budget";
+    char ips[32];
+    std::snprintf(ips, sizeof ips, "%.1f", e.images_per_sec);
+    const std::vector<std::string> cells = {
+        std::to_string(shown),
+        e.sku,
+        std::to_string(e.vms),
+        std::to_string(e.gpus),
+        e.strategy,
+        e.fusion,
+        e.low_priority ? (e.price_estimated ? "low-prio*" : "low-prio") : "dedicated",
+        format_time(e.time_to_train_s),
+        fmt_usd(e.cost_usd),
+        ips,
+        fmt_pct(e.scaling_efficiency),
+        (e.bottleneck_kind.empty() ? std::string("none")
+                                   : e.bottleneck_kind + " " + fmt_pct(e.bottleneck_utilisation)) +
+            why};
+    row(cells);
+  }
+  if (any_estimated && region->low_priority_discount)
+    out << "  * low-priority price estimated as " << fmt_pct(*region->low_priority_discount) << " off dedicated ("
+        << region->file << "): a lower bound on the cost. Low-priority VMs can be preempted; "
+        << "the time assumes they are not.\n";
+  if (!flags.empty()) {
+    out << "\nFlags:\n";
+    for (const auto& f : flags) out << "  - " << f << "\n";
+  }
+  nlohmann::ordered_json quota_json = nullptr;
+  if (met) {
+    const QuotaRequest q =
+        quota_request(catalog.sku(best.sku), goal.region, best.vms, best.low_priority, goal.quota_headroom);
+    out << "\nQuota request for the winning plan (" << best.vms << " x " << best.sku << ", " << best.strategy << ", "
+        << (best.low_priority ? "low-priority" : "dedicated") << ", " << format_time(best.time_to_train_s) << ", "
+        << fmt_usd(best.cost_usd) << "):\n";
+    out << "  " << pad("VM family", 30) << pad("region", 10) << pad("dedicated vCPUs", 17)
+        << pad("low-priority vCPUs", 20) << "VMs\n";
+    out << "  " << pad(q.family.empty() ? "(none: not an Azure size)" : q.family, 30) << pad(q.region, 10)
+        << pad(std::to_string(q.dedicated_vcpus), 17) << pad(std::to_string(q.low_priority_vcpus), 20)
+        << q.requested_nodes << "\n";
+    out << "  (" << q.requested_nodes << " VMs x " << q.vcpus_per_node << " vCPUs; " << q.nodes
+        << (q.nodes == 1 ? " VM needed" : " VMs needed")
+        << (goal.quota_headroom > 0 ? ", headroom " + fmt_pct(goal.quota_headroom) : std::string()) << ")\n";
+    quota_json = {{"vm_family", q.family},
+                  {"region", q.region},
+                  {"dedicated_vcpus", q.dedicated_vcpus},
+                  {"low_priority_vcpus", q.low_priority_vcpus},
+                  {"vms", q.requested_nodes},
+                  {"vms_needed", q.nodes},
+                  {"vcpus_per_vm", q.vcpus_per_node},
+                  {"headroom", goal.quota_headroom}};
+  }
+
+  // Files (rendered before any is written).
+  std::string csv, json;
+  if (o.csv_file) {
+    std::ostringstream c;
+    c << "rank,sku,gpu,vms,gpus,strategy,fusion,capacity,usd_per_vm_hour,price_estimated,time_to_train_s,cost_usd,"
+         "images_per_sec,scaling_efficiency,iteration_time_s,exposed_communication_s,bottleneck_link,bottleneck_kind,"
+         "bottleneck_utilisation,meets_deadline,meets_budget\n";
+    int rank = 0;
+    for (int i : order) {
+      const auto& e = evals[static_cast<std::size_t>(i)];
+      const std::vector<std::string> f = {std::to_string(++rank),
+                                          e.sku,
+                                          e.gpu,
+                                          std::to_string(e.vms),
+                                          std::to_string(e.gpus),
+                                          e.strategy,
+                                          e.fusion,
+                                          e.low_priority ? "low_priority" : "dedicated",
+                                          fmt_num(e.usd_per_vm_hour),
+                                          e.price_estimated ? "true" : "false",
+                                          fmt_num(e.time_to_train_s),
+                                          fmt_num(e.cost_usd),
+                                          fmt_num(e.images_per_sec),
+                                          fmt_num(e.scaling_efficiency),
+                                          fmt_num(e.iteration_time_s),
+                                          fmt_num(e.exposed_communication_s),
+                                          e.bottleneck_link,
+                                          e.bottleneck_kind,
+                                          fmt_num(e.bottleneck_utilisation),
+                                          e.meets_deadline ? "true" : "false",
+                                          e.meets_budget ? "true" : "false"};
+      for (std::size_t k = 0; k < f.size(); ++k) c << (k ? "," : "") << csv_field(f[k]);
+      c << "\n";
+    }
+    csv = c.str();
+  }
+  if (o.json_file) {
+    nlohmann::ordered_json j = {{"schema", "ringsim.plan/1"}, {"scenario", o.scenario}};
+    nlohmann::ordered_json g = {{"deadline_s", goal.deadline_s ? nlohmann::ordered_json(*goal.deadline_s) : nullptr},
+                                {"budget_usd", goal.budget_usd ? nlohmann::ordered_json(*goal.budget_usd) : nullptr},
+                                {"region", goal.region},
+                                {"rank_by", goal.rank_by == RankBy::Cost ? "cost" : "time"},
+                                {"low_priority", goal.low_priority},
+                                {"nodes", goal.nodes},
+                                {"strategies", strategies},
+                                {"skus", skus}};
+    j["goal"] = g;
+    j["prices"] = {
+        {"region", goal.region}, {"date", region->date}, {"source", region->source}, {"files", price_sources}};
+    j["met"] = met;
+    nlohmann::ordered_json ranked = nlohmann::ordered_json::array();
+    for (int i : order) {
+      const auto& e = evals[static_cast<std::size_t>(i)];
+      ranked.push_back(
+          {{"sku", e.sku},
+           {"gpu", e.gpu},
+           {"vms", e.vms},
+           {"gpus", e.gpus},
+           {"strategy", e.strategy},
+           {"fusion", e.fusion},
+           {"capacity", e.low_priority ? "low_priority" : "dedicated"},
+           {"usd_per_vm_hour", e.usd_per_vm_hour},
+           {"price_estimated", e.price_estimated},
+           {"time_to_train_s", e.time_to_train_s},
+           {"cost_usd", e.cost_usd},
+           {"images_per_sec", e.images_per_sec},
+           {"scaling_efficiency", e.scaling_efficiency},
+           {"bottleneck",
+            {{"link", e.bottleneck_link}, {"kind", e.bottleneck_kind}, {"utilisation", e.bottleneck_utilisation}}},
+           {"meets_deadline", e.meets_deadline},
+           {"meets_budget", e.meets_budget}});
+    }
+    j["configurations"] = ranked;
+    nlohmann::ordered_json sk = nlohmann::ordered_json::array();
+    for (const auto& [what, why] : skipped) sk.push_back({{"configuration", what}, {"why", why}});
+    j["skipped"] = sk;
+    j["not_priced"] = unpriced;
+    j["flags"] = flags_json;
+    j["quota_request"] = quota_json;
+    json = j.dump(2) + "\n";
+  }
+  std::cout << out.str();
+  if (o.csv_file) write_file_atomically(*o.csv_file, csv);
+  if (o.json_file) write_file_atomically(*o.json_file, json);
+  return met ? 0 : 1;
+}
+
+}  // namespace ringsim
