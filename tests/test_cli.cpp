@@ -47,6 +47,16 @@ TEST_CASE("cli: ringsim catalog lists SKUs, GPUs, models and link classes", "[cl
     CHECK_THAT(r.output, Catch::Contains(s));
   CHECK(ringsim("catalog models").output.find("NC24rs_v3") == std::string::npos);
   CHECK(ringsim("catalog nonsense").status != 0);
+  // Storage backends (issue 8) and prices (issue 7).
+  const Run st = ringsim("catalog storage");
+  CHECK(st.status == 0);
+  for (const char* s : {"azure_files", "blobfuse", "parallel_fs", "per_server (default 4)", "local_ssd (on)"})
+    CHECK_THAT(st.output, Catch::Contains(s));
+  const Run pr = ringsim("catalog prices");
+  CHECK(pr.status == 0);
+  CHECK_THAT(pr.output, Catch::Contains("Prices, eastus") && Catch::Contains("$13.460") &&
+                            Catch::Contains("$2.692 (est.)") && Catch::Contains("Standard NDSv2 Family vCPUs"));
+  CHECK(pr.output.find("monk") == std::string::npos);
 }
 
 TEST_CASE("cli: ringsim topo prints the matrix, bandwidths, latencies and legend", "[cli]") {

@@ -31,9 +31,9 @@ int main(int argc, char** argv) {
                  "Catalog directory (topologies/); default $RINGSIM_CATALOG or the built-in one");
 
   std::string section = "all";
-  auto* catalog = app.add_subcommand("catalog", "List SKUs, GPUs, models and link classes");
+  auto* catalog = app.add_subcommand("catalog", "List SKUs, GPUs, models, link classes, storage backends and prices");
   catalog->add_option("section", section, "What to list")
-      ->check(CLI::IsMember({"all", "skus", "gpus", "models", "links"}));
+      ->check(CLI::IsMember({"all", "skus", "gpus", "models", "links", "storage", "prices"}));
 
   ringsim::TopoOptions topo_opts;
   auto* topo = app.add_subcommand("topo", "Show a node's or cluster's topology (nvidia-smi topo -m style)");

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <sstream>
 
+#include "load/prices.h"
 #include "load/units.h"
 
 namespace ringsim {
@@ -88,6 +90,37 @@ std::string catalog_listing(const Catalog& c, const std::string& section) {
              l.description});
     }
     out << "Link classes (" << c.link_names().size() << ")\n" << t.str() << "\n";
+  }
+  if (all || section == "storage") {
+    Table t({"backend", "kind", "limits per", "bandwidth", "IOPS", "request latency", "cache", "description"});
+    for (const auto& n : c.storage_backend_names()) {
+      const StorageBackendSpec& b = *c.find_storage_backend(n);
+      std::string per(to_string(b.scaling));
+      if (b.scaling == StorageScaling::PerServer) per += " (default " + std::to_string(b.default_servers) + ")";
+      t.add({b.name, b.kind == StorageKind::Local ? "local" : "network", per, format_bandwidth(b.bandwidth),
+             num(b.iops, 0), format_time(b.request_latency),
+             b.cache.empty() ? "-" : b.cache + (b.cache_default ? " (on)" : " (off)"), b.description});
+    }
+    out << "Storage backends (" << c.storage_backend_names().size() << ")\n" << t.str() << "\n";
+  }
+  const std::string prices_file = (std::filesystem::path(c.dir()) / "prices.yaml").string();
+  std::error_code ec;
+  if ((all || section == "prices") && std::filesystem::exists(prices_file, ec)) {
+    const PriceTable prices = PriceTable::load(prices_file, c);
+    for (const auto& region : prices.region_names()) {
+      const RegionPrices& r = *prices.region(region);
+      Table t({"SKU", "dedicated", "low-priority", "quota family"});
+      for (const auto& n : c.sku_names()) {
+        const auto d = prices.price(region, n, false);
+        if (!d) continue;
+        const auto lp = prices.price(region, n, true);
+        t.add({n, "$" + num(d->usd, 3), lp ? "$" + num(lp->usd, 3) + (lp->estimated ? " (est.)" : "") : "-",
+               c.sku(n).quota_family.empty() ? "-" : c.sku(n).quota_family});
+      }
+      out << "Prices, " << region << " (" << r.display_name << "), " << prices.currency << " per VM-hour, " << r.date
+          << ", source " << r.source << "\n"
+          << t.str() << "\n";
+    }
   }
   out << "Catalog: " << c.dir() << "\n";
   return out.str();
