@@ -9,6 +9,7 @@
 
 #include "collective/collective.h"
 #include "execute/child_process.h"
+#include "execute/comm_model.h"
 #include "execute/training_sim.h"
 #include "graph/routing.h"
 #include "graph/topology_graph.h"
@@ -339,4 +340,21 @@ TEST_CASE("rings follow NVLink inside a DGX-1 and stay on PCIe where nothing fas
   CHECK(kinds("DGX-1-P100") == std::set<std::string>{"nvlink"});
   CHECK(kinds("ND40rs_v2") == std::set<std::string>{"nvlink"});
   CHECK(kinds("NC24rs_v3") == std::set<std::string>{"pcie", "socket"});
+}
+
+TEST_CASE("simulator: the ring goes through every node the same way, along NVLink on ND40rs_v2", "[simulator]") {
+  // The order predict, ringsim-real train and the emulated train all take from CommModel::ring_order.
+  const Scenario s = scenario(
+      "cluster: {sku: ND40rs_v2, nodes: 2}\nmodel: {name: resnet50, batch_per_gpu: 64}\ntraining: {epochs: 1}\n");
+  const Topology topology = Topology::build(test::catalog(), cluster_shape(s.cluster));
+  CommModel cm(test::catalog(), s, topology);  // keeps a reference to the topology
+  const std::vector<int> local = cm.local_ring_order(), ring = cm.ring_order();
+  REQUIRE(local.size() == 8);
+  REQUIRE(ring.size() == 16);
+  CHECK(local != std::vector<int>({0, 1, 2, 3, 4, 5, 6, 7}));  // the cube-mesh has no NVLink 3-4
+  for (int i = 0; i < 8; ++i) {
+    CHECK(ring[i] == local[i]);
+    CHECK(ring[8 + i] == 8 + local[i]);
+  }
+  CHECK(std::set<int>(ring.begin(), ring.end()).size() == 16);
 }

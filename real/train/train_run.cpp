@@ -10,7 +10,9 @@
 #include "collective/collective.h"
 #include "collective/fusion.h"
 #include "collective/transport.h"
+#include "execute/comm_model.h"
 #include "execute/prediction.h"
+#include "graph/topology_graph.h"
 #include "load/catalog.h"
 #include "load/scenario.h"
 #include "load/units.h"
@@ -89,6 +91,10 @@ int run_train(const TrainOptions& o, MPI_Comm comm) {
   for (std::size_t t = 0; t < n; ++t) tensor_bytes[t] = static_cast<std::uint64_t>(model.tensors[t].numel) * 4;
   std::vector<int> server_of;
   if (ps) server_of = collective::assign_to_servers(tensor_bytes, comm_cfg.parameter_servers);
+  // Rings follow the fastest links inside a node, as predict's do (the same search, on the same graph).
+  const Topology topology = Topology::build(catalog, cluster_shape(s.cluster));
+  CommModel comm_model(catalog, s, topology);
+  const std::vector<int> local_order = comm_model.local_ring_order(), ring_order = comm_model.ring_order();
 
   // Gradients, values that make the allreduce checkable (servers hold none).
   std::vector<std::uint64_t> own_bytes(n, 0);
@@ -183,9 +189,10 @@ int run_train(const TrainOptions& o, MPI_Comm comm) {
         rec.comm_start = since_start();
         std::unique_ptr<collective::Collective> c;
         if (comm_cfg.strategy == Strategy::Ring)
-          c = collective::make_ring_allreduce(workers, b.bytes, 4, space);
+          c = collective::make_ring_allreduce(workers, b.bytes, 4, space, ring_order);
         else if (comm_cfg.strategy == Strategy::Hierarchical)
-          c = collective::make_hierarchical_allreduce(s.cluster.nodes, s.cluster.gpus_per_node, b.bytes, 4, space);
+          c = collective::make_hierarchical_allreduce(s.cluster.nodes, s.cluster.gpus_per_node, b.bytes, 4, space,
+                                                      local_order);
         else {
           std::vector<std::uint64_t> shards(comm_cfg.parameter_servers, 0);
           for (int t : b.tensors) shards[server_of[t]] += tensor_bytes[t];

@@ -182,6 +182,18 @@ std::vector<int> CommModel::local_ring_order() {
   return best;
 }
 
+std::vector<int> CommModel::ring_order() {
+  const std::vector<int> local = local_ring_order();
+  std::vector<int> order;
+  if (static_cast<int>(local.size()) != ranks_per_node_ || workers_ % ranks_per_node_ != 0) {
+    for (int i = 0; i < workers_; ++i) order.push_back(i);
+    return order;
+  }
+  for (int node = 0; node < workers_ / ranks_per_node_; ++node)
+    for (int l : local) order.push_back(node * ranks_per_node_ + l);
+  return order;
+}
+
 std::string CommModel::edge_name(int i) const {
   const TopologyGraph& g = topo_.graph();
   const EdgeId e = edges_[i];

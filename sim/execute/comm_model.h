@@ -59,6 +59,9 @@ class CommModel {
   // local rank 0, the one whose slowest hop (effective bandwidth in the data space) is fastest, then the
   // lowest total latency, then the first in lexicographic order. Index order beyond 10 ranks per node.
   std::vector<int> local_ring_order();
+  // The ring through every worker: nodes in index order, each node's ranks in local_ring_order(). Index
+  // order when the ranks per node differ from the scenario's GPUs per node.
+  std::vector<int> ring_order();
 
   // Dense edge indices over the whole graph.
   int edge_count() const { return static_cast<int>(edges_.size()); }

@@ -50,10 +50,7 @@ class CollectiveFactory {
       server_of_ = collective::assign_to_servers(tensor_bytes_, s.communication.parameter_servers);
     // Rings follow the fastest links inside a node, the same in every node, nodes in index order.
     local_order_ = cm.local_ring_order();
-
-    if (static_cast<int>(local_order_.size()) == s.cluster.gpus_per_node)
-      for (int node = 0; node < s.cluster.nodes; ++node)
-        for (int l : local_order_) ring_order_.push_back(node * s.cluster.gpus_per_node + l);
+    ring_order_ = cm.ring_order();
   }
   std::unique_ptr<Collective> make(const collective::FusionBuffer& b) const {
     const auto& c = s_.communication;
