@@ -1,5 +1,5 @@
 // The catalog loader with one file (skus.yaml, the richest) replaced by the input, and the calibration
-// overlay reader on the same input.
+// overlay reader and the prices reader (ringsim plan) on the same input.
 #include <unistd.h>
 
 #include <cstddef>
@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "fuzz_common.h"
+#include "load/prices.h"
 
 namespace fs = std::filesystem;
 
@@ -25,5 +26,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   ringsim::fuzz::expect_clean_rejection([&] { ringsim::Catalog::load(dir.string()); });
   ringsim::Catalog c = ringsim::fuzz::catalog();
   ringsim::fuzz::expect_clean_rejection([&] { c.apply_overlay((dir / "skus.yaml").string()); });
+  ringsim::fuzz::expect_clean_rejection([&] { ringsim::PriceTable::load((dir / "skus.yaml").string(), c); });
   return 0;
 }
