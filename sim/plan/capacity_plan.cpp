@@ -36,36 +36,39 @@ std::string canonical_sku(const Catalog& catalog, const std::string& name, const
   return sku->name;
 }
 
-double parse_budget(const std::string& text, const SourceLocation& where) {
+// The whole text as a finite number (no trailing characters), or nullopt.
+std::optional<double> whole_number(const std::string& text) {
   std::size_t used = 0;
   double v = 0;
   try {
     v = std::stod(text, &used);
   } catch (const std::exception&) {
-    used = 0;
+    return std::nullopt;
   }
-  if (used != text.size() || !(v > 0) || !std::isfinite(v))
-    throw InputError(where, "expected a budget in US dollars, a number > 0 (e.g. 5000)");
+  if (text.empty() || used != text.size() || !std::isfinite(v)) return std::nullopt;
   return v;
 }
 
+double parse_budget(const std::string& text, const SourceLocation& where) {
+  const auto v = whole_number(text);
+  if (!v || !(*v > 0)) throw InputError(where, "expected a budget in US dollars, a number > 0 (e.g. 5000)");
+  return *v;
+}
+
 double parse_fraction(const std::string& text, const SourceLocation& where) {
-  std::string t = text;
-  double scale = 1;
-  if (!t.empty() && t.back() == '%') {
-    t.pop_back();
-    scale = 0.01;
-  }
-  std::size_t used = 0;
-  double v = -1;
-  try {
-    v = std::stod(t, &used) * scale;
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (t.empty() || used != t.size() || v < 0 || v > 10)
+  const bool percent = !text.empty() && text.back() == '%';
+  auto v = whole_number(percent ? text.substr(0, text.size() - 1) : text);
+  if (v && percent) *v /= 100;
+  if (!v || *v < 0 || *v > 10)
     throw InputError(where, "expected a headroom fraction 0-10 or a percentage (e.g. 0.1 or 10%)");
-  return v;
+  return *v;
+}
+
+int parse_node_count(const std::string& text, const SourceLocation& where) {
+  const auto v = whole_number(text);
+  if (!v || *v != std::floor(*v) || *v < 1 || *v > kMaxPlanNodes)
+    throw InputError(where, "expected a whole number of nodes, 1-" + std::to_string(kMaxPlanNodes));
+  return static_cast<int>(*v);
 }
 
 std::string fmt_usd(double v) {
@@ -87,13 +90,6 @@ std::string fmt_num(double v) {
   char b[64];
   std::snprintf(b, sizeof b, "%.9g", v);
   return b;
-}
-
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string o = "\"";
-  for (char c : s) o += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return o + "\"";
 }
 
 std::string pad(const std::string& s, std::size_t w) {
@@ -214,19 +210,7 @@ PlanGoal read_plan_goal(const std::string& scenario_file, const PlanOptions& cli
   }
   if (!cli.nodes.empty()) {
     g.nodes.clear();
-    for (const auto& s : cli.nodes) {
-      const SourceLocation w = option("--nodes", s);
-      std::size_t used = 0;
-      long v = 0;
-      try {
-        v = std::stol(s, &used);
-      } catch (const std::exception&) {
-        used = 0;
-      }
-      if (used != s.size() || v < 1 || v > kMaxPlanNodes)
-        throw InputError(w, "expected a whole number of nodes, 1-" + std::to_string(kMaxPlanNodes));
-      g.nodes.push_back(static_cast<int>(v));
-    }
+    for (const auto& s : cli.nodes) g.nodes.push_back(parse_node_count(s, option("--nodes", s)));
   }
   if (!cli.strategies.empty()) {
     g.strategies.clear();
@@ -363,13 +347,12 @@ int run_plan(const PlanOptions& o) {
   std::vector<PredictPoint> points;
   for (const auto& c : candidates) points.push_back({c.index, c.sets});
   std::map<int, nlohmann::json> results;
-  PointRunOptions run;
-  run.self = o.self;
-  run.catalog_dir = o.catalog_dir;
-  run.scenario = o.scenario;
-  run.fidelity = o.fidelity;
-  run.jobs = o.jobs;
-  run.label = "plan";
+  const PointRunOptions run{.self = o.self,
+                            .catalog_dir = o.catalog_dir,
+                            .scenario = o.scenario,
+                            .fidelity = o.fidelity,
+                            .jobs = o.jobs,
+                            .label = "plan"};
   run_predict_points(run, points, [&](int idx, const nlohmann::json& j) { results[idx] = j; });
 
   // Price every configuration, dedicated and (when allowed) low-priority.

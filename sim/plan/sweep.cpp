@@ -56,13 +56,6 @@ void check_key(const std::string& key, const SourceLocation& where) {
     throw InputError(where, "sweep: unknown key '" + key + "'" + suggestion_suffix(key, keys));
 }
 
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string o = "\"";
-  for (char c : s) o += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return o + "\"";
-}
-
 std::string fmt(double v) {
   char b[64];
   std::snprintf(b, sizeof b, "%.9g", v);
@@ -282,13 +275,12 @@ int run_sweep(const SweepOptions& o) {
       jobs.push_back({p.index, point_sets(p)});
     }
   // The missing points, `jobs` at a time, as `ringsim predict` children.
-  PointRunOptions run;
-  run.self = o.self;
-  run.catalog_dir = o.catalog_dir;
-  run.scenario = o.scenario;
-  run.fidelity = o.fidelity;
-  run.jobs = o.jobs;
-  run.label = "sweep";
+  const PointRunOptions run{.self = o.self,
+                            .catalog_dir = o.catalog_dir,
+                            .scenario = o.scenario,
+                            .fidelity = o.fidelity,
+                            .jobs = o.jobs,
+                            .label = "sweep"};
   run_predict_points(run, jobs, [&](int idx, const nlohmann::json& j) {
     std::vector<std::string> row = {std::to_string(idx)};
     row.insert(row.end(), points[idx].values.begin(), points[idx].values.end());

@@ -34,4 +34,11 @@ void write_file_atomically(const std::string& path, const std::string& content) 
   }
 }
 
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string o = "\"";
+  for (char c : s) o += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return o + "\"";
+}
+
 }  // namespace ringsim

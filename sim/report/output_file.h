@@ -8,4 +8,7 @@ namespace ringsim {
 
 void write_file_atomically(const std::string& path, const std::string& content);
 
+// One CSV field: as is, or in double quotes (quotes doubled) when it holds a comma, quote or newline.
+std::string csv_field(const std::string& s);
+
 }  // namespace ringsim
