@@ -86,12 +86,6 @@ std::string fmt_pct(double v) {
   return b;
 }
 
-std::string fmt_num(double v) {
-  char b[64];
-  std::snprintf(b, sizeof b, "%.9g", v);
-  return b;
-}
-
 std::string pad(const std::string& s, std::size_t w) {
   return s.size() >= w ? s + " " : s + std::string(w - s.size(), ' ');
 }
@@ -603,17 +597,17 @@ int run_plan(const PlanOptions& o) {
                                           e.strategy,
                                           e.fusion,
                                           e.low_priority ? "low_priority" : "dedicated",
-                                          fmt_num(e.usd_per_vm_hour),
+                                          csv_number(e.usd_per_vm_hour),
                                           e.price_estimated ? "true" : "false",
-                                          fmt_num(e.time_to_train_s),
-                                          fmt_num(e.cost_usd),
-                                          fmt_num(e.images_per_sec),
-                                          fmt_num(e.scaling_efficiency),
-                                          fmt_num(e.iteration_time_s),
-                                          fmt_num(e.exposed_communication_s),
+                                          csv_number(e.time_to_train_s),
+                                          csv_number(e.cost_usd),
+                                          csv_number(e.images_per_sec),
+                                          csv_number(e.scaling_efficiency),
+                                          csv_number(e.iteration_time_s),
+                                          csv_number(e.exposed_communication_s),
                                           e.bottleneck_link,
                                           e.bottleneck_kind,
-                                          fmt_num(e.bottleneck_utilisation),
+                                          csv_number(e.bottleneck_utilisation),
                                           e.meets_deadline ? "true" : "false",
                                           e.meets_budget ? "true" : "false"};
       for (std::size_t k = 0; k < f.size(); ++k) c << (k ? "," : "") << csv_field(f[k]);

@@ -56,12 +56,6 @@ void check_key(const std::string& key, const SourceLocation& where) {
     throw InputError(where, "sweep: unknown key '" + key + "'" + suggestion_suffix(key, keys));
 }
 
-std::string fmt(double v) {
-  char b[64];
-  std::snprintf(b, sizeof b, "%.9g", v);
-  return b;
-}
-
 const std::vector<std::string> kResultColumns = {"gpus",
                                                  "nodes",
                                                  "fidelity",
@@ -81,13 +75,13 @@ const std::vector<std::string> kResultColumns = {"gpus",
 
 std::vector<std::string> result_row(const nlohmann::json& j) {
   return {std::to_string(j["gpus"].get<int>()), std::to_string(j["nodes"].get<int>()), j["fidelity"].get<std::string>(),
-          fmt(j["iteration_time_s"]), fmt(j["images_per_sec"]), fmt(j["images_per_sec_per_gpu"]),
-          fmt(j["scaling_efficiency"]), fmt(j["communication_time_s"]), fmt(j["exposed_communication_s"]),
-          fmt(j["epoch_time_s"]), fmt(j["time_to_train_s"]), j["bottleneck"]["link"].get<std::string>(),
-          fmt(j["bottleneck"]["utilisation"]),
+          csv_number(j["iteration_time_s"]), csv_number(j["images_per_sec"]), csv_number(j["images_per_sec_per_gpu"]),
+          csv_number(j["scaling_efficiency"]), csv_number(j["communication_time_s"]),
+          csv_number(j["exposed_communication_s"]), csv_number(j["epoch_time_s"]), csv_number(j["time_to_train_s"]),
+          j["bottleneck"]["link"].get<std::string>(), csv_number(j["bottleneck"]["utilisation"]),
           // The input pipeline (storage: section; synthetic data: no wait, epoch 1 = every epoch).
-          fmt(j["data_pipeline"]["steady_state"]["data_wait_s"]),
-          fmt(j["data_pipeline"]["first_epoch"]["epoch_time_s"]),
+          csv_number(j["data_pipeline"]["steady_state"]["data_wait_s"]),
+          csv_number(j["data_pipeline"]["first_epoch"]["epoch_time_s"]),
           j["data_pipeline"]["steady_state"]["limited_by"].get<std::string>()};
 }
 

@@ -41,4 +41,10 @@ std::string csv_field(const std::string& s) {
   return o + "\"";
 }
 
+std::string csv_number(double v) {
+  char b[64];
+  std::snprintf(b, sizeof b, "%.9g", v);
+  return b;
+}
+
 }  // namespace ringsim

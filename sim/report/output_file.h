@@ -10,5 +10,7 @@ void write_file_atomically(const std::string& path, const std::string& content);
 
 // One CSV field: as is, or in double quotes (quotes doubled) when it holds a comma, quote or newline.
 std::string csv_field(const std::string& s);
+// A number for a CSV cell: 9 significant digits, enough to tell runs apart, stable across runs.
+std::string csv_number(double v);
 
 }  // namespace ringsim
