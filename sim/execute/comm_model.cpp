@@ -1,6 +1,8 @@
 #include "execute/comm_model.h"
 
 #include <algorithm>
+#include <limits>
+#include <optional>
 #include <stdexcept>
 
 namespace ringsim {
@@ -98,6 +100,47 @@ const Route& CommModel::intra(VertexId a, VertexId b) {
   return intra_routes_.emplace(key, std::move(r)).first->second;
 }
 
+const Route& CommModel::fabric(VertexId nic_a, VertexId nic_b, int node_b) {
+  const auto key = std::make_pair(nic_a, nic_b);
+  if (auto it = fabric_routes_.find(key); it != fabric_routes_.end()) return it->second;
+  const TopologyGraph& g = topo_.graph();
+  // The NIC's one link into the fabric, if it has exactly one.
+  auto uplink = [&](VertexId nic) -> std::optional<EdgeId> {
+    std::optional<EdgeId> up;
+    for (auto e : boost::make_iterator_range(boost::out_edges(nic, g)))
+      if (topo_.device(boost::target(e, g)).kind == DeviceKind::FabricSwitch) {
+        if (up) return std::nullopt;
+        up = e;
+      }
+    return up;
+  };
+  const auto up_a = uplink(nic_a), up_b = uplink(nic_b);
+  if (!up_a || !up_b) return fabric_routes_.emplace(key, router_.route(nic_a, nic_b)).first->second;
+  // Routes whose ends hang off the same two switches (and, in a fat tree, cross the same spine: the
+  // destination node's) differ only in their first and last hop. A star of N nodes then needs one
+  // search instead of one per node pair, each of which would scan the switch's N ports.
+  const VertexId sw_a = boost::target(*up_a, g), sw_b = boost::target(*up_b, g);
+  const auto ckey = std::make_tuple(sw_a, sw_b, topo_.spines() > 0 ? node_b % topo_.spines() : -1);
+  auto cit = fabric_classes_.find(ckey);
+  if (cit == fabric_classes_.end()) cit = fabric_classes_.emplace(ckey, router_.route(nic_a, nic_b)).first;
+  Route r = cit->second;
+  const auto [down_b, ok] = boost::edge(sw_b, nic_b, g);
+  if (!ok || r.edges.size() < 2 || boost::target(r.edges.front(), g) != sw_a ||
+      boost::source(r.edges.back(), g) != sw_b)
+    return fabric_routes_.emplace(key, router_.route(nic_a, nic_b)).first->second;
+  r.src = nic_a;
+  r.dst = nic_b;
+  r.edges.front() = *up_a;
+  r.edges.back() = down_b;
+  r.latency = 0;
+  r.bottleneck_bandwidth = std::numeric_limits<double>::infinity();
+  for (auto e : r.edges) {
+    r.latency += g[e].latency;
+    r.bottleneck_bandwidth = std::min(r.bottleneck_bandwidth, g[e].bandwidth);
+  }
+  return fabric_routes_.emplace(key, std::move(r)).first->second;
+}
+
 Path CommModel::make_path(const Route& r) const {
   Path p;
   p.latency = r.latency;
@@ -131,11 +174,8 @@ const Path& CommModel::path(VertexId src, VertexId dst) {
       r = intra(src, dst);
     } else {
       const VertexId nic_a = topo_.fabric_nics().at(na), nic_b = topo_.fabric_nics().at(nb);
-      auto fkey = std::make_pair(nic_a, nic_b);
-      auto fit = fabric_routes_.find(fkey);
-      if (fit == fabric_routes_.end()) fit = fabric_routes_.emplace(fkey, router_.route(nic_a, nic_b)).first;
       const Route& first = intra(src, nic_a);
-      const Route& mid = fit->second;
+      const Route& mid = fabric(nic_a, nic_b, nb);
       const Route& last = intra(nic_b, dst);
       r.src = src;
       r.dst = dst;

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -76,7 +77,8 @@ class CommModel {
 
  private:
   Path make_path(const Route& r) const;
-  const Route& intra(VertexId a, VertexId b);  // a, b in the same node
+  const Route& intra(VertexId a, VertexId b);                       // a, b in the same node
+  const Route& fabric(VertexId nic_a, VertexId nic_b, int node_b);  // between two nodes' fabric NICs
   VertexId to_template(VertexId v) const;
   VertexId from_template(VertexId v, int node) const;
 
@@ -95,6 +97,8 @@ class CommModel {
   bool uniform_nodes_ = false;
   std::map<std::pair<VertexId, VertexId>, Route> template_routes_;  // node-0-relative intra-node routes
   std::map<std::pair<VertexId, VertexId>, Route> fabric_routes_;
+  // One searched route per (first switch, last switch, spine) class; the others are translated from it.
+  std::map<std::tuple<VertexId, VertexId, int>, Route> fabric_classes_;
   std::map<std::pair<VertexId, VertexId>, Route> intra_routes_;  // translated
   std::unordered_map<std::uint64_t, Path> paths_;
 };

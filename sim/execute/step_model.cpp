@@ -4,6 +4,7 @@
 #include <limits>
 #include <queue>
 #include <stdexcept>
+#include <unordered_map>
 
 namespace ringsim {
 
@@ -11,16 +12,15 @@ double flows_duration(const std::vector<Flow>& flows, const CommModel& cm) {
   const std::size_t n = flows.size();
   if (n == 0) return 0;
   // Edges touched by the step, densely renumbered.
-  std::vector<int> local_of(cm.edge_count(), -1);
+  // (A map, not a vector over all of the cluster's edges: a step touches few of them.)
+  std::unordered_map<int, int> local_of;
   std::vector<int> edge_ids;
   std::vector<std::vector<int>> flow_edges(n);
   for (std::size_t i = 0; i < n; ++i)
     for (int e : flows[i].path->edges) {
-      if (local_of[e] < 0) {
-        local_of[e] = static_cast<int>(edge_ids.size());
-        edge_ids.push_back(e);
-      }
-      flow_edges[i].push_back(local_of[e]);
+      const auto [it, added] = local_of.try_emplace(e, static_cast<int>(edge_ids.size()));
+      if (added) edge_ids.push_back(e);
+      flow_edges[i].push_back(it->second);
     }
   const std::size_t m = edge_ids.size();
   std::vector<std::vector<int>> edge_flows(m);

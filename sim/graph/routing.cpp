@@ -4,8 +4,10 @@
 #include <boost/graph/dijkstra_shortest_paths.hpp>
 #include <boost/graph/filtered_graph.hpp>
 #include <boost/property_map/function_property_map.hpp>
+#include <boost/property_map/property_map.hpp>
 #include <limits>
 #include <stdexcept>
+#include <unordered_map>
 
 namespace ringsim {
 
@@ -77,6 +79,20 @@ struct RouteFilter {
   }
 };
 
+// A distance map that holds only the vertices reached; the others are at infinity.
+struct SparseDistance {
+  using key_type = VertexId;
+  using value_type = double;
+  using reference = double;
+  using category = boost::read_write_property_map_tag;
+  std::unordered_map<VertexId, double>* d;
+  friend double get(const SparseDistance& m, VertexId v) {
+    const auto it = m.d->find(v);
+    return it == m.d->end() ? std::numeric_limits<double>::infinity() : it->second;
+  }
+  friend void put(const SparseDistance& m, VertexId v, double x) { (*m.d)[v] = x; }
+};
+
 ConnectionKind classify(const Topology& t, const Route& r, int* nvlinks) {
   if (r.edges.empty()) return ConnectionKind::Self;
   bool net = false, sys = false, cpu = false;
@@ -115,16 +131,19 @@ Route Router::route(VertexId src, VertexId dst) const {
     filter.spine = filter.dst_node % t_.spines();
   boost::filtered_graph<TopologyGraph, boost::keep_all, RouteFilter> fg(g, boost::keep_all(), filter);
 
-  const std::size_t n = boost::num_vertices(g);
-  std::vector<VertexId> pred(n);
-  std::vector<double> dist(n, std::numeric_limits<double>::infinity());
+  // Only the vertices the search reaches (the two nodes and the fabric) get a distance, a predecessor
+  // and a colour, so a route costs the same on 2 nodes as on 65,536.
+  std::unordered_map<VertexId, VertexId> pred;
+  std::unordered_map<VertexId, double> dist;
+  std::unordered_map<VertexId, boost::default_color_type> color;  // absent: white
+  pred[src] = src;
+  dist[src] = 0;
   auto weight = boost::make_function_property_map<EdgeId, double>([&g](EdgeId e) { return g[e].latency; });
-  boost::dijkstra_shortest_paths(
-      fg, src,
-      boost::weight_map(weight)
-          .predecessor_map(boost::make_iterator_property_map(pred.begin(), boost::get(boost::vertex_index, g)))
-          .distance_map(boost::make_iterator_property_map(dist.begin(), boost::get(boost::vertex_index, g))));
-  if (dist[dst] == std::numeric_limits<double>::infinity())
+  boost::dijkstra_shortest_paths_no_init(fg, src, boost::make_assoc_property_map(pred), SparseDistance{&dist}, weight,
+                                         boost::get(boost::vertex_index, g), std::less<double>(),
+                                         boost::closed_plus<double>(), 0.0, boost::default_dijkstra_visitor(),
+                                         boost::make_assoc_property_map(color));
+  if (!dist.contains(dst))
     throw std::runtime_error("no route from " + t_.device(src).name + " to " + t_.device(dst).name);
 
   std::vector<VertexId> path;
