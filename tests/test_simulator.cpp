@@ -11,6 +11,7 @@
 #include "execute/child_process.h"
 #include "execute/comm_model.h"
 #include "execute/training_sim.h"
+#include "execute/work_estimate.h"
 #include "graph/routing.h"
 #include "graph/topology_graph.h"
 #include "load/scenario.h"
@@ -357,4 +358,47 @@ TEST_CASE("simulator: the ring goes through every node the same way, along NVLin
     CHECK(ring[8 + i] == 8 + local[i]);
   }
   CHECK(std::set<int>(ring.begin(), ring.end()).size() == 16);
+}
+
+TEST_CASE("work estimate: the flow fidelity runs the estimated transfers; the graph size is exact", "[simulator]") {
+  const std::string file = std::string(RINGSIM_TEST_SCENARIOS) + "/resnet50_imagenet_8x_nc24rs_v3.yaml";
+  const Scenario base = load_scenario(file, test::catalog());
+  // Without fusion every tensor is one collective, so the count is exact: 161 tensors x 2(p-1) steps x p
+  // sends for the ring; the hierarchical collective's own step programs for the other.
+  for (const char* strategy : {"ring", "hierarchical"}) {
+    const std::string sets =
+        std::string("--set communication.fusion_threshold=0 --set communication.strategy=") + strategy;
+    const Scenario s = load_scenario(file, test::catalog(),
+                                     {parse_override("communication.fusion_threshold=0"),
+                                      parse_override(std::string("communication.strategy=") + strategy)});
+    const WorkEstimate e = estimate_work(test::catalog(), s, Fidelity::Flow);
+    CHECK(e.fusion_buffers == 161);
+    const auto j = predict_json(file, sets + " --fidelity flow");
+    CHECK(e.transfers_per_iteration == j["represented_transfers"].get<double>());
+  }
+  CHECK(estimate_work(test::catalog(), base, Fidelity::Flow).transfers_per_buffer == 2.0 * 31 * 32);
+  // With fusion the buffers come from the threshold and the negotiation cycles: close, not exact.
+  const WorkEstimate fused = estimate_work(test::catalog(), base, Fidelity::Flow);
+  const auto j = predict_json(file, "--fidelity flow");
+  CHECK(fused.transfers_per_iteration == Approx(j["represented_transfers"].get<double>()).epsilon(0.25));
+  // The graph: extrapolated from two and three nodes, equal to the one predict builds.
+  for (int nodes : {1, 2, 5, 64}) {
+    const Scenario s = load_scenario(file, test::catalog(), {parse_override("cluster.nodes=" + std::to_string(nodes))});
+    const Topology t = Topology::build(test::catalog(), cluster_shape(s.cluster));
+    CHECK(estimate_work(test::catalog(), s, Fidelity::Step).graph_elements ==
+          static_cast<std::int64_t>(boost::num_vertices(t.graph()) + boost::num_edges(t.graph())));
+  }
+}
+
+TEST_CASE("work estimate: predict refuses the flow fidelity above --max-transfers, before it starts", "[simulator]") {
+  const std::string file = std::string(RINGSIM_TEST_SCENARIOS) + "/resnet50_imagenet_8x_nc24rs_v3.yaml";
+  const auto refused = test::run_command(std::string(RINGSIM_TEST_BINARY) + " --catalog " + RINGSIM_TEST_CATALOG +
+                                         " predict " + file + " --fidelity flow --max-transfers 1000");
+  CHECK(refused.status == 2);
+  CHECK_THAT(refused.output, Catch::Contains("predict: the flow fidelity of 32 ranks would run"));
+  CHECK_THAT(refused.output, Catch::Contains("the limit is 1000. Use --fidelity step"));
+  // The step fidelity has no transfer limit; the default limit lets this size run.
+  CHECK(test::run_command(std::string(RINGSIM_TEST_BINARY) + " --catalog " + RINGSIM_TEST_CATALOG + " predict " + file +
+                          " --fidelity step --max-transfers 1000")
+            .status == 0);
 }

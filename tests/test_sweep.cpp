@@ -37,19 +37,31 @@ const std::string kScenario = std::string(RINGSIM_TEST_SCENARIOS) + "/landolakes
 }  // namespace
 
 TEST_CASE("sweep: Cartesian product in axis order, first axis slowest; zip side by side", "[sweep]") {
-  const std::vector<ringsim::SweepAxis> axes = {{"cluster.nodes", {"1", "2"}, {}},
-                                                {"communication.strategy", {"ring", "hierarchical", "ring"}, {}}};
+  const std::vector<ringsim::SweepAxis> axes = {{"cluster.nodes", {"1", "2"}, {}, {}},
+                                                {"communication.strategy", {"ring", "hierarchical", "ring"}, {}, {}}};
   const auto pts = ringsim::expand_sweep(axes, false);
   REQUIRE(pts.size() == 6);
   CHECK(pts[1].values == std::vector<std::string>{"1", "hierarchical"});
   CHECK(pts[3].values == std::vector<std::string>{"2", "ring"});
   CHECK(pts[5].index == 5);
-  const std::vector<ringsim::SweepAxis> two = {{"cluster.nodes", {"1", "2"}, {}},
-                                               {"model.batch_per_gpu", {"32", "64"}, {}}};
+  const std::vector<ringsim::SweepAxis> two = {{"cluster.nodes", {"1", "2"}, {}, {}},
+                                               {"model.batch_per_gpu", {"32", "64"}, {}, {}}};
   const auto z = ringsim::expand_sweep(two, true);
   REQUIRE(z.size() == 2);
   CHECK(z[1].values == std::vector<std::string>{"2", "64"});
   CHECK_THROWS_AS(ringsim::expand_sweep(axes, true), ringsim::InputError);  // 2 vs 3 values
+}
+
+TEST_CASE("sweep: more than kMaxSweepPoints points are refused before they are expanded", "[sweep]") {
+  std::vector<std::string> thousand;
+  for (int i = 1; i <= 1000; ++i) thousand.push_back(std::to_string(i));
+  const std::vector<ringsim::SweepAxis> axes = {{"cluster.nodes", thousand, {"s.yaml", 3, 4, ""}, {}},
+                                                {"model.batch_per_gpu", thousand, {}, {}},
+                                                {"training.epochs", thousand, {}, {}}};
+  const std::string msg = ringsim::test::input_error_of([&] { ringsim::expand_sweep(axes, false); });
+  CHECK_THAT(msg, Catch::StartsWith("s.yaml:3:4: error: sweep: 1000 (cluster.nodes) x 1000"));
+  CHECK_THAT(msg, Catch::Contains("= 1e+09 points; a sweep runs at most 100000"));
+  CHECK(ringsim::expand_sweep({axes[0], axes[1]}, true).size() == 1000);  // zip: side by side
 }
 
 TEST_CASE("sweep: the same CSV with one job and with two", "[sweep]") {
@@ -108,7 +120,8 @@ TEST_CASE("sweep: bad sweep specs are refused with file, line and column", "[swe
   CHECK_THAT(range.output, Catch::Contains("sweep.cluster.nodes.from"));
   const Run bad_value = with_sweep("sweep:\n  cluster.nodes: [1, 0]\n");
   CHECK(bad_value.status == 2);
-  CHECK_THAT(bad_value.output, Catch::Contains("sweep point 1 (cluster.nodes=0)"));
+  // Reported at the list item that gives the value.
+  CHECK_THAT(bad_value.output, Catch::Contains(":24:22: error: sweep value cluster.nodes=0: cluster.nodes: must be"));
   const Run cli = run_ringsim("sweep " + kScenario + " --sweep cluster.nodes");
   CHECK(cli.status == 2);
   CHECK_THAT(cli.output, Catch::Contains("--sweep cluster.nodes: error: expected KEY=V1,V2"));

@@ -76,6 +76,12 @@ int run_check(const std::string& catalog_dir, const std::string& scenario_file, 
             << boost::num_vertices(topology.graph()) << " devices in the topology graph; " << model.display_name << ": "
             << model.tensors.size() << " tensors, " << format_bytes(model.gradient_bytes())
             << " of gradients per iteration\n";
+  // What running it would cost, before anything runs (predict and emulate refuse the largest).
+  std::string estimates;
+  for (Fidelity f : {Fidelity::Flow, Fidelity::Step, Fidelity::Emulated})
+    estimates += "#   " + describe(estimate_work(catalog, s, f), f) +
+                 (f == default_fidelity(s) ? " (predict's default for this size)" : "") + "\n";
+  std::cout << "# Work estimates (predict and emulate refuse the largest before they start):\n" << estimates;
   return 0;
 }
 
@@ -88,6 +94,7 @@ int run_predict(const std::string& catalog_dir, const PredictOptions& o) {
   if (!s.calibration.empty()) catalog.apply_overlay(s.calibration);
   const Fidelity fidelity =
       o.fidelity ? (*o.fidelity == "flow" ? Fidelity::Flow : Fidelity::Step) : default_fidelity(s);
+  check_work_limits(estimate_work(catalog, s, fidelity), fidelity, o.max_transfers, "predict");
   const Prediction p = predict(catalog, s, fidelity);
   // Render everything first, then write: a failure leaves no output file behind.
   const std::string json = o.json_file ? result_json(p, "predict") : "";

@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <iostream>
+#include <new>
 #include <thread>
 
 #include "cli/commands.h"
@@ -71,6 +72,12 @@ int main(int argc, char** argv) {
   predict->add_option("--json", predict_opts.json_file, "Write the result JSON (schema ringsim.result/1)");
   predict->add_option("--trace", predict_opts.trace_file, "Write a Chrome trace in Horovod's timeline format");
   predict->add_option("--links", predict_opts.links_file, "Write bytes and utilisation per link as CSV");
+  predict
+      ->add_option("--max-transfers", predict_opts.max_transfers,
+                   "Flow fidelity: refuse scenarios estimated above this many transfers per iteration (`ringsim "
+                   "check` prints the estimate)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
 
   ringsim::JobCommandOptions job_opts;
   auto* job =
@@ -184,6 +191,11 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"allreduce", "reduce_scatter", "allgather"}));
   emulate->add_flag("--baseline", emu_opts.bench_baseline,
                     "--bench: also time SMPI's MPI_Allreduce (its temporaries take memory per rank)");
+  emulate
+      ->add_option("--max-transfers", emu_opts.max_transfers,
+                   "Refuse training emulations estimated above this many transfers per iteration")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   emulate->add_option("--keep", emu_opts.keep_dir, "Keep the generated spec, cost profile and host file here");
 #endif
 
@@ -224,6 +236,9 @@ int main(int argc, char** argv) {
   } catch (const ringsim::InputError& e) {
     std::cerr << e.what() << "\n";
     return 2;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "ringsim: error: out of memory; `ringsim check SCENARIO` prints what a scenario needs\n";
+    return 1;
   } catch (const std::exception& e) {
     std::cerr << "ringsim: error: " << e.what() << "\n";
     return 1;

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "execute/work_estimate.h"
+
 namespace ringsim {
 
 struct EmulateOptions {
@@ -26,7 +28,8 @@ struct EmulateOptions {
   int bench_iters = 1, bench_warmup = 0;
   bool bench_baseline = false;          // also time SMPI's own MPI_Allreduce (private temporaries: memory-hungry)
   std::optional<std::string> keep_dir;  // keep the generated files here
-  std::string self;                     // this program's path (the emulation libraries are beside it)
+  double max_transfers = kDefaultMaxTransfers;  // train: refuse above this many transfers per iteration
+  std::string self;                             // this program's path (the emulation libraries are beside it)
 };
 
 int run_emulate(const std::string& catalog_dir, const EmulateOptions& o);

@@ -44,9 +44,17 @@ YamlDocument parse(const std::string& text, const std::string& name) {
 YamlDocument YamlDocument::load_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError({path, 0, 0, ""}, "cannot open file for reading");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return parse(ss.str(), path);
+  // Read at most one byte past the limit (a device such as /dev/zero has no size to check first).
+  std::string text(kMaxYamlBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<std::size_t>(in.gcount()));
+  if (text.size() > kMaxYamlBytes)
+    throw InputError({path, 0, 0, ""}, "the file is larger than " + std::to_string(kMaxYamlBytes >> 20) +
+                                           " MiB, the most a scenario or catalog file may be (the bundled ones "
+                                           "are under 32 KiB); is it the right file?");
+  if (text.find('\0') != std::string::npos)
+    throw InputError({path, 0, 0, ""}, "the file is binary (it contains NUL bytes), expected YAML text");
+  return parse(text, path);
 }
 
 YamlDocument YamlDocument::load_string(const std::string& text, const std::string& name) { return parse(text, name); }

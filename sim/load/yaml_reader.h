@@ -23,8 +23,10 @@ struct YamlDocument {
   YAML::Node root;
   std::map<std::string, std::string> overrides;  // dotted key path -> "--set path=value"
 
-  // Parses `path`; syntax errors become InputError with the parser's line and column.
+  // Parses `path`; syntax errors become InputError with the parser's line and column. Files over
+  // kMaxYamlBytes and binary files are refused before parsing.
   static YamlDocument load_file(const std::string& path);
+  static constexpr std::size_t kMaxYamlBytes = 4u << 20;
   static YamlDocument load_string(const std::string& text, const std::string& name);
 };
 

@@ -16,6 +16,7 @@
 #include "load/units.h"
 #include "load/yaml_reader.h"
 #include "plan/point_runner.h"
+#include "plan/sweep.h"
 #include "report/output_file.h"
 
 namespace ringsim {
@@ -294,6 +295,14 @@ int run_plan(const PlanOptions& o) {
                               : goal.strategies;
   const std::vector<std::string> fusions =
       goal.fusion_thresholds.empty() ? std::vector<std::string>{""} : goal.fusion_thresholds;
+  const double space = static_cast<double>(skus.size()) * static_cast<double>(goal.nodes.size()) *
+                       static_cast<double>(strategies.size()) * static_cast<double>(fusions.size());
+  if (space > kMaxSweepPoints)
+    throw InputError(goal.where, "plan: " + std::to_string(skus.size()) + " SKUs x " +
+                                     std::to_string(goal.nodes.size()) + " node counts x " +
+                                     std::to_string(strategies.size()) + " strategies x " +
+                                     std::to_string(fusions.size()) + " fusion settings is more than the " +
+                                     std::to_string(kMaxSweepPoints) + " configurations a plan predicts; narrow it");
   std::vector<Candidate> candidates;
   std::vector<std::pair<std::string, std::string>> skipped;  // configuration, why
   auto describe = [](const Candidate& c) {

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -32,6 +33,11 @@ std::string scalar_text(const YamlField& f) {
   return f.node().Scalar();
 }
 
+[[noreturn]] void too_many(const YamlField& f) {
+  f.fail("the range has more than " + std::to_string(kMaxSweepPoints) +
+         " values, more points than a sweep runs; use a larger step or factor");
+}
+
 std::vector<std::string> range_values(const YamlField& f) {
   f.require_map({"from", "to", "step", "factor"});
   const double from = f.get("from").number(-1e18, 1e18), to = f.get("to").number(-1e18, 1e18);
@@ -40,11 +46,17 @@ std::vector<std::string> range_values(const YamlField& f) {
   std::vector<std::string> v;
   if (has_step) {
     const double step = f.get("step").positive_number();
-    for (double x = from; x <= to * (1 + 1e-12) && v.size() <= 100000; x += step) v.push_back(format_number(x));
+    for (double x = from; x <= to * (1 + 1e-12); x += step) {
+      if (v.size() == static_cast<std::size_t>(kMaxSweepPoints)) too_many(f);
+      v.push_back(format_number(x));
+    }
   } else {
     const double factor = f.get("factor").number(1.000001, 1e9);
     if (from <= 0) f.get("from").fail("a geometric range needs from > 0");
-    for (double x = from; x <= to * (1 + 1e-12) && v.size() <= 100000; x *= factor) v.push_back(format_number(x));
+    for (double x = from; x <= to * (1 + 1e-12); x *= factor) {
+      if (v.size() == static_cast<std::size_t>(kMaxSweepPoints)) too_many(f);
+      v.push_back(format_number(x));
+    }
   }
   if (v.empty()) f.fail("the range is empty (from > to)");
   return v;
@@ -141,7 +153,10 @@ std::vector<SweepAxis> read_sweep_axes(const std::string& scenario_file, const s
         a.where = f.location();
         check_key(key, a.where);
         if (f.is_sequence()) {
-          for (auto& v : f.items()) a.values.push_back(scalar_text(v));
+          for (auto& v : f.items()) {
+            a.values.push_back(scalar_text(v));
+            a.value_where.push_back(v.location());
+          }
           if (a.values.empty()) f.fail("the list of values is empty");
         } else if (f.is_map()) {
           a.values = range_values(f);
@@ -178,6 +193,21 @@ std::vector<SweepAxis> read_sweep_axes(const std::string& scenario_file, const s
 std::vector<SweepPoint> expand_sweep(const std::vector<SweepAxis>& axes, bool zip) {
   std::vector<SweepPoint> pts;
   if (axes.empty()) return {{0, {}}};
+  if (!zip) {
+    double total = 1;
+    std::string sizes;
+    for (const auto& a : axes) {
+      total *= static_cast<double>(a.values.size());
+      sizes += (sizes.empty() ? "" : " x ") + std::to_string(a.values.size()) + " (" + a.key + ")";
+    }
+    if (total > kMaxSweepPoints) {
+      char n[32];
+      std::snprintf(n, sizeof n, "%.3g", total);
+      throw InputError(axes.front().where, "sweep: " + sizes + " = " + n + " points; a sweep runs at most " +
+                                               std::to_string(kMaxSweepPoints) +
+                                               " (each is a `ringsim predict`): narrow an axis or split the sweep");
+    }
+  }
   if (zip) {
     for (const auto& a : axes)
       if (a.values.size() != axes[0].values.size())
@@ -223,9 +253,18 @@ int run_sweep(const SweepOptions& o) {
     try {
       load_scenario(o.scenario, catalog, ov);
     } catch (const InputError& e) {
+      // A value the scenario refuses on its own is reported where the sweep gives it.
+      for (std::size_t k = 0; k < axes.size(); ++k) {
+        const auto& a = axes[k];
+        if (e.where().origin != "--set " + a.key + "=" + p.values[k]) continue;
+        const auto v = std::find(a.values.begin(), a.values.end(), p.values[k]) - a.values.begin();
+        const SourceLocation at = static_cast<std::size_t>(v) < a.value_where.size() ? a.value_where[v] : a.where;
+        throw InputError(at, "sweep value " + a.key + "=" + p.values[k] + ": " + e.message());
+      }
       std::string at;
       for (std::size_t k = 0; k < axes.size(); ++k) at += (k ? ", " : "") + axes[k].key + "=" + p.values[k];
-      throw InputError({}, "sweep point " + std::to_string(p.index) + " (" + at + "): " + e.what());
+      throw InputError(axes.empty() ? e.where() : axes.front().where,
+                       "sweep point " + std::to_string(p.index) + " (" + at + "): " + e.what());
     }
   }
 

@@ -16,6 +16,7 @@ struct SweepAxis {
   std::string key;                  // a scenario key, e.g. "cluster.nodes"
   std::vector<std::string> values;  // as --set values
   SourceLocation where;
+  std::vector<SourceLocation> value_where;  // each value's place (list items), else empty
 };
 
 struct SweepPoint {
@@ -26,7 +27,12 @@ struct SweepPoint {
 // Reads the scenario's `sweep:` section and the --sweep arguments (command-line axes come after the
 // file's; an axis given twice is an error). Throws InputError with file:line:col or the argument.
 std::vector<SweepAxis> read_sweep_axes(const std::string& scenario_file, const std::vector<std::string>& cli_axes);
+// Refuses (before expanding) more than kMaxSweepPoints points.
 std::vector<SweepPoint> expand_sweep(const std::vector<SweepAxis>& axes, bool zip);
+
+// Points one sweep or plan runs at most (each is a `ringsim predict`): 100,000 at 0.1-1 s per point is
+// hours to days of CPU time.
+constexpr int kMaxSweepPoints = 100000;
 
 struct SweepOptions {
   std::string catalog_dir;

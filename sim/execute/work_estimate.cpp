@@ -1,0 +1,187 @@
+#include "execute/work_estimate.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "collective/collective.h"
+#include "graph/topology_graph.h"
+#include "load/input_error.h"
+#include "load/units.h"
+#include "schedule/compute_model.h"
+
+namespace ringsim {
+
+namespace {
+
+// Costs measured with bench/ (bench/README.md, "Work estimates"), on the 2-core development machine.
+constexpr double kFlowSecondsPerTransfer = 1e-5;      // ResNet-50 ring, 64-512 GPUs: 3.6-26 us
+constexpr double kEmulatedSecondsPerTransfer = 1e-5;  // ResNet-50 ring, 256 ranks: about 9.6 us
+constexpr double kStepSecondsPerElement = 2.7e-6;     // ND40rs_v2, 8,192-65,536 nodes: 2.5-2.8 us
+constexpr double kBaseBytes = 40e6;                   // the program, catalog and SimGrid
+constexpr double kBytesPerElement = 330;              // a graph vertex or directed edge, its routes, paths
+constexpr double kFlowBytesPerRank = 30e3;            // a SimGrid actor and its in-flight activities
+constexpr double kEmulatedBytesPerRank = 2.1e6;       // PSS of an SMPI rank (bench: 256 ranks, 542 MB)
+
+std::int64_t graph_elements(const Topology& t) {
+  return static_cast<std::int64_t>(boost::num_vertices(t.graph()) + boost::num_edges(t.graph()));
+}
+
+double physical_memory_bytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? static_cast<double>(pages) * static_cast<double>(page) : 0;
+}
+
+std::string about_time(double s) {
+  char buf[64];
+  if (s < 60)
+    std::snprintf(buf, sizeof buf, "about %.0f s", std::max(1.0, s));
+  else if (s < 3600)
+    std::snprintf(buf, sizeof buf, "about %.0f min", s / 60);
+  else if (s < 48 * 3600)
+    std::snprintf(buf, sizeof buf, "about %.1f h", s / 3600);
+  else
+    std::snprintf(buf, sizeof buf, "about %.0f days", s / 86400);
+  return buf;
+}
+
+std::string sci(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, v < 1e6 ? "%.0f" : "%.2g", v);
+  return buf;
+}
+
+std::string_view fidelity_name(Fidelity f) {
+  switch (f) {
+    case Fidelity::Flow:
+      return "the flow fidelity";
+    case Fidelity::Step:
+      return "the step fidelity";
+    case Fidelity::Emulated:
+      return "the emulation";
+    case Fidelity::Measured:
+      return "the real run";
+  }
+  return "";
+}
+
+}  // namespace
+
+WorkEstimate estimate_work(const Catalog& catalog, const Scenario& s, Fidelity fidelity) {
+  WorkEstimate e;
+  const auto& c = s.communication;
+  const int workers = s.cluster.total_gpus();
+  const int servers = c.strategy == Strategy::ParameterServer ? c.parameter_servers : 0;
+  e.ranks = workers + servers;
+
+  // Past two nodes (the first with a fabric switch) the graph grows by the same devices and links per
+  // node: build two and three nodes and extrapolate.
+  ClusterShape shape = cluster_shape(s.cluster);
+  const int nodes = shape.nodes + (servers > 0 && c.ps_placement == PsPlacement::Dedicated ? servers : 0);
+  shape.nodes = std::min(nodes, 2);
+  const std::int64_t base = graph_elements(Topology::build(catalog, shape));
+  if (nodes > 2) {
+    shape.nodes = 3;
+    e.graph_elements = base + (graph_elements(Topology::build(catalog, shape)) - base) * (nodes - 2);
+  } else {
+    e.graph_elements = base;
+  }
+
+  // Fusion buffers: at least the gradients over the threshold, and a buffer per negotiation cycle
+  // during the backward pass; never more than one per tensor.
+  const ModelSpec& model = catalog.model(s.model.name);
+  const double grad = model.gradient_bytes();
+  const int tensors = static_cast<int>(model.tensors.size());
+  if (c.fusion_threshold_bytes <= 0) {
+    e.fusion_buffers = tensors;
+  } else {
+    const double backward = build_compute_model(catalog, s).backward_s;
+    const double cycles = c.cycle_time_s > 0 ? std::ceil(backward / c.cycle_time_s) : 0;
+    e.fusion_buffers = static_cast<int>(std::min<double>(tensors, std::ceil(grad / c.fusion_threshold_bytes) + cycles));
+  }
+  e.fusion_buffers = std::max(1, e.fusion_buffers);
+
+  // One collective of the mean buffer size: every member's sends in every step.
+  const int elem = model.dtype_bytes();
+  const auto bytes = static_cast<std::uint64_t>(grad / e.fusion_buffers / elem) * elem;
+  const auto space = catalog.library(std::string(to_string(c.library))).data_path == DataPath::Host
+                         ? collective::Space::Host
+                         : collective::Space::Device;
+  std::unique_ptr<collective::Collective> coll;
+  switch (c.strategy) {
+    case Strategy::Ring:
+      coll = collective::make_ring_allreduce(workers, bytes, elem, space);
+      break;
+    case Strategy::Hierarchical:
+      coll = collective::make_hierarchical_allreduce(s.cluster.nodes, s.cluster.gpus_per_node, bytes, elem, space);
+      break;
+    case Strategy::ParameterServer:
+      coll = collective::make_parameter_server_exchange(
+          workers, std::vector<std::uint64_t>(servers, bytes / elem / std::max(1, servers) * elem),
+          collective::Space::Device);
+      break;
+  }
+  collective::RankStep st;
+  for (const auto& run : coll->runs()) {
+    double sends = 0;
+    for (int m = 0; m < coll->members(); ++m) {
+      coll->rank_step(m, run.first, st);
+      sends += static_cast<double>(st.sends.size());
+    }
+    e.transfers_per_buffer += sends * run.count;
+  }
+  e.transfers_per_iteration = e.transfers_per_buffer * e.fusion_buffers;
+
+  e.memory_bytes = kBaseBytes + kBytesPerElement * static_cast<double>(e.graph_elements);
+  switch (fidelity) {
+    case Fidelity::Flow:
+      e.memory_bytes += kFlowBytesPerRank * static_cast<double>(e.ranks);
+      e.seconds = kFlowSecondsPerTransfer * e.transfers_per_iteration;
+      break;
+    case Fidelity::Emulated:
+      e.memory_bytes += kEmulatedBytesPerRank * static_cast<double>(e.ranks);
+      e.seconds = kEmulatedSecondsPerTransfer * e.transfers_per_iteration;
+      break;
+    case Fidelity::Step:
+    case Fidelity::Measured:
+      e.seconds = kStepSecondsPerElement * static_cast<double>(e.graph_elements);
+      break;
+  }
+  return e;
+}
+
+std::string describe(const WorkEstimate& e, Fidelity fidelity) {
+  std::string out = std::string(fidelity_name(fidelity)) + ": ";
+  if (fidelity == Fidelity::Step)
+    out += sci(static_cast<double>(e.graph_elements)) + " graph vertices and edges";
+  else
+    out += sci(e.transfers_per_iteration) + " transfers per iteration (" + std::to_string(e.fusion_buffers) +
+           " fusion buffers x " + sci(e.transfers_per_buffer) + ")";
+  return out + ", " + format_bytes(e.memory_bytes) + ", " + about_time(e.seconds) +
+         (fidelity == Fidelity::Emulated ? " per iteration" : "");
+}
+
+void check_work_limits(const WorkEstimate& e, Fidelity fidelity, double max_transfers, const std::string& what) {
+  const double memory = physical_memory_bytes();
+  if (memory > 0 && e.memory_bytes > 0.9 * memory)
+    throw InputError({}, what + ": " + std::string(fidelity_name(fidelity)) + " of " + std::to_string(e.ranks) +
+                             " ranks would need about " + format_bytes(e.memory_bytes) +
+                             " of memory, more than this machine's " + format_bytes(memory) +
+                             (fidelity == Fidelity::Emulated ? "; use `ringsim predict` for this size"
+                              : fidelity == Fidelity::Flow   ? "; use --fidelity step"
+                                                             : "; use fewer nodes"));
+  if ((fidelity == Fidelity::Flow || fidelity == Fidelity::Emulated) && e.transfers_per_iteration > max_transfers)
+    throw InputError({}, what + ": " + std::string(fidelity_name(fidelity)) + " of " + std::to_string(e.ranks) +
+                             " ranks would run " + sci(e.transfers_per_iteration) + " transfers per iteration (" +
+                             std::to_string(e.fusion_buffers) + " fusion buffers x " + sci(e.transfers_per_buffer) +
+                             "), " + about_time(e.seconds) + (fidelity == Fidelity::Emulated ? " per iteration" : "") +
+                             "; the limit is " + sci(max_transfers) +
+                             (fidelity == Fidelity::Flow
+                                  ? ". Use --fidelity step (each collective step evaluated analytically, the default "
+                                    "above 64 GPUs), or raise the limit with --max-transfers"
+                                  : ". Use `ringsim predict` for this size, or raise the limit with --max-transfers"));
+}
+
+}  // namespace ringsim

@@ -1,0 +1,38 @@
+// What a simulation or an emulation will cost, estimated from the scenario before anything runs, so that
+// a scenario too large for the chosen fidelity is refused with a suggestion instead of running for hours
+// or exhausting memory.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "execute/prediction.h"
+#include "load/catalog.h"
+#include "load/scenario.h"
+
+namespace ringsim {
+
+struct WorkEstimate {
+  std::int64_t ranks = 0;              // workers plus parameter servers
+  std::int64_t graph_elements = 0;     // devices plus links of the topology graph
+  int fusion_buffers = 0;              // collectives per iteration (an estimate: fusion depends on timing)
+  double transfers_per_buffer = 0;     // messages of one collective, every member's sends summed
+  double transfers_per_iteration = 0;  // what the flow fidelity and the emulation run one by one
+  double memory_bytes = 0;             // peak, for the fidelity asked
+  double seconds = 0;                  // rough wall time on one core of a 2020s server
+};
+
+WorkEstimate estimate_work(const Catalog& catalog, const Scenario& scenario, Fidelity fidelity);
+
+// Above this many transfers per iteration the flow fidelity and the emulation are refused (unless the
+// caller raises the limit): about 5 min of flow simulation, 25 min of emulation.
+constexpr double kDefaultMaxTransfers = 5e7;
+
+// Throws InputError when the estimate exceeds `max_transfers` (flow, emulated) or this machine's
+// physical memory; the message gives the estimate and what to do instead. `what` names the command.
+void check_work_limits(const WorkEstimate& e, Fidelity fidelity, double max_transfers, const std::string& what);
+
+// "2.3e7 transfers per iteration (28 fusion buffers x 823,296), about 2.3 GB, about 3 min" for `check`.
+std::string describe(const WorkEstimate& e, Fidelity fidelity);
+
+}  // namespace ringsim
