@@ -116,7 +116,8 @@ TEST_CASE("cli: errors exit non-zero, name the problem and leave no output file"
   CHECK_THAT(bad_predict.output, Catch::Contains("did you mean resnet50"));
   const Run unwritable = ringsim("predict " + kScenarios + "/landolakes_cifar10_2x_nc24rs_v3.yaml --json " +
                                  (dir / "no" / "such" / "dir" / "p.json").string());
-  CHECK(unwritable.status == 1);
+  CHECK(unwritable.status == 2);  // a bad --json path is bad input
+  CHECK_THAT(unwritable.output, Catch::Contains("p.json: error: cannot write the output file: No such file"));
   CHECK(fs::is_empty(dir));
   fs::remove_all(dir);
 }

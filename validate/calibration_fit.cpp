@@ -63,7 +63,7 @@ NcclTestsData parse_nccl_tests(const std::string& text, const std::string& file)
   std::istringstream in(text);
   std::string line;
   std::set<std::string> hosts;
-  int time_col = -1, line_no = 0;
+  int time_col = -1, wrong_col = -1, line_no = 0;
   while (std::getline(in, line)) {
     ++line_no;
     if (line.find("Rank") != std::string::npos && line.find("Pid") != std::string::npos) {
@@ -81,11 +81,11 @@ NcclTestsData parse_nccl_tests(const std::string& text, const std::string& file)
         line.find("type") != std::string::npos) {
       std::istringstream h(line.substr(line.find_first_not_of("# ")));
       std::string col;
-      for (int i = 0; h >> col; ++i)
-        if (col == "time") {
-          time_col = i;
-          break;
-        }
+      time_col = wrong_col = -1;
+      for (int i = 0; h >> col; ++i) {
+        if (col == "time" && time_col < 0) time_col = i;
+        if (col == "#wrong" && time_col >= 0 && wrong_col < 0) wrong_col = i;  // out-of-place
+      }
       continue;
     }
     if (line.find("all_reduce") != std::string::npos || line.find("allreduce") != std::string::npos)
@@ -95,7 +95,16 @@ NcclTestsData parse_nccl_tests(const std::string& text, const std::string& file)
     std::istringstream row(line);
     std::vector<std::string> cols;
     for (std::string c; row >> c;) cols.push_back(c);
-    if (cols.size() <= static_cast<std::size_t>(time_col)) continue;
+    // Up to the out-of-place #wrong column (time, algbw, busbw when the header has none).
+    const std::size_t need = static_cast<std::size_t>(wrong_col >= 0 ? wrong_col : time_col + 2) + 1;
+    if (cols.size() < need)
+      throw InputError({file, line_no, 1, ""}, "expected an nccl-tests result row of at least " + std::to_string(need) +
+                                                   " columns (size count type ... time algbw busbw #wrong), got " +
+                                                   std::to_string(cols.size()) + ": a truncated file?");
+    if (wrong_col >= 0 && cols[wrong_col] != "0" && cols[wrong_col] != "N/A")
+      throw InputError({file, line_no, 1, ""},
+                       "nccl-tests counted " + cols[wrong_col] + " wrong results (#wrong) for " + cols[0] +
+                           " bytes: that run failed its own check; calibrate from a run without errors");
     try {
       const double bytes = std::stod(cols[0]);
       const double us = std::stod(cols[time_col]);
@@ -105,7 +114,9 @@ NcclTestsData parse_nccl_tests(const std::string& text, const std::string& file)
       throw InputError({file, line_no, 1, ""}, "expected an nccl-tests result row (size count type ... time ...)");
     }
   }
-  if (d.points.empty()) throw InputError({file, 0, 0, ""}, "no nccl-tests result rows found");
+  if (d.points.empty())
+    throw InputError({file, 0, 0, ""},
+                     "no nccl-tests result rows found (expected the output of all_reduce_perf or sendrecv_perf)");
   if (d.op.empty()) d.op = "all_reduce";
   if (d.ranks == 0)
     throw InputError({file, 0, 0, ""}, "no '#  Rank N ... Pid ... on HOST' lines: cannot tell the rank count");

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -10,13 +11,35 @@
 
 namespace ringsim {
 
+// nlohmann's message without its "[json.exception.parse_error.101] parse error at line 1, column 2: "
+// prefix, which names the C++ exception and repeats the location.
+inline std::string json_error_text(const std::string& what) {
+  std::string m = what;
+  if (m.rfind("[json.exception.", 0) == 0 && m.find("] ") != std::string::npos) m.erase(0, m.find("] ") + 2);
+  if (m.rfind("parse error", 0) == 0 && m.find(": ") != std::string::npos) m.erase(0, m.find(": ") + 2);
+  return m;
+}
+
 inline nlohmann::json read_json_file(const std::string& file, const std::string& bad_json_message = "not JSON") {
-  std::ifstream in(file);
+  std::ifstream in(file, std::ios::binary);
   if (!in) throw InputError({file, 0, 0, ""}, "cannot open file");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   try {
-    return nlohmann::json::parse(in);
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    // The line and column of the byte where parsing stopped.
+    int line = 1, column = 1;
+    for (std::size_t i = 0; i + 1 < e.byte && i < text.size(); ++i) {
+      if (text[i] == '\n') {
+        ++line;
+        column = 1;
+      } else {
+        ++column;
+      }
+    }
+    throw InputError({file, line, column, ""}, bad_json_message + ": " + json_error_text(e.what()));
   } catch (const nlohmann::json::exception& e) {
-    throw InputError({file, 0, 0, ""}, bad_json_message + ": " + e.what());
+    throw InputError({file, 0, 0, ""}, bad_json_message + ": " + json_error_text(e.what()));
   }
 }
 

@@ -27,7 +27,7 @@ constexpr Unit kBandwidth[] = {
     {"Mbps", 1e6 / 8},   {"Gbps", 1e9 / 8},    {"Tbps", 1e12 / 8},      {"bit/s", 1 / 8.0}, {"kbit/s", 1e3 / 8},
     {"Mbit/s", 1e6 / 8}, {"Gbit/s", 1e9 / 8},  {"Tbit/s", 1e12 / 8}};
 constexpr Unit kTime[] = {{"ns", 1e-9}, {"us", 1e-6}, {"\xC2\xB5s", 1e-6}, {"ms", 1e-3},
-                          {"s", 1},     {"min", 60},  {"h", 3600}, {"d", 86400}};
+                          {"s", 1},     {"min", 60},  {"h", 3600},         {"d", 86400}};
 constexpr Unit kFlopRate[] = {{"FLOPS", 1},     {"kFLOPS", 1e3},  {"MFLOPS", 1e6},   {"GFLOPS", 1e9},
                               {"TFLOPS", 1e12}, {"PFLOPS", 1e15}, {"FLOP/s", 1},     {"kFLOP/s", 1e3},
                               {"MFLOP/s", 1e6}, {"GFLOP/s", 1e9}, {"TFLOP/s", 1e12}, {"PFLOP/s", 1e15}};
@@ -76,13 +76,13 @@ std::string_view quantity_name(Quantity kind) {
 std::string_view quantity_example(Quantity kind) {
   switch (kind) {
     case Quantity::Bytes:
-      return "64 MiB";
+      return "'64 MiB'";
     case Quantity::Bandwidth:
-      return "12.5 GB/s or 100 Gb/s";
+      return "'12.5 GB/s' or '100 Gb/s'";
     case Quantity::Time:
-      return "1.5 us or 5 ms";
+      return "'1.5 us' or '5 ms'";
     case Quantity::FlopRate:
-      return "15.7 TFLOPS";
+      return "'15.7 TFLOPS'";
   }
   return "";
 }
@@ -100,8 +100,8 @@ double parse_quantity(std::string_view text, Quantity kind) {
   std::size_t end = text.size();
   while (end > i && is_space(text[end - 1])) --end;
   const std::string_view body = text.substr(i, end - i);
-  const std::string expected = "expected " + std::string(quantity_name(kind)) + " with a unit, such as '" +
-                               std::string(quantity_example(kind)) + "'";
+  const std::string expected =
+      "expected " + std::string(quantity_name(kind)) + " with a unit, such as " + std::string(quantity_example(kind));
   if (body.empty()) throw UnitError(expected + "; got an empty value");
 
   double value = 0;

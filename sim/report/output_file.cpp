@@ -9,6 +9,8 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "load/input_error.h"
+
 namespace ringsim {
 
 void write_file_atomically(const std::string& path, const std::string& content) {
@@ -17,7 +19,7 @@ void write_file_atomically(const std::string& path, const std::string& content) 
   const fs::path tmp = target.parent_path() / ("." + target.filename().string() + ".tmp" + std::to_string(::getpid()));
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw std::runtime_error("cannot write '" + path + "': " + std::strerror(errno));
+    if (!out) throw InputError({path, 0, 0, ""}, std::string("cannot write the output file: ") + std::strerror(errno));
     out << content;
     out.flush();
     if (!out) {
@@ -30,7 +32,7 @@ void write_file_atomically(const std::string& path, const std::string& content) 
   fs::rename(tmp, target, ec);
   if (ec) {
     fs::remove(tmp, ec);
-    throw std::runtime_error("cannot write '" + path + "': " + ec.message());
+    throw InputError({path, 0, 0, ""}, "cannot write the output file: " + ec.message());
   }
 }
 
