@@ -1,0 +1,89 @@
+// Design rule 5: the same input gives byte-identical output. Every bundled scenario is run twice through
+// the `ringsim` program; sweeps and plans with two jobs at once, whose points finish in any order.
+#include <unistd.h>
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "test_support.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+bool has_section(const fs::path& scenario, const std::string& section) {
+  std::istringstream in(slurp(scenario));
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind(section + ":", 0) == 0) return true;
+  return false;
+}
+
+// Runs `ringsim ARGS` with {out} replaced by the fresh folder `out`; returns standard output and the files
+// written there, named and concatenated.
+std::string outputs(const std::string& args, const fs::path& out) {
+  fs::remove_all(out);
+  fs::create_directories(out);
+  std::string a = args;
+  for (auto pos = a.find("{out}"); pos != std::string::npos; pos = a.find("{out}")) a.replace(pos, 5, out.string());
+  // Standard error only carries progress lines, in completion order: not part of the output.
+  const auto r = ringsim::test::run_command("(" + std::string(RINGSIM_TEST_BINARY) + " --catalog " +
+                                            RINGSIM_TEST_CATALOG + " " + a + " 2>/dev/null)");
+  REQUIRE(r.status == 0);
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(out)) files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  std::string all = "stdout:\n" + r.output;
+  for (const auto& f : files) {
+    const std::string text = slurp(f);
+    CHECK_FALSE(text.empty());
+    all += "\n" + f.filename().string() + ":\n" + text;
+  }
+  std::size_t named = 0;  // every file the command was told to write is there
+  for (auto pos = args.find("{out}/"); pos != std::string::npos; pos = args.find("{out}/", pos + 1)) ++named;
+  CHECK(files.size() == named);
+  return all;
+}
+
+}  // namespace
+
+TEST_CASE("determinism: every bundled scenario, run twice, gives byte-identical output", "[determinism][cli]") {
+  std::vector<fs::path> scenarios;
+  for (const char* dir : {RINGSIM_TEST_SCENARIOS, RINGSIM_TEST_VALIDATION_SCENARIOS})
+    for (const auto& e : fs::directory_iterator(dir))
+      if (e.path().extension() == ".yaml") scenarios.push_back(e.path());
+  std::sort(scenarios.begin(), scenarios.end());
+  REQUIRE(scenarios.size() >= 12);
+  const fs::path tmp = fs::temp_directory_path() / ("ringsim_determinism_" + std::to_string(::getpid()));
+  for (const auto& s : scenarios) {
+    std::vector<std::string> commands = {
+        "check " + s.string(),
+        "predict " + s.string() + " --json {out}/result.json --trace {out}/trace.json --links {out}/links.csv"};
+    if (has_section(s, "sweep"))
+      commands.push_back("sweep " + s.string() + " -j2 --csv {out}/sweep.csv --json {out}/sweep.json");
+    if (has_section(s, "plan"))
+      commands.push_back("plan " + s.string() + " -j2 --csv {out}/plan.csv --json {out}/plan.json");
+    for (const auto& c : commands) {
+      DYNAMIC_SECTION(s.filename().string() << ": " << c.substr(0, c.find(' '))) {
+        const std::string first = outputs(c, tmp / "a"), second = outputs(c, tmp / "b");
+        // The folder name differs between the runs; nothing else may.
+        std::string b = second;
+        for (auto pos = b.find((tmp / "b").string()); pos != std::string::npos; pos = b.find((tmp / "b").string()))
+          b.replace(pos, (tmp / "b").string().size(), (tmp / "a").string());
+        CHECK(first == b);
+      }
+    }
+  }
+  fs::remove_all(tmp);
+}
