@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 
 #include "test_support.h"
@@ -17,17 +18,34 @@ namespace {
 
 const std::string kDir = RINGSIM_TEST_BAD_INPUTS;
 
-std::string substitute(std::string s, const std::string& out) {
-  for (auto [key, value] : {std::pair<std::string, std::string>{"{dir}", kDir}, {"{out}", out}})
+std::string substitute(std::string s, const std::string& out, const std::string& catalog) {
+  for (auto [key, value] : {std::pair<std::string, std::string>{"{dir}", kDir}, {"{out}", out}, {"{catalog}", catalog}})
     for (auto pos = s.find(key); pos != std::string::npos; pos = s.find(key, pos + value.size()))
       s.replace(pos, key.size(), value);
   return s;
 }
 
-// Standard error only (standard output is discarded), with the bundled catalog.
-ringsim::test::CommandResult ringsim_stderr(const std::string& args) {
-  return ringsim::test::run_command("(RINGSIM_CATALOG=" + std::string(RINGSIM_TEST_CATALOG) + " " +
-                                    RINGSIM_TEST_BINARY + " " + args + " 2>&1 >/dev/null)");
+// Standard error only (standard output is discarded), with the given catalog.
+ringsim::test::CommandResult ringsim_stderr(const std::string& args,
+                                            const std::string& catalog = RINGSIM_TEST_CATALOG) {
+  return ringsim::test::run_command("(RINGSIM_CATALOG=" + catalog + " " + RINGSIM_TEST_BINARY + " " + args +
+                                    " 2>&1 >/dev/null)");
+}
+
+// A copy of the bundled catalog with `edit.replace` replaced by `edit.with` in `edit.file`.
+std::string edited_catalog(const YAML::Node& edit, const fs::path& dir) {
+  fs::remove_all(dir);
+  fs::copy(RINGSIM_TEST_CATALOG, dir, fs::copy_options::recursive);
+  const fs::path file = dir / edit["file"].as<std::string>();
+  std::ifstream in(file, std::ios::binary);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string from = edit["replace"].as<std::string>();
+  const auto pos = text.find(from);
+  REQUIRE(pos != std::string::npos);  // the catalog changed: update the case
+  REQUIRE(text.find(from, pos + 1) == std::string::npos);
+  text.replace(pos, from.size(), edit["with"].as<std::string>());
+  std::ofstream(file, std::ios::binary) << text;
+  return dir.string();
 }
 
 // What a user must never see: a C++ exception's type, a library's internals, a crash.
@@ -49,10 +67,12 @@ TEST_CASE("bad inputs: every case of the catalogue is refused with its message",
   for (const auto& c : cases) {
     const std::string name = c["name"].as<std::string>();
     DYNAMIC_SECTION(name) {
-      const auto r = ringsim_stderr(substitute(c["args"].as<std::string>(), out));
+      const std::string catalog =
+          c["catalog_edit"] ? edited_catalog(c["catalog_edit"], tmp / "catalog") : RINGSIM_TEST_CATALOG;
+      const auto r = ringsim_stderr(substitute(c["args"].as<std::string>(), out, catalog), catalog);
       const int status = c["status"] ? c["status"].as<int>() : 2;
       CHECK(r.status == status);
-      CHECK(r.output == substitute(c["error"].as<std::string>(), out) + "\n");
+      CHECK(r.output == substitute(c["error"].as<std::string>(), out, catalog) + "\n");
       check_no_internals(r.output);
       CHECK_FALSE(fs::exists(out));
     }
