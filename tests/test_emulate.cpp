@@ -112,14 +112,30 @@ TEST_CASE("emulate: the same input gives a byte-identical result", "[emulate]") 
   CHECK(!sa.str().empty());
 }
 
-TEST_CASE("emulate: parameter servers and hierarchical rings run; bad input is refused before smpirun", "[emulate]") {
+TEST_CASE(
+    "emulate: parameter servers, hierarchical rings and MPI's host path agree with predict within 5 %; "
+    "--compare says where they differ; bad input is refused before smpirun",
+    "[emulate]") {
   for (const std::string sets :
        {" --set communication.strategy=parameter_server --set communication.parameter_servers=2",
-        " --set communication.strategy=hierarchical"}) {
-    const Run r = run("emulate " + kResnet + " --set cluster.nodes=2" + sets + " --iterations 1 --warmup 0");
+        " --set communication.strategy=parameter_server --set communication.parameter_servers=2"
+        " --set communication.parameter_server_placement=dedicated",
+        " --set communication.strategy=hierarchical --set communication.library=mpi",
+        " --set communication.library=mpi"}) {
+    const std::string emu = temp_file("_cmp.json"), pred = temp_file("_cmp_predict.json");
+    const Run r = run("emulate " + kResnet + " --set cluster.nodes=2" + sets +
+                      " --iterations 1 --warmup 0 --compare --json " + emu);
     CAPTURE(sets, r.output);
-    CHECK(r.status == 0);
+    REQUIRE(r.status == 0);
     CHECK(r.output.find("iteration time (median)") != std::string::npos);
+    CHECK(r.output.find("Where emulated and predicted differ (one iteration):") != std::string::npos);
+    CHECK(r.output.find("largest difference is in ") != std::string::npos);
+    REQUIRE(run("predict " + kResnet + " --set cluster.nodes=2" + sets + " --fidelity flow --json " + pred).status ==
+            0);
+    const auto a = read_json(emu), b = read_json(pred);
+    std::remove(emu.c_str());
+    std::remove(pred.c_str());
+    CHECK(a["iteration_time_s"].get<double>() == Approx(b["iteration_time_s"].get<double>()).epsilon(0.05));
   }
   const std::string out = temp_file("_never.json");
   const Run bad = run("emulate " + kResnet + " --set cluster.sku=NC24rs_v4 --json " + out);

@@ -90,6 +90,9 @@ ValidationReport validate_measured(const Catalog& catalog, const Scenario& s, co
         throw InputError({f, 0, 0, ""}, std::string("\"") + metric + "\" is missing or not a number");
       r.cases.push_back({name, metric, p[metric].get<double>(), m[metric].get<double>()});
     }
+    const std::string label =
+        m.contains("source") && m["source"].is_string() ? m["source"].get<std::string>() : std::string("measured");
+    r.differences.emplace_back(name, compare_results(p, "predicted", m, label, f));
   }
   return r;
 }
@@ -128,6 +131,7 @@ std::string validation_table(const ValidationReport& r) {
   std::snprintf(line, sizeof line, "  MAPE %.1f %%, max |error| %.1f %% over %zu cases\n", r.mape(), r.max_abs_error(),
                 r.cases.size());
   o << line;
+  for (const auto& [name, d] : r.differences) o << "\n" << name << ":\n" << diff_table(d);
   return o.str();
 }
 
@@ -145,6 +149,15 @@ std::string validation_json(const ValidationReport& r) {
                      {"measured", c.measured},
                      {"error_pct", c.error_pct()}});
   j["cases"] = cases;
+  if (!r.differences.empty()) {
+    nlohmann::ordered_json diffs = nlohmann::ordered_json::array();
+    for (const auto& [name, d] : r.differences) {
+      nlohmann::ordered_json one{{"case", name}};
+      one.update(diff_json(d));
+      diffs.push_back(one);
+    }
+    j["differences"] = diffs;
+  }
   return j.dump(2) + "\n";
 }
 

@@ -9,6 +9,7 @@
 
 #include "load/catalog.h"
 #include "load/scenario.h"
+#include "validate/result_diff.h"
 
 namespace ringsim {
 
@@ -28,6 +29,8 @@ struct ValidationCase {
 struct ValidationReport {
   std::string title;
   std::vector<ValidationCase> cases;
+  // Result files (--measured): where each differs from the prediction, part by part.
+  std::vector<std::pair<std::string, ResultDiff>> differences;
   double mape() const;           // mean |error| in %
   double max_abs_error() const;  // in %
 };

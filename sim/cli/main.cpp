@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <filesystem>
 #include <iostream>
 #include <new>
 #include <thread>
@@ -196,6 +197,9 @@ int main(int argc, char** argv) {
                    "Refuse training emulations estimated above this many transfers per iteration")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  bool emu_compare = false;
+  emulate->add_flag("--compare", emu_compare,
+                    "Also predict the scenario and show where emulation and prediction differ, part by part");
   emulate->add_option("--keep", emu_opts.keep_dir, "Keep the generated spec, cost profile and host file here");
 #endif
 
@@ -215,7 +219,29 @@ int main(int argc, char** argv) {
 #ifdef RINGSIM_HAVE_SMPI
     if (*emulate) {
       emu_opts.self = self_path(argv[0]);
-      return ringsim::run_emulate(catalog_dir, emu_opts);
+      if (!emu_compare) return ringsim::run_emulate(catalog_dir, emu_opts);
+      // --compare: the emulated result against predict for the same scenario, part by part (validate).
+      if (emu_opts.bench)
+        throw ringsim::InputError({}, "emulate --compare: compares a training iteration with predict, not --bench");
+      const bool temporary = !emu_opts.json_file;
+      const auto temp_dir =
+          std::filesystem::temp_directory_path() / ("ringsim_emulate_compare_" + std::to_string(::getpid()));
+      if (temporary) {
+        std::filesystem::create_directories(temp_dir);
+        emu_opts.json_file = (temp_dir / "emulated.json").string();
+      }
+      int status = ringsim::run_emulate(catalog_dir, emu_opts);
+      if (status == 0) {
+        ringsim::ValidateOptions v;
+        v.scenario = emu_opts.scenario;
+        v.sets = emu_opts.sets;
+        if (emu_opts.calibration) v.sets.push_back("calibration=" + *emu_opts.calibration);
+        v.measured = {*emu_opts.json_file};
+        std::cout << "\n";
+        status = ringsim::run_validate(catalog_dir, v);
+      }
+      if (temporary) std::filesystem::remove_all(temp_dir);
+      return status;
     }
 #endif
     if (*sweep) {
