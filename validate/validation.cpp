@@ -53,20 +53,26 @@ ValidationReport validate_published(const Catalog& catalog, const std::string& c
   ValidationReport r;
   r.title = "published: " + cases_file;
   for (auto& c : root.get("cases").items()) {
-    c.require_map({"name", "scenario", "model", "batch_per_gpu", "gpus", "published_images_per_sec"});
+    c.require_map({"name", "scenario", "model", "batch_per_gpu", "gpus", "nodes", "published_images_per_sec"});
     const std::string file = (scenario_dir / c.get("scenario").str()).string();
     std::error_code ec;
     if (!std::filesystem::exists(file, ec)) c.get("scenario").fail("no scenario file " + file);
+    // gpus: over all nodes (one node unless `nodes` says), spread evenly.
+    const std::int64_t gpus = c.get("gpus").integer(1, 1 << 20);
+    const std::int64_t nodes = c.has("nodes") ? c.get("nodes").integer(1, 65536) : 1;
+    if (gpus % nodes != 0)
+      c.get("gpus").fail(std::to_string(gpus) + " GPUs do not spread evenly over " + std::to_string(nodes) + " nodes");
     const std::vector<Override> sets = {
         parse_override("model.name=" + c.get("model").str()),
         parse_override("model.batch_per_gpu=" + std::to_string(c.get("batch_per_gpu").integer(1, 1 << 20))),
-        parse_override("cluster.gpus_per_node=" + std::to_string(c.get("gpus").integer(1, 1 << 16)))};
+        parse_override("cluster.nodes=" + std::to_string(nodes)),
+        parse_override("cluster.gpus_per_node=" + std::to_string(gpus / nodes))};
     const Scenario s = load_scenario(file, catalog, sets);
     const nlohmann::json p = predict_isolated(catalog, s);
     ValidationCase vc{c.get("name").str(), "images_per_sec", p["images_per_sec"].get<double>(),
                       c.get("published_images_per_sec").positive_number()};
     vc.group = c.get("model").str() + " b" + std::to_string(c.get("batch_per_gpu").integer(1, 1 << 20));
-    vc.x = static_cast<double>(c.get("gpus").integer(1, 1 << 16));
+    vc.x = static_cast<double>(gpus);
     r.cases.push_back(vc);
   }
   return r;
