@@ -164,6 +164,56 @@ TEST_CASE("hierarchical allreduce: local reduce, ring among roots, local broadca
   }
 }
 
+TEST_CASE("halving-doubling allreduce: 2 log2 P steps (+ fold and unfold), the sum on every member", "[collective]") {
+  for (Space space : {Space::Device, Space::Host})
+    for (int p : {1, 2, 3, 4, 5, 6, 7, 8, 11, 12, 16}) {
+      CAPTURE(p, to_string(space));
+      const std::size_t floats = 37;  // uneven chunks, and fewer elements than chunks for none
+      auto c = make_halving_doubling_allreduce(p, floats * 4, 4, space);
+      int pow2 = 1, log2 = 0;
+      while (pow2 * 2 <= p) {
+        pow2 *= 2;
+        ++log2;
+      }
+      const int staging = space == Space::Host && p > 1 ? 2 : 0;
+      REQUIRE(c->steps() == 2 * log2 + (p > pow2 ? 2 : 0) + staging);
+      require_matching_messages(*c);
+      require_allreduce(*c, floats, space);
+    }
+  // 8 members: step 0 exchanges half the buffer with the member 4 away, then a quarter 2 away, an eighth
+  // 1 away; the allgather doubles back. Each member sends 2 (p-1)/p of the buffer, as in a ring.
+  auto c = make_halving_doubling_allreduce(8, 4 * 800, 4, Space::Device);
+  RankStep st;
+  std::uint64_t sent = 0;
+  const int peers[] = {4, 2, 1, 1, 2, 4};
+  const std::uint64_t sizes[] = {1600, 800, 400, 400, 800, 1600};
+  for (int s = 0; s < 6; ++s) {
+    c->rank_step(0, s, st);
+    REQUIRE(st.sends.size() == 1);
+    CHECK(st.sends[0].dst == peers[s]);
+    CHECK(st.sends[0].bytes == sizes[s]);
+    CHECK(st.recvs[0].reduce == (s < 3));
+    sent += st.sends[0].bytes;
+  }
+  CHECK(sent == 2 * 7 * 400);
+}
+
+TEST_CASE("hierarchical allreduce with halving-doubling across nodes", "[collective]") {
+  for (Space space : {Space::Device, Space::Host})
+    for (auto [nodes, local] : {std::pair{1, 4}, {3, 1}, {2, 4}, {3, 3}, {5, 2}, {8, 2}}) {
+      CAPTURE(nodes, local, to_string(space));
+      const std::size_t floats = 41;
+      auto c = make_hierarchical_allreduce(nodes, local, floats * 4, 4, space, {}, CrossNode::HalvingDoubling);
+      CHECK(c->algorithm() == "hierarchical_halving_doubling_allreduce");
+      require_matching_messages(*c);
+      require_allreduce(*c, floats, space);
+    }
+  // 32 nodes: 10 cross-node steps instead of the ring's 62.
+  auto ring = make_hierarchical_allreduce(32, 8, 4 * 2560, 4, Space::Device);
+  auto hd = make_hierarchical_allreduce(32, 8, 4 * 2560, 4, Space::Device, {}, CrossNode::HalvingDoubling);
+  CHECK(ring->steps() - hd->steps() == 62 - 10);
+}
+
 TEST_CASE("parameter server: push and reduce on the servers, update, pull", "[collective]") {
   const int workers = 3;
   const std::vector<std::uint64_t> shards = {8 * 4, 0, 5 * 4};

@@ -113,7 +113,8 @@ TEST_CASE("emulate: the same input gives a byte-identical result", "[emulate]") 
 }
 
 TEST_CASE(
-    "emulate: parameter servers, hierarchical rings and MPI's host path agree with predict within 5 %; "
+    "emulate: parameter servers, hierarchical rings, halving-doubling and MPI's host path agree with predict "
+    "within 5 %; "
     "--compare says where they differ; bad input is refused before smpirun",
     "[emulate]") {
   for (const std::string sets :
@@ -121,7 +122,7 @@ TEST_CASE(
         " --set communication.strategy=parameter_server --set communication.parameter_servers=2"
         " --set communication.parameter_server_placement=dedicated",
         " --set communication.strategy=hierarchical --set communication.library=mpi",
-        " --set communication.library=mpi"}) {
+        " --set communication.strategy=halving_doubling", " --set communication.library=mpi"}) {
     const std::string emu = temp_file("_cmp.json"), pred = temp_file("_cmp_predict.json");
     const Run r = run("emulate " + kResnet + " --set cluster.nodes=2" + sets +
                       " --iterations 1 --warmup 0 --compare --json " + emu);

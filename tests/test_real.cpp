@@ -75,7 +75,9 @@ TEST_CASE("real bench: --json rows and busbw = algbw x 2(n-1)/n", "[real]") {
   }
 }
 
-TEST_CASE("real train: fused ring, hierarchical and parameter-server iterations give the summed gradients", "[real]") {
+TEST_CASE("real train: fused ring, hierarchical, halving-doubling and parameter-server iterations give the summed "
+          "gradients",
+          "[real]") {
   const std::string s = kScenarios + "/landolakes_cifar10_2x_nc24rs_v3.yaml";
   for (const std::string& args :
        {"-n 2 " + kReal + kCatalog + " train " + s + " --set cluster.nodes=1 --set cluster.gpus_per_node=2",
@@ -84,7 +86,13 @@ TEST_CASE("real train: fused ring, hierarchical and parameter-server iterations 
             "communication.fusion_threshold=64KiB",
         "-n 4 " + kReal + kCatalog + " train " + s +
             " --set cluster.nodes=3 --set cluster.gpus_per_node=1 --set communication.strategy=parameter_server"
-            " --set communication.parameter_servers=1 --set communication.cycle_time=0"}) {
+            " --set communication.parameter_servers=1 --set communication.cycle_time=0",
+        // 3 ranks: one folds into its neighbour, two halve and double, then it is handed the result.
+        "-n 3 " + kReal + kCatalog + " train " + s +
+            " --set cluster.nodes=3 --set cluster.gpus_per_node=1 --set communication.strategy=halving_doubling",
+        "-n 4 " + kReal + kCatalog + " train " + s +
+            " --set cluster.nodes=4 --set cluster.gpus_per_node=1 --set communication.strategy=hierarchical"
+            " --set communication.cross_node=halving_doubling --set communication.library=mpi"}) {
     const Result r = run(args + " --iterations 2 --warmup 1 --compute-scale 0.1");
     CAPTURE(args, r.output);
     CHECK(r.status == 0);

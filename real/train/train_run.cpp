@@ -10,6 +10,7 @@
 #include "collective/collective.h"
 #include "collective/fusion.h"
 #include "collective/transport.h"
+#include "execute/buffer_collective.h"
 #include "execute/comm_model.h"
 #include "execute/prediction.h"
 #include "graph/topology_graph.h"
@@ -187,19 +188,14 @@ int run_train(const TrainOptions& o, MPI_Comm comm) {
         backend->upload(fusion, staging, b.bytes);
         backend->charge_collective_call();
         rec.comm_start = since_start();
-        std::unique_ptr<collective::Collective> c;
-        if (comm_cfg.strategy == Strategy::Ring)
-          c = collective::make_ring_allreduce(workers, b.bytes, 4, space, ring_order);
-        else if (comm_cfg.strategy == Strategy::Hierarchical)
-          c = collective::make_hierarchical_allreduce(s.cluster.nodes, s.cluster.gpus_per_node, b.bytes, 4, space,
-                                                      local_order);
-        else {
-          std::vector<std::uint64_t> shards(comm_cfg.parameter_servers, 0);
-          for (int t : b.tensors) shards[server_of[t]] += tensor_bytes[t];
+        std::vector<std::uint64_t> shards;
+        if (comm_cfg.strategy == Strategy::ParameterServer) {
           // The exchange's buffer is laid out shard by shard; the fusion buffer is in tensor order, so
           // the server-side layout differs but every rank agrees on it and sizes match.
-          c = collective::make_parameter_server_exchange(workers, shards, collective::Space::Device);
+          shards.assign(comm_cfg.parameter_servers, 0);
+          for (int t : b.tensors) shards[server_of[t]] += tensor_bytes[t];
         }
+        const auto c = make_buffer_collective(s, {workers, space, ring_order, local_order}, b.bytes, 4, shards);
         rec.algorithm = std::string(c->algorithm());
         FaultyTransport t(backend->transport(fusion), o.fault, rank);
         collective::run_member(*c, rank, t);

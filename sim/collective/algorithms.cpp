@@ -40,6 +40,83 @@ void ring_allreduce_step(int i, int n, int s, const Chunking& ch, Space space, M
   out.recvs.push_back({left, me, space, space, ch.offset(recv_chunk), ch.size(recv_chunk), scatter});
 }
 
+// Recursive halving and doubling (Rabenseifner) among `n` participants: with P the largest power of two
+// <= n and r = n - P, the first 2r participants pair up and the even one folds its buffer into the odd
+// one ("fold"); the P remaining participants reduce-scatter by recursive halving (log2 P steps: exchange
+// half of the current segment with the participant 2^j away, keep and reduce the other half) and
+// allgather by recursive doubling; the odd ones hand the result back ("unfold"). `ch` splits the buffer
+// into P chunks; virtual rank v ends the reduce-scatter owning chunk v.
+struct HalvingDoubling {
+  int n = 1, p2 = 1, log2p = 0, extra = 0;  // participants, P, log2 P, r
+  explicit HalvingDoubling(int participants) : n(participants) {
+    while (p2 * 2 <= n) {
+      p2 *= 2;
+      ++log2p;
+    }
+    extra = n - p2;
+  }
+  // Participant -> virtual rank in the power-of-two group, -1 for those folded away.
+  int virtual_rank(int i) const {
+    if (i < 2 * extra) return i % 2 == 1 ? i / 2 : -1;
+    return i - extra;
+  }
+  int participant(int v) const { return v < extra ? 2 * v + 1 : v + extra; }
+};
+
+template <class MemberOf>
+void halving_doubling_step(const HalvingDoubling& hd, int i, std::string_view phase, int k, const Chunking& ch,
+                           Space space, MemberOf member, RankStep& out) {
+  const int me = member(i);
+  const std::uint64_t all = ch.offset(hd.p2);
+  if (phase == "fold" || phase == "unfold") {
+    if (i >= 2 * hd.extra) return;
+    const bool fold = phase == "fold";
+    const bool sender = fold ? i % 2 == 0 : i % 2 == 1;
+    const int peer = member(sender == fold ? i + 1 : i - 1);
+    const Transfer t =
+        sender ? Transfer{me, peer, space, space, 0, all, fold} : Transfer{peer, me, space, space, 0, all, fold};
+    (sender ? out.sends : out.recvs).push_back(t);
+    return;
+  }
+  const int v = hd.virtual_rank(i);
+  if (v < 0) return;
+  auto range = [&](int first_chunk, int chunks) {
+    return std::pair{ch.offset(first_chunk), ch.offset(first_chunk + chunks) - ch.offset(first_chunk)};
+  };
+  int keep_first = 0, send_first = 0, chunks = 0, peer_v = 0;
+  const bool scatter = phase == "reduce_scatter";
+  if (scatter) {  // step k: the segment of 2d chunks holding v splits; keep v's half, send the other
+    const int d = hd.p2 >> (k + 1), lo = v & ~(2 * d - 1);
+    peer_v = v ^ d;
+    keep_first = (v & d) ? lo + d : lo;
+    send_first = (v & d) ? lo : lo + d;
+    chunks = d;
+  } else {  // allgather step k: send the 2^k chunks held, receive the partner's 2^k
+    const int d = 1 << k;
+    peer_v = v ^ d;
+    send_first = v & ~(d - 1);
+    keep_first = peer_v & ~(d - 1);
+    chunks = d;
+  }
+  const int peer = member(hd.participant(peer_v));
+  const auto [send_off, send_bytes] = range(send_first, chunks);
+  const auto [recv_off, recv_bytes] = range(keep_first, chunks);
+  if (send_bytes > 0) out.sends.push_back({me, peer, space, space, send_off, send_bytes, scatter});
+  if (recv_bytes > 0) out.recvs.push_back({peer, me, space, space, recv_off, recv_bytes, scatter});
+}
+
+// The phases of halving-doubling, each step its own run (partners and sizes change every step); the
+// names are the four given (the hierarchical allreduce prefixes them with "cross_").
+template <class Phases>
+void add_halving_doubling_phases(Phases& phases, const HalvingDoubling& hd, std::string_view fold,
+                                 std::string_view scatter, std::string_view gather, std::string_view unfold) {
+  if (hd.n < 2) return;
+  if (hd.extra > 0) phases.add(fold, 1);
+  for (int k = 0; k < hd.log2p; ++k) phases.add(scatter, 1, k);
+  for (int k = 0; k < hd.log2p; ++k) phases.add(gather, 1, k);
+  if (hd.extra > 0) phases.add(unfold, 1);
+}
+
 void copy_step(int me, std::uint64_t bytes, Space from, Space to, RankStep& out) {
   Transfer t{me, me, from, to, 0, bytes, false};
   out.sends.push_back(t);
@@ -62,10 +139,11 @@ struct Phases {
   struct Phase {
     std::string_view name;
     int count;
+    int first_index;  // the index within the phase of its first step (a phase split into single steps)
   };
   std::vector<Phase> list;
-  void add(std::string_view name, int count) {
-    if (count > 0) list.push_back({name, count});
+  void add(std::string_view name, int count, int first_index = 0) {
+    if (count > 0) list.push_back({name, count, first_index});
   }
   int steps() const {
     int n = 0;
@@ -75,7 +153,7 @@ struct Phases {
   // Which phase step `s` is in, and its index within the phase.
   std::pair<std::string_view, int> locate(int s) const {
     for (const auto& p : list) {
-      if (s < p.count) return {p.name, s};
+      if (s < p.count) return {p.name, p.first_index + s};
       s -= p.count;
     }
     throw std::out_of_range("collective step out of range");
@@ -147,13 +225,15 @@ class RingAllreduce final : public Collective {
 class HierarchicalAllreduce final : public Collective {
  public:
   HierarchicalAllreduce(int nodes, int local, std::uint64_t bytes, int element_bytes, Space space,
-                        std::vector<int> local_order)
+                        std::vector<int> local_order, CrossNode cross)
       : Collective(bytes),
         nodes_(nodes),
         local_(local),
         space_(space),
+        cross_(cross),
+        hd_(nodes),
         local_chunks_(bytes, local, element_bytes),
-        node_chunks_(bytes, nodes, element_bytes),
+        node_chunks_(bytes, cross == CrossNode::Ring ? nodes : hd_.p2, element_bytes),
         lorder_(std::move(local_order)) {
     if (lorder_.empty())
       for (int i = 0; i < local; ++i) lorder_.push_back(i);
@@ -169,13 +249,20 @@ class HierarchicalAllreduce final : public Collective {
     if (staged) phases_.add("copy_to_host", 1);
     phases_.add("local_reduce_scatter", local - 1);
     phases_.add("local_gather", local > 1 ? 1 : 0);
-    phases_.add("cross_reduce_scatter", nodes - 1);
-    phases_.add("cross_allgather", nodes - 1);
+    if (cross == CrossNode::Ring) {
+      phases_.add("cross_reduce_scatter", nodes - 1);
+      phases_.add("cross_allgather", nodes - 1);
+    } else {
+      add_halving_doubling_phases(phases_, hd_, "cross_fold", "cross_reduce_scatter", "cross_allgather",
+                                  "cross_unfold");
+    }
     phases_.add("local_scatter", local > 1 ? 1 : 0);
     phases_.add("local_allgather", local - 1);
     if (staged) phases_.add("copy_to_device", 1);
   }
-  std::string_view algorithm() const override { return "hierarchical_allreduce"; }
+  std::string_view algorithm() const override {
+    return cross_ == CrossNode::Ring ? "hierarchical_allreduce" : "hierarchical_halving_doubling_allreduce";
+  }
   int members() const override { return nodes_ * local_; }
   int steps() const override { return phases_.steps(); }
   std::vector<StepRun> runs() const override { return phases_.runs(); }
@@ -207,8 +294,12 @@ class HierarchicalAllreduce final : public Collective {
       }
       return;
     }
-    // Cross-node ring among the local roots.
+    // Cross-node ring (or halving-doubling) among the local roots.
     if (l != 0) return;
+    if (cross_ == CrossNode::HalvingDoubling)
+      return halving_doubling_step(
+          hd_, node, phase.substr(std::string_view("cross_").size()), i, node_chunks_, space_,
+          [&](int k) { return k * L; }, out);
     const int ring_step = phase == "cross_reduce_scatter" ? i : (nodes_ - 1) + i;
     ring_allreduce_step(
         node, nodes_, ring_step, node_chunks_, space_, [&](int k) { return k * L; }, out);
@@ -217,8 +308,39 @@ class HierarchicalAllreduce final : public Collective {
  private:
   int nodes_, local_;
   Space space_;
+  CrossNode cross_;
+  HalvingDoubling hd_;
   Chunking local_chunks_, node_chunks_;
   std::vector<int> lorder_, lpos_;  // ring position -> local index, local index -> ring position
+  Phases phases_;
+};
+
+class HalvingDoublingAllreduce final : public Collective {
+ public:
+  HalvingDoublingAllreduce(int p, std::uint64_t bytes, int element_bytes, Space space)
+      : Collective(bytes), hd_(p), space_(space), chunks_(bytes, hd_.p2, element_bytes) {
+    const bool staged = space == Space::Host && p > 1;
+    if (staged) phases_.add("copy_to_host", 1);
+    add_halving_doubling_phases(phases_, hd_, "fold", "reduce_scatter", "allgather", "unfold");
+    if (staged) phases_.add("copy_to_device", 1);
+  }
+  std::string_view algorithm() const override { return "halving_doubling_allreduce"; }
+  int members() const override { return hd_.n; }
+  int steps() const override { return phases_.steps(); }
+  std::vector<StepRun> runs() const override { return phases_.runs(); }
+  Space home_space(int) const override { return space_; }
+  void rank_step(int m, int s, RankStep& out) const override {
+    out.clear();
+    auto [phase, k] = phases_.locate(s);
+    if (staging_step(phase, m, bytes_, out)) return;
+    halving_doubling_step(
+        hd_, m, phase, k, chunks_, space_, [](int i) { return i; }, out);
+  }
+
+ private:
+  HalvingDoubling hd_;
+  Space space_;
+  Chunking chunks_;
   Phases phases_;
 };
 
@@ -285,9 +407,16 @@ std::unique_ptr<Collective> make_ring_allgather(int members, std::uint64_t bytes
 }
 
 std::unique_ptr<Collective> make_hierarchical_allreduce(int nodes, int local, std::uint64_t bytes, int element_bytes,
-                                                        Space space, const std::vector<int>& local_order) {
+                                                        Space space, const std::vector<int>& local_order,
+                                                        CrossNode cross) {
   if (nodes < 1 || local < 1) throw std::invalid_argument("hierarchical allreduce needs nodes, local >= 1");
-  return std::make_unique<HierarchicalAllreduce>(nodes, local, bytes, element_bytes, space, local_order);
+  return std::make_unique<HierarchicalAllreduce>(nodes, local, bytes, element_bytes, space, local_order, cross);
+}
+
+std::unique_ptr<Collective> make_halving_doubling_allreduce(int members, std::uint64_t bytes, int element_bytes,
+                                                            Space space) {
+  if (members < 1) throw std::invalid_argument("halving-doubling allreduce needs at least one member");
+  return std::make_unique<HalvingDoublingAllreduce>(members, bytes, element_bytes, space);
 }
 
 std::unique_ptr<Collective> make_parameter_server_exchange(int workers, const std::vector<std::uint64_t>& shard_bytes,

@@ -88,13 +88,24 @@ std::unique_ptr<Collective> make_ring_reduce_scatter(int members, std::uint64_t 
 std::unique_ptr<Collective> make_ring_allgather(int members, std::uint64_t bytes, int element_bytes);
 inline int ring_chunk_owned(int member, int members) { return (member + 1) % members; }
 
+// Recursive halving and doubling (Rabenseifner's allreduce, as in Gloo and MPI libraries): with P the largest
+// power of two <= members, the first 2(members - P) members fold pairwise into P, which reduce-scatter by
+// recursive halving and allgather by recursive doubling (2 log2 P steps: a ring's 2(p-1) latencies
+// become 2 log2 P, for the same bytes per member), then unfold. Host data path: staged as the ring.
+std::unique_ptr<Collective> make_halving_doubling_allreduce(int members, std::uint64_t bytes, int element_bytes,
+                                                            Space data_space);
+
+// How the local roots of a hierarchical allreduce reduce across nodes.
+enum class CrossNode : std::uint8_t { Ring, HalvingDoubling };
+
 // Hierarchical allreduce over `nodes` x `local` members (node-major): reduce within each node to its local
-// member 0 (ring reduce-scatter, then gather), ring allreduce among the local roots, broadcast within each
-// node (scatter, then ring allgather).
+// member 0 (ring reduce-scatter, then gather), allreduce among the local roots (a ring or halving-doubling),
+// broadcast within each node (scatter, then ring allgather).
 // `local_order` (optional): the ring inside every node over local indices, starting with local index 0
 // (the node's root).
 std::unique_ptr<Collective> make_hierarchical_allreduce(int nodes, int local, std::uint64_t bytes, int element_bytes,
-                                                        Space data_space, const std::vector<int>& local_order = {});
+                                                        Space data_space, const std::vector<int>& local_order = {},
+                                                        CrossNode cross = CrossNode::Ring);
 
 // Synchronous parameter-server exchange: members [0, workers) are workers, [workers, workers + servers)
 // are servers. `shard_bytes[j]` is what lives on server j. Step 0: every worker pushes each shard to its

@@ -12,6 +12,7 @@
 
 #include "collective/fusion.h"
 #include "collective/transport.h"
+#include "execute/buffer_collective.h"
 #include "execute/comm_model.h"
 #include "execute/platform_builder.h"
 #include "execute/step_model.h"
@@ -53,20 +54,13 @@ class CollectiveFactory {
     ring_order_ = cm.ring_order();
   }
   std::unique_ptr<Collective> make(const collective::FusionBuffer& b) const {
-    const auto& c = s_.communication;
-    switch (c.strategy) {
-      case Strategy::Ring:
-        return collective::make_ring_allreduce(cm_.workers(), b.bytes, b.element_bytes, cm_.data_space(), ring_order_);
-      case Strategy::Hierarchical:
-        return collective::make_hierarchical_allreduce(s_.cluster.nodes, s_.cluster.gpus_per_node, b.bytes,
-                                                       b.element_bytes, cm_.data_space(), local_order_);
-      case Strategy::ParameterServer: {
-        std::vector<std::uint64_t> shards(c.parameter_servers, 0);
-        for (int t : b.tensors) shards[server_of_[t]] += tensor_bytes_[t];
-        return collective::make_parameter_server_exchange(cm_.workers(), shards, Space::Device);
-      }
+    std::vector<std::uint64_t> shards;
+    if (s_.communication.strategy == Strategy::ParameterServer) {
+      shards.assign(s_.communication.parameter_servers, 0);
+      for (int t : b.tensors) shards[server_of_[t]] += tensor_bytes_[t];
     }
-    throw std::logic_error("unknown strategy");
+    return make_buffer_collective(s_, {cm_.workers(), cm_.data_space(), ring_order_, local_order_}, b.bytes,
+                                  b.element_bytes, shards);
   }
   const std::vector<std::uint64_t>& tensor_bytes() const { return tensor_bytes_; }
 

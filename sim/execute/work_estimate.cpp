@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "collective/collective.h"
+#include "execute/buffer_collective.h"
 #include "graph/topology_graph.h"
 #include "load/input_error.h"
 #include "load/units.h"
@@ -109,20 +110,9 @@ WorkEstimate estimate_work(const Catalog& catalog, const Scenario& s, Fidelity f
   const auto space = catalog.library(std::string(to_string(c.library))).data_path == DataPath::Host
                          ? collective::Space::Host
                          : collective::Space::Device;
-  std::unique_ptr<collective::Collective> coll;
-  switch (c.strategy) {
-    case Strategy::Ring:
-      coll = collective::make_ring_allreduce(workers, bytes, elem, space);
-      break;
-    case Strategy::Hierarchical:
-      coll = collective::make_hierarchical_allreduce(s.cluster.nodes, s.cluster.gpus_per_node, bytes, elem, space);
-      break;
-    case Strategy::ParameterServer:
-      coll = collective::make_parameter_server_exchange(
-          workers, std::vector<std::uint64_t>(servers, bytes / elem / std::max(1, servers) * elem),
-          collective::Space::Device);
-      break;
-  }
+  std::vector<std::uint64_t> shards;
+  if (c.strategy == Strategy::ParameterServer) shards.assign(servers, bytes / elem / std::max(1, servers) * elem);
+  const auto coll = make_buffer_collective(s, {workers, space, {}, {}}, bytes, elem, shards);
   collective::RankStep st;
   for (const auto& run : coll->runs()) {
     double sends = 0;

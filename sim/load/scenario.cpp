@@ -17,6 +17,8 @@ std::string_view to_string(Strategy v) {
       return "ring";
     case Strategy::Hierarchical:
       return "hierarchical";
+    case Strategy::HalvingDoubling:
+      return "halving_doubling";
     case Strategy::ParameterServer:
       return "parameter_server";
   }
@@ -35,8 +37,9 @@ const std::vector<std::string> kClusterKeys = {
     "sku", "nodes", "gpus_per_node", "fabric", "fabric_topology", "nodes_per_leaf", "oversubscription"};
 const std::vector<std::string> kModelKeys = {"name", "batch_per_gpu", "images_per_sec_single_gpu"};
 const std::vector<std::string> kTrainingKeys = {"epochs", "dataset_images"};
-const std::vector<std::string> kCommKeys = {"strategy",         "parameter_servers", "parameter_server_placement",
-                                            "fusion_threshold", "cycle_time",        "library"};
+const std::vector<std::string> kCommKeys = {"strategy",   "parameter_servers", "parameter_server_placement",
+                                            "cross_node", "fusion_threshold",  "cycle_time",
+                                            "library"};
 
 const std::vector<std::string> kStorageKeys = {
     "backend",        "servers",        "cache",        "format",
@@ -258,10 +261,17 @@ Scenario parse(std::shared_ptr<YamlDocument> doc, const Catalog& catalog, const 
   if (auto co = root.find("communication")) {
     co->require_map(kCommKeys);
     if (auto f = co->find("strategy")) {
-      const std::string v = f->choice({"ring", "hierarchical", "parameter_server"});
-      s.communication.strategy = v == "ring"           ? Strategy::Ring
-                                 : v == "hierarchical" ? Strategy::Hierarchical
-                                                       : Strategy::ParameterServer;
+      const std::string v = f->choice({"ring", "hierarchical", "halving_doubling", "parameter_server"});
+      s.communication.strategy = v == "ring"               ? Strategy::Ring
+                                 : v == "hierarchical"     ? Strategy::Hierarchical
+                                 : v == "halving_doubling" ? Strategy::HalvingDoubling
+                                                           : Strategy::ParameterServer;
+    }
+    if (auto f = co->find("cross_node")) {
+      if (s.communication.strategy != Strategy::Hierarchical) f->fail("applies only to strategy: hierarchical");
+      s.communication.cross_node = f->choice({"ring", "halving_doubling"}) == "ring"
+                                       ? collective::CrossNode::Ring
+                                       : collective::CrossNode::HalvingDoubling;
     }
     const bool ps = s.communication.strategy == Strategy::ParameterServer;
     if (auto f = co->find("parameter_servers")) {
@@ -355,6 +365,9 @@ std::string to_yaml(const Scenario& s) {
     out << YAML::Key << "parameter_server_placement" << YAML::Value
         << std::string(to_string(s.communication.ps_placement));
   }
+  if (s.communication.strategy == Strategy::Hierarchical)
+    out << YAML::Key << "cross_node" << YAML::Value
+        << (s.communication.cross_node == collective::CrossNode::Ring ? "ring" : "halving_doubling");
   out << YAML::Key << "fusion_threshold" << YAML::Value << format_bytes(s.communication.fusion_threshold_bytes);
   out << YAML::Key << "cycle_time" << YAML::Value << format_time(s.communication.cycle_time_s);
   out << YAML::Key << "library" << YAML::Value << std::string(to_string(s.communication.library));

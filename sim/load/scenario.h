@@ -7,12 +7,13 @@
 #include <string>
 #include <vector>
 
+#include "collective/collective.h"
 #include "load/catalog.h"
 
 namespace ringsim {
 
 enum class FabricTopology { Star, FatTree };
-enum class Strategy { Ring, Hierarchical, ParameterServer };
+enum class Strategy { Ring, Hierarchical, HalvingDoubling, ParameterServer };
 enum class PsPlacement { Colocated, Dedicated };
 enum class CommLibrary { Nccl, Mpi };
 
@@ -47,7 +48,8 @@ struct CommunicationConfig {
   Strategy strategy = Strategy::Ring;
   int parameter_servers = 0;  // parameter_server only
   PsPlacement ps_placement = PsPlacement::Colocated;
-  double fusion_threshold_bytes = 64.0 * 1024 * 1024;  // 0 disables fusion
+  collective::CrossNode cross_node = collective::CrossNode::Ring;  // hierarchical only: among the node roots
+  double fusion_threshold_bytes = 64.0 * 1024 * 1024;              // 0 disables fusion
   double cycle_time_s = 5e-3;
   CommLibrary library = CommLibrary::Nccl;
 };
