@@ -56,6 +56,8 @@ int main(int argc, char** argv) {
   bench->add_option("-w,--warmup_iters", bo.warmup, "Warm-up iterations per size")->check(CLI::Range(0, 1000000));
   bench->add_option("-d,--datatype", bo.type, "Element type")->check(CLI::IsMember({"float", "int32", "double"}));
   bench->add_option("--op", bo.op, "Collective")->check(CLI::IsMember({"allreduce", "reduce_scatter", "allgather"}));
+  bench->add_option("--algorithm", bo.algorithm, "Our allreduce: ring, or halving_doubling (Rabenseifner)")
+      ->check(CLI::IsMember({"ring", "halving_doubling"}));
   bench->add_option("--transport", bo.transport, "Transport")->check(CLI::IsMember({"host", "cuda-staged", "nccl"}));
   bench->add_option("--timeout", bo.timeout_s, "Seconds a step may wait before the run is aborted")
       ->check(CLI::Range(0.1, 1e6));
@@ -100,6 +102,8 @@ int main(int argc, char** argv) {
       bo.min_bytes = parse_size(min_size);
       bo.max_bytes = parse_size(max_size);
       if (bo.min_bytes > bo.max_bytes) throw std::invalid_argument("-b must not exceed -e");
+      if (bo.algorithm != "ring" && bo.op != "allreduce")
+        throw ringsim::real::UsageError("--algorithm " + bo.algorithm + " applies to --op allreduce only");
       status = ringsim::real::run_bench(bo, MPI_COMM_WORLD) == 0 ? 0 : 1;
     } else if (*calibrate) {
       co.max_bytes = parse_size(cal_max);

@@ -57,6 +57,19 @@ TEST_CASE("real bench: our ring equals MPI's result on 2, 3, 4 ranks, all ops an
       CHECK(r.output.find("# wrong elements in total: 0") != std::string::npos);
       CHECK(r.output.find("       4            1 ") != std::string::npos);  // the one-element row
     }
+  // Halving-doubling: 3 ranks fold one rank in and out; 4 are a power of two.
+  for (int n : {3, 4}) {
+    const Result r =
+        run("-n " + std::to_string(n) + " " + kReal +
+            " bench -b 0 -e 512K -f 7 -n 2 -w 1 --algorithm halving_doubling -d " + (n == 3 ? "int32" : "float"));
+    CAPTURE(n, r.output);
+    CHECK(r.status == 0);
+    CHECK(r.output.find("halving_doubling (ringsim collective)") != std::string::npos);
+    CHECK(r.output.find("# wrong elements in total: 0") != std::string::npos);
+  }
+  const Result bad = run("-n 2 " + kReal + " bench --op allgather --algorithm halving_doubling");
+  CHECK(bad.status == 2);
+  CHECK(bad.output.find("--algorithm halving_doubling applies to --op allreduce only") != std::string::npos);
 }
 
 TEST_CASE("real bench: --json rows and busbw = algbw x 2(n-1)/n", "[real]") {
@@ -75,9 +88,10 @@ TEST_CASE("real bench: --json rows and busbw = algbw x 2(n-1)/n", "[real]") {
   }
 }
 
-TEST_CASE("real train: fused ring, hierarchical, halving-doubling and parameter-server iterations give the summed "
-          "gradients",
-          "[real]") {
+TEST_CASE(
+    "real train: fused ring, hierarchical, halving-doubling and parameter-server iterations give the summed "
+    "gradients",
+    "[real]") {
   const std::string s = kScenarios + "/landolakes_cifar10_2x_nc24rs_v3.yaml";
   for (const std::string& args :
        {"-n 2 " + kReal + kCatalog + " train " + s + " --set cluster.nodes=1 --set cluster.gpus_per_node=2",

@@ -53,7 +53,10 @@ bool same(double got, double want, DataType t) {
   return std::fabs(got - want) <= 1e-5 * std::max(1.0, std::fabs(want));
 }
 
-std::unique_ptr<collective::Collective> make_op(const std::string& op, int p, std::uint64_t bytes, int elem) {
+std::unique_ptr<collective::Collective> make_op(const std::string& op, const std::string& algorithm, int p,
+                                                std::uint64_t bytes, int elem) {
+  if (op == "allreduce" && algorithm == "halving_doubling")
+    return collective::make_halving_doubling_allreduce(p, bytes, elem, collective::Space::Device);
   if (op == "allreduce") return collective::make_ring_allreduce(p, bytes, elem, collective::Space::Device);
   if (op == "reduce_scatter") return collective::make_ring_reduce_scatter(p, bytes, elem);
   return collective::make_ring_allgather(p, bytes, elem);
@@ -83,7 +86,7 @@ std::int64_t run_bench(const BenchOptions& o, MPI_Comm comm) {
   if (rank == 0) {
     std::printf("# ringsim-real bench: %s, %d ranks, transport %s, type %s, %d iterations after %d warm-up\n",
                 o.op.c_str(), p, std::string(backend->name()).c_str(), o.type.c_str(), o.iters, o.warmup);
-    std::printf("#%50s%s%*s\n", "ring (ringsim collective)", "        ", 30, baseline.c_str());
+    std::printf("#%50s%s%*s\n", (o.algorithm + " (ringsim collective)").c_str(), "        ", 30, baseline.c_str());
     std::printf("# %12s %12s %6s %5s %10s %8s %8s %7s %10s %8s %8s\n", "size(B)", "count", "type", "redop", "time(us)",
                 "algbw", "busbw", "#wrong", "time(us)", "algbw", "busbw");
   }
@@ -91,7 +94,7 @@ std::int64_t run_bench(const BenchOptions& o, MPI_Comm comm) {
   std::int64_t wrong_total = 0;
   for (std::uint64_t bytes : sizes) {
     const std::uint64_t count = bytes / elem;
-    auto c = make_op(o.op, p, bytes, static_cast<int>(elem));
+    auto c = make_op(o.op, o.algorithm, p, bytes, static_cast<int>(elem));
     collective::Chunking chunks(bytes, p, static_cast<int>(elem));
     std::vector<int> counts(p);
     for (int r = 0; r < p; ++r) counts[r] = static_cast<int>(chunks.size(r) / elem);
@@ -193,6 +196,7 @@ std::int64_t run_bench(const BenchOptions& o, MPI_Comm comm) {
                                   {"ranks", p},
                                   {"transport", std::string(backend->name())},
                                   {"op", o.op},
+                                  {"algorithm", o.algorithm},
                                   {"type", o.type},
                                   {"rows", rows}};
       write_file_atomically(*o.json_file, j.dump(2) + "\n");

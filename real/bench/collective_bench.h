@@ -16,8 +16,9 @@ struct BenchOptions {
   std::uint64_t min_bytes = 8;
   std::uint64_t max_bytes = 32ull << 20;
   double factor = 2;
-  std::string op = "allreduce";  // allreduce | reduce_scatter | allgather
-  std::string type = "float";    // float | int32 | double
+  std::string op = "allreduce";    // allreduce | reduce_scatter | allgather
+  std::string algorithm = "ring";  // ring | halving_doubling (allreduce only)
+  std::string type = "float";      // float | int32 | double
   std::string transport = "host";
   int iters = 20;
   int warmup = 5;

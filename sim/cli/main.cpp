@@ -190,6 +190,8 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 1000));
   emulate->add_option("--op", emu_opts.op, "--bench: collective")
       ->check(CLI::IsMember({"allreduce", "reduce_scatter", "allgather"}));
+  emulate->add_option("--algorithm", emu_opts.algorithm, "--bench: our allreduce, ring or halving_doubling")
+      ->check(CLI::IsMember({"ring", "halving_doubling"}));
   emulate->add_flag("--baseline", emu_opts.bench_baseline,
                     "--bench: also time SMPI's MPI_Allreduce (its temporaries take memory per rank)");
   emulate

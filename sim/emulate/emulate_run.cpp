@@ -141,7 +141,8 @@ int run_emulate(const std::string& catalog_dir, const EmulateOptions& o) {
   args.push_back(spec.catalog_dir);
   if (o.bench) {
     args.insert(args.end(), {"bench", "-b", o.min_bytes, "-e", o.max_bytes, "-f", std::to_string(o.factor), "-n",
-                             std::to_string(o.bench_iters), "-w", std::to_string(o.bench_warmup), "--op", o.op});
+                             std::to_string(o.bench_iters), "-w", std::to_string(o.bench_warmup), "--op", o.op,
+                             "--algorithm", o.algorithm});
     if (!o.bench_baseline) args.push_back("--no-baseline");
   } else {
     args.insert(args.end(), {"train", spec.scenario_file, "--iterations", std::to_string(o.iterations), "--warmup",

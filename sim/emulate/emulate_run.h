@@ -23,7 +23,7 @@ struct EmulateOptions {
   std::optional<std::string> json_file, trace_file;
   // --bench: the nccl-tests-style sweep over the scenario's GPU ranks
   bool bench = false;
-  std::string min_bytes = "1M", max_bytes = "256M", op = "allreduce";
+  std::string min_bytes = "1M", max_bytes = "256M", op = "allreduce", algorithm = "ring";
   double factor = 2;
   int bench_iters = 1, bench_warmup = 0;
   bool bench_baseline = false;          // also time SMPI's own MPI_Allreduce (private temporaries: memory-hungry)
