@@ -37,8 +37,7 @@ std::string edited_catalog(const YAML::Node& edit, const fs::path& dir) {
   fs::remove_all(dir);
   fs::copy(RINGSIM_TEST_CATALOG, dir, fs::copy_options::recursive);
   const fs::path file = dir / edit["file"].as<std::string>();
-  std::ifstream in(file, std::ios::binary);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string text = ringsim::test::slurp(file.string());
   const std::string from = edit["replace"].as<std::string>();
   const auto pos = text.find(from);
   REQUIRE(pos != std::string::npos);  // the catalog changed: update the case

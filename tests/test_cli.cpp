@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "test_support.h"
+
 namespace fs = std::filesystem;
 
 namespace {
@@ -16,7 +18,7 @@ struct Run {
   std::string output;  // stdout and stderr
 };
 
-Run ringsim(const std::string& args) {
+Run run_ringsim(const std::string& args) {
   const std::string cmd =
       std::string(RINGSIM_TEST_BINARY) + " --catalog " + RINGSIM_TEST_CATALOG + " " + args + " 2>&1";
   Run r;
@@ -30,29 +32,26 @@ Run ringsim(const std::string& args) {
   return r;
 }
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
+using ringsim::test::slurp;
 
 const std::string kScenarios = RINGSIM_TEST_SCENARIOS;
 
 }  // namespace
 
 TEST_CASE("cli: ringsim catalog lists SKUs, GPUs, models and link classes", "[cli]") {
-  const Run r = ringsim("catalog");
+  const Run r = run_ringsim("catalog");
   CHECK(r.status == 0);
   for (const char* s : {"NC24rs_v3", "ND40rs_v2", "monk", "V100-SXM2-32GB", "ResNet-50", "cifar10_keras_cnn", "nvlink2",
                         "ib_edr", "Standard NCSv3 Family vCPUs"})
     CHECK_THAT(r.output, Catch::Contains(s));
-  CHECK(ringsim("catalog models").output.find("NC24rs_v3") == std::string::npos);
-  CHECK(ringsim("catalog nonsense").status != 0);
+  CHECK(run_ringsim("catalog models").output.find("NC24rs_v3") == std::string::npos);
+  CHECK(run_ringsim("catalog nonsense").status != 0);
   // Storage backends (issue 8) and prices (issue 7).
-  const Run st = ringsim("catalog storage");
+  const Run st = run_ringsim("catalog storage");
   CHECK(st.status == 0);
   for (const char* s : {"azure_files", "blobfuse", "parallel_fs", "per_server (default 4)", "local_ssd (on)"})
     CHECK_THAT(st.output, Catch::Contains(s));
-  const Run pr = ringsim("catalog prices");
+  const Run pr = run_ringsim("catalog prices");
   CHECK(pr.status == 0);
   CHECK_THAT(pr.output, Catch::Contains("Prices, eastus") && Catch::Contains("$13.460") &&
                             Catch::Contains("$2.692 (est.)") && Catch::Contains("Standard NDSv2 Family vCPUs"));
@@ -60,14 +59,14 @@ TEST_CASE("cli: ringsim catalog lists SKUs, GPUs, models and link classes", "[cl
 }
 
 TEST_CASE("cli: ringsim topo prints the matrix, bandwidths, latencies and legend", "[cli]") {
-  const Run r = ringsim("topo NC24rs_v3 --nodes 2");
+  const Run r = run_ringsim("topo NC24rs_v3 --nodes 2");
   CHECK(r.status == 0);
   for (const char* s :
        {"Connection", "n0.GPU0", "PHB", "SYS", "NET", "Bottleneck bandwidth", "Latency (us", "Legend:", "6.82"})
     CHECK_THAT(r.output, Catch::Contains(s));
-  CHECK_THAT(ringsim("topo Standard_ND40rs_v2").output, Catch::Contains("NV2"));
-  CHECK_THAT(ringsim("topo NC12").output, Catch::Contains("PIX"));
-  const Run tree = ringsim("topo NC24rs_v3 --nodes 40 --fabric-topology fat_tree --oversubscription 2");
+  CHECK_THAT(run_ringsim("topo Standard_ND40rs_v2").output, Catch::Contains("NV2"));
+  CHECK_THAT(run_ringsim("topo NC12").output, Catch::Contains("PIX"));
+  const Run tree = run_ringsim("topo NC24rs_v3 --nodes 40 --fabric-topology fat_tree --oversubscription 2");
   CHECK(tree.status == 0);
   CHECK_THAT(tree.output, Catch::Contains("3 leaves x 9 spines"));
   CHECK_THAT(tree.output, Catch::Contains("showing nodes 0-1 of 40"));
@@ -78,8 +77,8 @@ TEST_CASE("cli: ringsim topo writes Graphviz and SimGrid files, deterministicall
   fs::remove_all(dir);
   fs::create_directories(dir);
   const std::string dot = (dir / "a.dot").string(), xml1 = (dir / "a.xml").string(), xml2 = (dir / "b.xml").string();
-  CHECK(ringsim("topo NC24rs_v3 --nodes 2 --dot " + dot + " --platform-xml " + xml1).status == 0);
-  CHECK(ringsim("topo NC24rs_v3 --nodes 2 --platform-xml " + xml2).status == 0);
+  CHECK(run_ringsim("topo NC24rs_v3 --nodes 2 --dot " + dot + " --platform-xml " + xml1).status == 0);
+  CHECK(run_ringsim("topo NC24rs_v3 --nodes 2 --platform-xml " + xml2).status == 0);
   CHECK_THAT(slurp(dot), Catch::StartsWith("graph ringsim {"));
   CHECK_THAT(slurp(xml1), Catch::StartsWith("<?xml"));
   CHECK(slurp(xml1) == slurp(xml2));
@@ -90,32 +89,33 @@ TEST_CASE("cli: errors exit non-zero, name the problem and leave no output file"
   const fs::path dir = fs::temp_directory_path() / "ringsim_cli_err";
   fs::remove_all(dir);
   fs::create_directories(dir);
-  const Run unknown = ringsim("topo NC24rs_v4");
+  const Run unknown = run_ringsim("topo NC24rs_v4");
   CHECK(unknown.status == 2);
   CHECK_THAT(unknown.output,
              Catch::Contains("ringsim topo: error: unknown SKU 'NC24rs_v4'; did you mean NC24rs_v3 or NC24rs_v2?"));
-  const Run no_ib = ringsim("topo NC24s_v3 --nodes 2 --fabric infiniband --dot " + (dir / "x.dot").string());
+  const Run no_ib = run_ringsim("topo NC24s_v3 --nodes 2 --fabric infiniband --dot " + (dir / "x.dot").string());
   CHECK(no_ib.status == 2);
   CHECK_THAT(no_ib.output, Catch::Contains("has no InfiniBand"));
   CHECK(fs::is_empty(dir));
-  const Run bad_set = ringsim("check " + kScenarios + "/resnet50_imagenet_8x_nc24rs_v3.yaml --set cluster.nodes=0");
+  const Run bad_set = run_ringsim("check " + kScenarios + "/resnet50_imagenet_8x_nc24rs_v3.yaml --set cluster.nodes=0");
   CHECK(bad_set.status == 2);
   CHECK_THAT(bad_set.output,
              Catch::Contains("--set cluster.nodes=0: error: cluster.nodes: must be between 1 and 65536, got 0"));
-  const Run missing = ringsim("check " + (dir / "missing.yaml").string());
+  const Run missing = run_ringsim("check " + (dir / "missing.yaml").string());
   CHECK(missing.status == 2);
   CHECK_THAT(missing.output, Catch::Contains("missing.yaml: error: cannot open file"));
-  CHECK(ringsim("topo").status != 0);  // the SKU argument is required
-  const Run bad_fidelity = ringsim("predict " + kScenarios + "/resnet50_imagenet_8x_nc24rs_v3.yaml --fidelity exact");
+  CHECK(run_ringsim("topo").status != 0);  // the SKU argument is required
+  const Run bad_fidelity =
+      run_ringsim("predict " + kScenarios + "/resnet50_imagenet_8x_nc24rs_v3.yaml --fidelity exact");
   CHECK(bad_fidelity.status != 0);
   CHECK_THAT(bad_fidelity.output, Catch::Contains("flow"));
   const Run bad_predict =
-      ringsim("predict " + kScenarios + "/resnet50_imagenet_8x_nc24rs_v3.yaml --set model.name=resnet5" + " --json " +
-              (dir / "p.json").string());
+      run_ringsim("predict " + kScenarios + "/resnet50_imagenet_8x_nc24rs_v3.yaml --set model.name=resnet5" +
+                  " --json " + (dir / "p.json").string());
   CHECK(bad_predict.status == 2);
   CHECK_THAT(bad_predict.output, Catch::Contains("did you mean resnet50"));
-  const Run unwritable = ringsim("predict " + kScenarios + "/landolakes_cifar10_2x_nc24rs_v3.yaml --json " +
-                                 (dir / "no" / "such" / "dir" / "p.json").string());
+  const Run unwritable = run_ringsim("predict " + kScenarios + "/landolakes_cifar10_2x_nc24rs_v3.yaml --json " +
+                                     (dir / "no" / "such" / "dir" / "p.json").string());
   CHECK(unwritable.status == 2);  // a bad --json path is bad input
   CHECK_THAT(unwritable.output, Catch::Contains("p.json: error: cannot write the output file: No such file"));
   CHECK(fs::is_empty(dir));
@@ -123,7 +123,7 @@ TEST_CASE("cli: errors exit non-zero, name the problem and leave no output file"
 }
 
 TEST_CASE("cli: ringsim check prints the resolved scenario", "[cli]") {
-  const Run r = ringsim("check " + kScenarios + "/landolakes_cifar10_2x_nc24rs_v3.yaml --set training.epochs=7");
+  const Run r = run_ringsim("check " + kScenarios + "/landolakes_cifar10_2x_nc24rs_v3.yaml --set training.epochs=7");
   CHECK(r.status == 0);
   CHECK_THAT(r.output, Catch::Contains("valid"));
   CHECK_THAT(r.output, Catch::Contains("epochs: 7"));

@@ -17,12 +17,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using ringsim::test::slurp;
 
 bool has_section(const fs::path& scenario, const std::string& section) {
   std::istringstream in(slurp(scenario));

@@ -21,12 +21,7 @@ ringsim::test::CommandResult run_ringsim(const std::string& args) {
                                     args);
 }
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using ringsim::test::slurp;
 
 fs::path temp_dir(const std::string& name) {
   const fs::path d = fs::temp_directory_path() / ("ringsim_plan_t_" + name + "_" + std::to_string(::getpid()));

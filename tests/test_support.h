@@ -5,7 +5,9 @@
 
 #include <catch2/catch.hpp>
 #include <cstdio>
+#include <fstream>
 #include <functional>
+#include <iterator>
 #include <string>
 
 #include "load/catalog.h"
@@ -16,6 +18,12 @@ namespace ringsim::test {
 inline const Catalog& catalog() {
   static const Catalog c = Catalog::load(RINGSIM_TEST_CATALOG);
   return c;
+}
+
+// A file's whole content, byte for byte ("" when it cannot be read).
+inline std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
 // A shell command's exit status and its standard output and error, together.

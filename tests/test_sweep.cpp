@@ -25,12 +25,7 @@ Run run_ringsim(const std::string& args) {
   return {c.status, c.output};
 }
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using ringsim::test::slurp;
 
 const std::string kScenario = std::string(RINGSIM_TEST_SCENARIOS) + "/landolakes_cifar10_2x_nc24rs_v3.yaml";
 

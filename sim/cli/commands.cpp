@@ -1,7 +1,13 @@
 #include "cli/commands.h"
 
+#include <unistd.h>
+
+#include <filesystem>
 #include <iostream>
 
+#ifdef RINGSIM_HAVE_SMPI
+#include "emulate/emulate_run.h"
+#endif
 #include "execute/training_sim.h"
 #include "graph/exporters.h"
 #include "graph/topology_graph.h"
@@ -160,6 +166,36 @@ int run_validate(const std::string& catalog_dir, const ValidateOptions& o) {
   }
   return status;
 }
+
+#ifdef RINGSIM_HAVE_SMPI
+int run_emulate_compare(const std::string& catalog_dir, EmulateOptions o) {
+  if (o.bench) throw InputError({}, "emulate --compare: compares a training iteration with predict, not --bench");
+  // Without --json the emulated result goes to a temporary folder, removed afterwards (errors included).
+  struct TempDir {
+    std::filesystem::path path;
+    ~TempDir() {
+      std::error_code ec;
+      if (!path.empty()) std::filesystem::remove_all(path, ec);
+    }
+  } temp;
+  if (!o.json_file) {
+    temp.path = std::filesystem::temp_directory_path() / ("ringsim_emulate_compare_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(temp.path);
+    o.json_file = (temp.path / "emulated.json").string();
+  }
+  int status = run_emulate(catalog_dir, o);
+  if (status == 0) {
+    ValidateOptions v;
+    v.scenario = o.scenario;
+    v.sets = o.sets;
+    if (o.calibration) v.sets.push_back("calibration=" + *o.calibration);
+    v.measured = {*o.json_file};
+    std::cout << "\n";
+    status = run_validate(catalog_dir, v);
+  }
+  return status;
+}
+#endif
 
 int run_calibrate(const std::string& catalog_dir, const CalibrateOptions& o) {
   const Catalog catalog = Catalog::load(catalog_dir);

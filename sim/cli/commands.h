@@ -55,6 +55,10 @@ struct ValidateOptions {
 };
 int run_validate(const std::string& catalog_dir, const ValidateOptions& options);
 
+// `ringsim emulate --compare`: emulate, then validate the emulated result against predict.
+struct EmulateOptions;
+int run_emulate_compare(const std::string& catalog_dir, EmulateOptions options);
+
 struct CalibrateOptions {
   std::string scenario;
   std::vector<std::string> sets;

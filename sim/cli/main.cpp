@@ -3,7 +3,6 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <filesystem>
 #include <iostream>
 #include <new>
 #include <thread>
@@ -221,29 +220,8 @@ int main(int argc, char** argv) {
 #ifdef RINGSIM_HAVE_SMPI
     if (*emulate) {
       emu_opts.self = self_path(argv[0]);
-      if (!emu_compare) return ringsim::run_emulate(catalog_dir, emu_opts);
-      // --compare: the emulated result against predict for the same scenario, part by part (validate).
-      if (emu_opts.bench)
-        throw ringsim::InputError({}, "emulate --compare: compares a training iteration with predict, not --bench");
-      const bool temporary = !emu_opts.json_file;
-      const auto temp_dir =
-          std::filesystem::temp_directory_path() / ("ringsim_emulate_compare_" + std::to_string(::getpid()));
-      if (temporary) {
-        std::filesystem::create_directories(temp_dir);
-        emu_opts.json_file = (temp_dir / "emulated.json").string();
-      }
-      int status = ringsim::run_emulate(catalog_dir, emu_opts);
-      if (status == 0) {
-        ringsim::ValidateOptions v;
-        v.scenario = emu_opts.scenario;
-        v.sets = emu_opts.sets;
-        if (emu_opts.calibration) v.sets.push_back("calibration=" + *emu_opts.calibration);
-        v.measured = {*emu_opts.json_file};
-        std::cout << "\n";
-        status = ringsim::run_validate(catalog_dir, v);
-      }
-      if (temporary) std::filesystem::remove_all(temp_dir);
-      return status;
+      return emu_compare ? ringsim::run_emulate_compare(catalog_dir, emu_opts)
+                         : ringsim::run_emulate(catalog_dir, emu_opts);
     }
 #endif
     if (*sweep) {

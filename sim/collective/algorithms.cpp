@@ -105,18 +105,6 @@ void halving_doubling_step(const HalvingDoubling& hd, int i, std::string_view ph
   if (recv_bytes > 0) out.recvs.push_back({peer, me, space, space, recv_off, recv_bytes, scatter});
 }
 
-// The phases of halving-doubling, each step its own run (partners and sizes change every step); the
-// names are the four given (the hierarchical allreduce prefixes them with "cross_").
-template <class Phases>
-void add_halving_doubling_phases(Phases& phases, const HalvingDoubling& hd, std::string_view fold,
-                                 std::string_view scatter, std::string_view gather, std::string_view unfold) {
-  if (hd.n < 2) return;
-  if (hd.extra > 0) phases.add(fold, 1);
-  for (int k = 0; k < hd.log2p; ++k) phases.add(scatter, 1, k);
-  for (int k = 0; k < hd.log2p; ++k) phases.add(gather, 1, k);
-  if (hd.extra > 0) phases.add(unfold, 1);
-}
-
 void copy_step(int me, std::uint64_t bytes, Space from, Space to, RankStep& out) {
   Transfer t{me, me, from, to, 0, bytes, false};
   out.sends.push_back(t);
@@ -168,6 +156,17 @@ struct Phases {
     return r;
   }
 };
+
+// The phases of halving-doubling, each step its own run (partners and sizes change every step); the
+// names are the four given (the hierarchical allreduce prefixes them with "cross_").
+void add_halving_doubling_phases(Phases& phases, const HalvingDoubling& hd, std::string_view fold,
+                                 std::string_view scatter, std::string_view gather, std::string_view unfold) {
+  if (hd.n < 2) return;
+  if (hd.extra > 0) phases.add(fold, 1);
+  for (int k = 0; k < hd.log2p; ++k) phases.add(scatter, 1, k);
+  for (int k = 0; k < hd.log2p; ++k) phases.add(gather, 1, k);
+  if (hd.extra > 0) phases.add(unfold, 1);
+}
 
 enum class RingPart { Allreduce, ReduceScatter, Allgather };
 

@@ -44,10 +44,11 @@ YamlDocument parse(const std::string& text, const std::string& name) {
 YamlDocument YamlDocument::load_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError({path, 0, 0, ""}, "cannot open file for reading");
-  // Read at most one byte past the limit (a device such as /dev/zero has no size to check first).
-  std::string text(kMaxYamlBytes + 1, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<std::size_t>(in.gcount()));
+  // Read in blocks and stop past the limit (a device such as /dev/zero has no size to check first).
+  std::string text;
+  char block[1 << 16];
+  while (text.size() <= kMaxYamlBytes && (in.read(block, sizeof block) || in.gcount() > 0))
+    text.append(block, static_cast<std::size_t>(in.gcount()));
   if (text.size() > kMaxYamlBytes)
     throw InputError({path, 0, 0, ""}, "the file is larger than " + std::to_string(kMaxYamlBytes >> 20) +
                                            " MiB, the most a scenario or catalog file may be (the bundled ones "
