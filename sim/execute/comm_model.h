@@ -67,6 +67,7 @@ class CommModel {
   // Dense edge indices over the whole graph.
   int edge_count() const { return static_cast<int>(edges_.size()); }
   EdgeId edge(int i) const { return edges_[i]; }
+  int edge_index(EdgeId e) const { return edge_index_.at(e.get_property()); }
   double edge_bandwidth(int i) const { return edge_bw_[i]; }  // effective for this library
   std::string edge_name(int i) const;
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -14,6 +15,7 @@
 #include "collective/transport.h"
 #include "execute/buffer_collective.h"
 #include "execute/comm_model.h"
+#include "execute/data_loader.h"
 #include "execute/platform_builder.h"
 #include "execute/step_model.h"
 #include "graph/topology_graph.h"
@@ -135,11 +137,13 @@ class TrainingRun {
         cm_(catalog, s, topo_),
         factory_(s, model_, cm_) {
     if (s.communication.strategy == Strategy::ParameterServer) place_servers();
+    if (s.storage) plan_data_pipeline();
     std::vector<collective::FusionTensor> ft;
     for (auto b : factory_.tensor_bytes()) ft.push_back({b, model_.dtype_bytes()});
     const int announcing = fidelity == Fidelity::Flow ? s.cluster.total_gpus() : 1;
-    planner_ = std::make_unique<collective::FusionPlanner>(
-        ft, static_cast<std::uint64_t>(s.communication.fusion_threshold_bytes), announcing);
+    for (int k = 0; k < iterations(); ++k)
+      planners_.push_back(std::make_unique<collective::FusionPlanner>(
+          ft, static_cast<std::uint64_t>(s.communication.fusion_threshold_bytes), announcing));
     edge_bytes_.assign(cm_.edge_count(), 0);
   }
 
@@ -148,36 +152,27 @@ class TrainingRun {
 
  private:
   void place_servers() { cm_.set_servers(parameter_server_places(s_, topo_)); }
-  // The input pipeline beside the simulated iteration (data_pipeline.h): the same analytical model in both
-  // fidelities, fed with the gradient bytes this run put on each node's Ethernet NIC.
-  void apply_data_pipeline(Prediction& p, double images) {
-    const TopologyGraph& g = topo_.graph();
-    NicShare nic;
-    nic.bandwidth = catalog_.sku(s_.cluster.sku).ethernet_bandwidth;
-    nic.shared = s_.cluster.fabric == FabricKind::Ethernet && topo_.nodes() > 1;
-    if (nic.shared) {
-      std::set<VertexId> eth(topo_.fabric_nics().begin(), topo_.fabric_nics().end());
-      for (int e = 0; e < cm_.edge_count(); ++e) {
-        const EdgeId edge = cm_.edge(e);
-        if (eth.count(boost::target(edge, g)) && g[boost::source(edge, g)].kind == DeviceKind::FabricSwitch)
-          nic.gradient_bytes = std::max(nic.gradient_bytes, edge_bytes_[e]);
-      }
-    }
-    p.data_pipeline = evaluate_data_pipeline(catalog_, s_, p.iteration_time_s, nic, p.iterations_per_epoch);
-    const DataPipeline& d = p.data_pipeline;
-    p.iteration_time_s = d.steady.iteration_s;
-    p.images_per_sec = images / p.iteration_time_s;
-    p.images_per_sec_per_gpu = p.images_per_sec / p.gpus;
-    p.scaling_efficiency = p.images_per_sec_per_gpu / p.single_gpu_images_per_sec;
-    p.epoch_time_s = d.steady.epoch_time_s;
-    p.time_to_train_s = d.first.epoch_time_s + (s_.training.epochs - 1) * d.steady.epoch_time_s;
-  }
-  void build_platform(const Collective* probe);  // probe: the pattern to route (default: a whole-model buffer)
+  // With a storage section the run simulates the iterations simulated_iterations() says (data_pipeline.h),
+  // the loader beside all but the first (data_loader.h). Each phase's steady state is the mean of its last
+  // kSteadyIterations iterations (Horovod's cycle makes single iterations differ by up to a cycle); the
+  // trace shows the last iteration.
+  int iterations() const { return first_loaded_ + phases_ * per_phase_; }
+  void plan_data_pipeline();
+  NicShare nic_share() const;
+  int nic_edge(int node) const;  // the fabric switch -> NIC edge of a node on an Ethernet fabric; -1: none
+  void add_loader(simgrid::s4u::NetZone* zone, PlatformBuilder& builder,
+                  const std::function<sg4::Host*(VertexId)>& host);
+  void apply_data_pipeline(Prediction& p, double images);
+  // probe: the pattern to route (default: a whole-model buffer); with_loader: add the input pipeline
+  void build_platform(const Collective* probe, bool with_loader);
   void start_engine(sg4::Engine& engine);
   void run_members(const Collective& c, int tag);
   void compute_actor(int rank);
   void coordinator();
+  void run_iteration(int k);
   void run_buffer(const collective::FusionBuffer& b);
+  // The reported iteration's records are kept, with times from its start.
+  bool reported() const { return iteration_ == reported_; }
   void sleep(double s) {
     if (s <= 0) return;
     sg4::this_actor::sleep_for(s);
@@ -192,23 +187,122 @@ class TrainingRun {
   Topology topo_;
   CommModel cm_;
   CollectiveFactory factory_;
-  std::unique_ptr<collective::FusionPlanner> planner_;
+  std::vector<std::unique_ptr<collective::FusionPlanner>> planners_;  // one per iteration
   std::vector<double> edge_bytes_;
   std::vector<sg4::Host*> host_of_vertex_;
   std::vector<CollectiveRecord> records_;
   std::vector<ComputeSpan> spans_;
   sg4::ConditionVariablePtr announced_;
   sg4::MutexPtr announce_mutex_;
+  // Iterations: phases x iterations per phase; iteration_ is the one running (ranks wait for their turn).
+  int first_loaded_ = 0, phases_ = 1, per_phase_ = 1;  // first_loaded_: the first iteration with a loader
+  int iteration_ = 0, reported_ = 0;
+  sg4::ConditionVariablePtr next_iteration_;
+  std::vector<double> iteration_end_, data_wait_;  // per iteration; data_wait_: rank 0's wait
+  std::vector<double> phase_start_;
+  double reported_start_ = 0;
+  std::unique_ptr<DataLoaderSim> loader_;
+  DataPipeline demand_;
   double end_ = 0;
   std::int64_t activities_ = 0;
 };
 
-void TrainingRun::build_platform(const Collective* c) {
+void TrainingRun::plan_data_pipeline() {
+  demand_ = data_pipeline_demand(catalog_, s_, nic_share());
+  first_loaded_ = 1;
+  per_phase_ = loaded_iterations_per_epoch(s_);
+  phases_ = static_cast<int>(storage_sources(catalog_, s_).size());
+  reported_ = iterations() - 1;
+  if (iterations() != simulated_iterations(catalog_, s_)) throw std::logic_error("simulated iteration count");
+}
+
+NicShare TrainingRun::nic_share() const {
+  NicShare nic;
+  nic.bandwidth = catalog_.sku(s_.cluster.sku).ethernet_bandwidth;
+  nic.shared = s_.cluster.fabric == FabricKind::Ethernet && topo_.nodes() > 1;
+  return nic;
+}
+
+int TrainingRun::nic_edge(int node) const {
+  if (!nic_share().shared) return -1;
+  const TopologyGraph& g = topo_.graph();
+  const VertexId nic = topo_.fabric_nics().at(node);
+  for (auto [e, end] = boost::in_edges(nic, g); e != end; ++e)
+    if (g[boost::source(*e, g)].kind == DeviceKind::FabricSwitch) return cm_.edge_index(*e);
+  return -1;
+}
+
+void TrainingRun::add_loader(sg4::NetZone* zone, PlatformBuilder& builder,
+                             const std::function<sg4::Host*(VertexId)>& host) {
+  const SkuSpec& sku = catalog_.sku(s_.cluster.sku);
+  const bool flow = fidelity_ == Fidelity::Flow;
+  const int nodes = flow ? s_.cluster.nodes : 1;  // the step fidelity's node 0 stands for every node
+  std::vector<LoaderNode> feed;
+  for (int n = 0; n < nodes; ++n) {
+    LoaderNode ln;
+    ln.host = host(topo_.host_memory(n, 0));
+    ln.consumers = flow ? s_.cluster.gpus_per_node : 1;
+    const int e = nic_edge(n);
+    if (e >= 0) {
+      Path p;
+      p.edges = {e};
+      ln.nic = builder.route_links(p, false);
+    } else {
+      // The node's Ethernet NIC carries no gradients: a link of its own.
+      ln.nic = {sg4::LinkInRoute(zone->create_link("n" + std::to_string(n) + ".ethernet", sku.ethernet_bandwidth)
+                                     ->set_latency(catalog_.link(sku.ethernet_link).latency)
+                                     ->seal())};
+    }
+    feed.push_back(std::move(ln));
+  }
+  const double images = static_cast<double>(s_.cluster.gpus_per_node) * s_.model.batch_per_gpu;
+  loader_ = std::make_unique<DataLoaderSim>(demand_, storage_sources(catalog_, s_), s_.storage->prefetch_depth,
+                                            images * s_.storage->decode_cpu_per_image_s, sku.vcpus,
+                                            flow ? 1.0 : 1.0 / s_.cluster.nodes);
+  loader_->build(zone, std::move(feed), !flow && nic_edge(0) >= 0);
+}
+
+void TrainingRun::apply_data_pipeline(Prediction& p, double images) {
+  NicShare nic = nic_share();
+  if (nic.shared) {
+    for (int n = 0; n < (fidelity_ == Fidelity::Flow ? s_.cluster.nodes : 1); ++n)
+      nic.gradient_bytes = std::max(nic.gradient_bytes, edge_bytes_[nic_edge(n)]);
+  }
+  DataPipeline d = data_pipeline_demand(catalog_, s_, nic);
+  // The reported iteration's link loads include one batch of reads into each node over a NIC that is
+  // a graph edge (an Ethernet fabric's).
+  if (nic.shared && storage_sources(catalog_, s_).back().network)
+    for (int n = 0; n < (fidelity_ == Fidelity::Flow ? s_.cluster.nodes : 1); ++n)
+      edge_bytes_[nic_edge(n)] += d.batch_bytes_per_node;
+  d.simulated_iterations_per_epoch = per_phase_;
+  d.synthetic_iteration_s = iteration_end_[0];
+  auto phase = [&](int ph) {
+    SimulatedEpoch e;
+    const int first = first_loaded_ + ph * per_phase_, last = first + per_phase_ - 1;
+    e.first_iteration_s = iteration_end_[first] - phase_start_[ph];
+    e.iteration_s = (iteration_end_[last] - iteration_end_[last - kSteadyIterations]) / kSteadyIterations;
+    for (int k = last - kSteadyIterations + 1; k <= last; ++k) e.data_wait_s += data_wait_[k] / kSteadyIterations;
+    return e;
+  };
+  finish_epoch(d.first, d, s_.cluster.nodes, phase(0), p.iterations_per_epoch);
+  finish_epoch(d.steady, d, s_.cluster.nodes, phase(phases_ - 1), p.iterations_per_epoch);
+  d.train_iteration_s = d.steady.iteration_s - d.steady.data_wait_s;
+  p.data_pipeline = d;
+  p.iteration_time_s = d.steady.iteration_s;
+  p.exposed_communication_s = std::max(0.0, d.train_iteration_s - p.compute_time_s);
+  p.images_per_sec = images / p.iteration_time_s;
+  p.images_per_sec_per_gpu = p.images_per_sec / p.gpus;
+  p.scaling_efficiency = p.images_per_sec_per_gpu / p.single_gpu_images_per_sec;
+  p.epoch_time_s = d.steady.epoch_time_s;
+  p.time_to_train_s = d.first.epoch_time_s + (s_.training.epochs - 1) * d.steady.epoch_time_s;
+}
+
+void TrainingRun::build_platform(const Collective* c, bool with_loader) {
   const TopologyGraph& g = topo_.graph();
   auto* zone = sg4::create_full_zone("cluster");
   host_of_vertex_.assign(boost::num_vertices(g), nullptr);
   const double gpu_speed = catalog_.gpu(catalog_.sku(s_.cluster.sku).gpu).fp32_peak_flops;
-  auto host = [&](VertexId v) {
+  auto host = [&](VertexId v) -> sg4::Host* {
     if (!host_of_vertex_[v]) {
       const bool gpu = topo_.device(v).kind == DeviceKind::Gpu;
       host_of_vertex_[v] = zone->create_host(topo_.device(v).name, gpu ? gpu_speed : 1e9);
@@ -218,6 +312,7 @@ void TrainingRun::build_platform(const Collective* c) {
   // The step fidelity runs its actors on rank 0's GPU only; the flow fidelity needs every member's hosts
   // (a full zone keeps a route table of hosts squared, so the step fidelity must not create them all).
   host(cm_.member(0).device);
+  PlatformBuilder builder(cm_, zone);
   if (fidelity_ == Fidelity::Flow) {
     const int members =
         cm_.workers() +
@@ -232,7 +327,7 @@ void TrainingRun::build_platform(const Collective* c) {
     if (!c) {
       collective::FusionBuffer probe;
       probe.element_bytes = model_.dtype_bytes();
-      for (int t = 0; t < planner_->tensor_count(); ++t) probe.tensors.push_back(t);
+      for (int t = 0; t < planners_.front()->tensor_count(); ++t) probe.tensors.push_back(t);
       for (int t : probe.tensors) probe.bytes += factory_.tensor_bytes()[t];
       own = factory_.make(probe);
       c = own.get();
@@ -245,27 +340,44 @@ void TrainingRun::build_platform(const Collective* c) {
         for (const auto& t : st.sends)
           pairs.insert({cm_.endpoint(t.src, t.src_space), cm_.endpoint(t.dst, t.dst_space)});
       }
-    PlatformBuilder builder(cm_, zone);
     for (const auto& [a, b] : pairs) builder.add_route(host(a), host(b), cm_.path(a, b), false);
   }
+  if (with_loader && s_.storage) add_loader(zone, builder, host);
   zone->seal();
 }
 
 void TrainingRun::compute_actor(int rank) {
   sg4::Host* h = sg4::this_actor::get_host();
+  auto span = [&](const std::string& name, double start) {
+    if (reported()) spans_.push_back({rank, name, start - reported_start_, sg4::Engine::get_clock() - reported_start_});
+  };
   auto exec = [&](const std::string& name, double seconds) {
     const double start = sg4::Engine::get_clock();
     if (seconds > 0) {
       sg4::this_actor::execute(seconds * h->get_speed());
       ++activities_;
     }
-    spans_.push_back({rank, name, start, sg4::Engine::get_clock()});
+    span(name, start);
   };
-  exec("FORWARD", compute_.forward_s);
-  for (auto l = compute_.layers.rbegin(); l != compute_.layers.rend(); ++l) {
-    if (l->backward_s > 0) exec(l->name, l->backward_s);
-    for (auto t = l->tensors.rbegin(); t != l->tensors.rend(); ++t) planner_->announce(*t, sg4::Engine::get_clock());
-    announced_->notify_all();
+  const int node = fidelity_ == Fidelity::Flow ? rank / s_.cluster.gpus_per_node : 0;
+  for (int k = 0; k < iterations(); ++k) {
+    {
+      std::unique_lock<sg4::Mutex> lock(*announce_mutex_);
+      while (iteration_ < k) next_iteration_->wait(lock);
+    }
+    if (loader_ && k >= first_loaded_) {
+      const double start = sg4::Engine::get_clock();
+      const double wait = loader_->take(node, (k - first_loaded_) % per_phase_);
+      if (rank == 0) data_wait_[k] = wait;
+      if (wait > 0) span("DATA_WAIT", start);
+    }
+    collective::FusionPlanner& planner = *planners_[k];
+    exec("FORWARD", compute_.forward_s);
+    for (auto l = compute_.layers.rbegin(); l != compute_.layers.rend(); ++l) {
+      if (l->backward_s > 0) exec(l->name, l->backward_s);
+      for (auto t = l->tensors.rbegin(); t != l->tensors.rend(); ++t) planner.announce(*t, sg4::Engine::get_clock());
+      announced_->notify_all();
+    }
   }
 }
 
@@ -274,7 +386,7 @@ void TrainingRun::run_buffer(const collective::FusionBuffer& b) {
   rec.index = static_cast<int>(records_.size());
   rec.bytes = b.bytes;
   rec.tensors = b.tensors;
-  rec.negotiated_at = b.negotiated_at;
+  rec.negotiated_at = b.negotiated_at - reported_start_;
   rec.start = sg4::Engine::get_clock();
   const bool fused = b.tensors.size() > 1;
   if (fused) sleep(cm_.device_copy_time(b.bytes));  // MEMCPY_IN_FUSION_BUFFER, on every GPU at once
@@ -283,16 +395,24 @@ void TrainingRun::run_buffer(const collective::FusionBuffer& b) {
   rec.algorithm = std::string(c->algorithm());
   sleep(cm_.library().collective_overhead);
   std::vector<RunCost> runs;
+  const int nic = loader_ && fidelity_ == Fidelity::Step ? nic_edge(0) : -1;
+  const double nic_before = nic >= 0 ? edge_bytes_[nic] : 0;
   const double estimate = collective_duration(*c, cm_, &edge_bytes_, &runs);
   for (const auto& r : runs) rec.phases.push_back({std::string(r.phase), r.count, r.step_s, r.transfers});
   if (fidelity_ == Fidelity::Step) {
+    // Storage reads into node 0 share its Ethernet NIC with the collective's bytes into the node: the
+    // collective ends when those bytes are in, which is later than the estimate where reads compete.
+    sg4::CommPtr into_node = nic >= 0 ? loader_->gradient_traffic(0, edge_bytes_[nic] - nic_before, estimate) : nullptr;
     sleep(estimate);
+    if (into_node) into_node->wait();
   } else {
     run_members(*c, rec.index);
   }
   rec.comm_end = sg4::Engine::get_clock();
   if (fused) sleep(cm_.device_copy_time(b.bytes));  // MEMCPY_OUT_FUSION_BUFFER
   rec.end = sg4::Engine::get_clock();
+  if (!reported()) return;
+  for (double* t : {&rec.start, &rec.comm_start, &rec.comm_end, &rec.end}) *t -= reported_start_;
   records_.push_back(std::move(rec));
 }
 
@@ -312,23 +432,48 @@ void TrainingRun::run_members(const Collective& c, int tag) {
 }
 
 void TrainingRun::coordinator() {
+  for (int k = 0; k < iterations(); ++k) {
+    if (loader_ && k >= first_loaded_ && (k - first_loaded_) % per_phase_ == 0) {
+      // A new epoch: the queue starts empty (once the last epoch's loads have stopped).
+      const int phase = (k - first_loaded_) / per_phase_;
+      if (phase > 0) loader_->end_phase();
+      loader_->begin_phase(phase);
+      phase_start_[phase] = sg4::Engine::get_clock();
+    }
+    if (k == reported_) {
+      reported_start_ = sg4::Engine::get_clock();
+      std::fill(edge_bytes_.begin(), edge_bytes_.end(), 0.0);  // the reported iteration's link loads
+    }
+    {
+      std::unique_lock<sg4::Mutex> lock(*announce_mutex_);
+      iteration_ = k;
+      next_iteration_->notify_all();
+    }
+    run_iteration(k);
+    iteration_end_[k] = sg4::Engine::get_clock();
+  }
+  if (loader_) loader_->finish();
+  end_ = iteration_end_[reported_] - reported_start_;
+}
+
+void TrainingRun::run_iteration(int k) {
+  collective::FusionPlanner& planner = *planners_[k];
   const double cycle = s_.communication.cycle_time_s;
-  while (!planner_->all_planned()) {
+  while (!planner.all_planned()) {
     const double tick = sg4::Engine::get_clock();
-    auto buffers = planner_->negotiate(tick);
+    auto buffers = planner.negotiate(tick);
     for (const auto& b : buffers) run_buffer(b);
-    if (planner_->all_planned()) break;
+    if (planner.all_planned()) break;
     if (cycle > 0) {
       const double next = tick + cycle;
       if (sg4::Engine::get_clock() < next) sleep(next - sg4::Engine::get_clock());
     } else if (buffers.empty()) {
       // No cycle: negotiate again as soon as another gradient is announced.
       std::unique_lock<sg4::Mutex> lock(*announce_mutex_);
-      while (!planner_->has_ready()) announced_->wait(lock);
+      while (!planner.has_ready()) announced_->wait(lock);
     }
   }
   if (s_.communication.strategy != Strategy::ParameterServer) sleep(compute_.update_s);  // optimizer step
-  end_ = sg4::Engine::get_clock();
 }
 
 void TrainingRun::start_engine(sg4::Engine& engine) {
@@ -348,7 +493,7 @@ CollectiveTiming TrainingRun::run_alone(const Collective& c) {
   EngineArgs args;
   sg4::Engine engine(&args.argc, args.argv);
   start_engine(engine);
-  build_platform(&c);
+  build_platform(&c, false);
   CollectiveTiming out;
   sg4::Actor::create("driver", host_of_vertex_[cm_.member(0).device], [&] {
     const double start = sg4::Engine::get_clock();
@@ -369,9 +514,14 @@ Prediction TrainingRun::run() {
   EngineArgs args;
   sg4::Engine engine(&args.argc, args.argv);
   start_engine(engine);
-  build_platform(nullptr);
+  build_platform(nullptr, true);
   announced_ = sg4::ConditionVariable::create();
   announce_mutex_ = sg4::Mutex::create();
+  next_iteration_ = sg4::ConditionVariable::create();
+  iteration_end_.assign(iterations(), 0);
+  data_wait_.assign(iterations(), 0);
+  phase_start_.assign(phases_, 0);
+  if (loader_) loader_->start();
 
   const int ranks = fidelity_ == Fidelity::Flow ? cm_.workers() : 1;
   for (int r = 0; r < ranks; ++r)
@@ -379,8 +529,10 @@ Prediction TrainingRun::run() {
                        [this, r] { compute_actor(r); });
   sg4::Actor::create("coordinator", host_of_vertex_[cm_.member(0).device], [this] { coordinator(); });
   engine.run();
-  if (!planner_->all_planned() || records_.empty() != (planner_->tensor_count() == 0))
-    throw std::logic_error("the simulated iteration did not complete (deadlock in the simulation)");
+  const collective::FusionPlanner& planner = *planners_[reported_];
+  bool complete = records_.empty() == (planner.tensor_count() == 0);
+  for (const auto& pl : planners_) complete = complete && pl->all_planned();
+  if (!complete) throw std::logic_error("the simulated iteration did not complete (deadlock in the simulation)");
 
   Prediction p;
   p.scenario = s_;
@@ -411,7 +563,7 @@ Prediction TrainingRun::run() {
   for (std::size_t t = 0; t < model_.tensors.size(); ++t) {
     p.tensor_names.push_back(model_.tensors[t].name);
     p.tensor_bytes.push_back(factory_.tensor_bytes()[t]);
-    p.tensor_ready_s.push_back(planner_->ready_time(static_cast<int>(t)));
+    p.tensor_ready_s.push_back(planner.ready_time(static_cast<int>(t)) - reported_start_);
   }
   p.collectives = std::move(records_);
   std::stable_sort(spans_.begin(), spans_.end(), [](const ComputeSpan& a, const ComputeSpan& b) {
@@ -429,7 +581,7 @@ Prediction TrainingRun::run() {
     return a.utilisation != b.utilisation ? a.utilisation > b.utilisation : a.name < b.name;
   });
   if (!p.links.empty()) p.bottleneck = p.links.front();
-  p.simulated_activities = activities_;
+  p.simulated_activities = activities_ + (loader_ ? loader_->activities() : 0);
   for (const auto& r : p.collectives)
     for (const auto& ph : r.phases) p.represented_transfers += static_cast<std::int64_t>(ph.steps) * ph.transfers;
   return p;

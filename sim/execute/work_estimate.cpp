@@ -123,12 +123,13 @@ WorkEstimate estimate_work(const Catalog& catalog, const Scenario& s, Fidelity f
     e.transfers_per_buffer += sends * run.count;
   }
   e.transfers_per_iteration = e.transfers_per_buffer * e.fusion_buffers;
+  if (fidelity != Fidelity::Emulated) e.iterations = simulated_iterations(catalog, s);
 
   e.memory_bytes = kBaseBytes + kBytesPerElement * static_cast<double>(e.graph_elements);
   switch (fidelity) {
     case Fidelity::Flow:
       e.memory_bytes += kFlowBytesPerRank * static_cast<double>(e.ranks);
-      e.seconds = kFlowSecondsPerTransfer * e.transfers_per_iteration;
+      e.seconds = kFlowSecondsPerTransfer * e.transfers_per_iteration * e.iterations;
       break;
     case Fidelity::Emulated:
       e.memory_bytes += kEmulatedBytesPerRank * static_cast<double>(e.ranks);
@@ -148,7 +149,8 @@ std::string describe(const WorkEstimate& e, Fidelity fidelity) {
     out += sci(static_cast<double>(e.graph_elements)) + " graph vertices and edges";
   else
     out += sci(e.transfers_per_iteration) + " transfers per iteration (" + std::to_string(e.fusion_buffers) +
-           " fusion buffers x " + sci(e.transfers_per_buffer) + ")";
+           " fusion buffers x " + sci(e.transfers_per_buffer) + ")" +
+           (e.iterations > 1 ? ", " + std::to_string(e.iterations) + " iterations" : "");
   return out + ", " + format_bytes(e.memory_bytes) + ", " + about_time(e.seconds) +
          (fidelity == Fidelity::Emulated ? " per iteration" : "");
 }

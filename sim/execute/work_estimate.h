@@ -18,6 +18,7 @@ struct WorkEstimate {
   int fusion_buffers = 0;              // collectives per iteration (an estimate: fusion depends on timing)
   double transfers_per_buffer = 0;     // messages of one collective, every member's sends summed
   double transfers_per_iteration = 0;  // what the flow fidelity and the emulation run one by one
+  int iterations = 1;                  // iterations `predict` simulates (more with a storage section)
   double memory_bytes = 0;             // peak, for the fidelity asked
   double seconds = 0;                  // rough wall time on one core of a 2020s server
 };

@@ -59,8 +59,10 @@ ordered_json data_pipeline_json(const Prediction& p) {
   if (!d.active) {
     d.format = "synthetic";
     d.train_iteration_s = p.iteration_time_s;
+    d.simulated_iterations_per_epoch = 1;
     for (PipelineEpoch* e : {&d.first, &d.steady}) {
       e->source = "synthetic";
+      e->first_iteration_s = p.iteration_time_s;
       e->iteration_s = p.iteration_time_s;
       e->limited_by = "compute";
       e->epoch_time_s = p.epoch_time_s;
@@ -68,6 +70,7 @@ ordered_json data_pipeline_json(const Prediction& p) {
   }
   auto epoch = [](const PipelineEpoch& e) {
     return ordered_json{{"source", e.source},
+                        {"first_iteration_time_s", e.first_iteration_s},
                         {"iteration_time_s", e.iteration_s},
                         {"data_wait_s", e.data_wait_s},
                         {"load_time_s", e.load_s},
@@ -92,6 +95,8 @@ ordered_json data_pipeline_json(const Prediction& p) {
           {"batch_bytes_per_node", d.batch_bytes_per_node},
           {"requests_per_batch_per_node", d.requests_per_batch_node},
           {"train_iteration_s", d.train_iteration_s},
+          {"synthetic_iteration_s", d.active ? d.synthetic_iteration_s : p.iteration_time_s},
+          {"simulated_iterations_per_epoch", d.simulated_iterations_per_epoch},
           {"nic_shared_with_gradients", d.nic.shared},
           {"nic_gradient_bytes_per_iteration", d.nic.gradient_bytes},
           {"first_epoch", epoch(d.first)},
@@ -278,7 +283,8 @@ std::string prediction_table(const Prediction& p) {
                                            : ", records of " + format_bytes(st.record_size);
     row("data",
         what + ", " + std::to_string(d.reader_threads) + " readers/node, prefetch " + std::to_string(d.prefetch_depth));
-    row("training alone", format_time(d.train_iteration_s) + " per iteration (synthetic data)");
+    row("training", format_time(d.train_iteration_s) + " per iteration besides the data wait; " +
+                        format_time(d.synthetic_iteration_s) + " with synthetic data");
     auto limit = [](const PipelineEpoch& e) {
       if (e.limited_by == "compute") return std::string("compute (loader keeps up)");
       std::string w = e.limited_by == "storage_bandwidth" ? "storage bandwidth"
