@@ -90,6 +90,16 @@ TEST_CASE("storage: with a prefetch queue an iteration takes max(train, load), w
     // (plus the NIC's latency, 72 us on NC24rs_v3's Ethernet)
     CHECK(serial["data_pipeline"]["steady_state"]["data_wait_s"].get<double>() == Approx(load).margin(1e-4));
   }
+  // The timeline shows the wait at the start of the reported iteration, on every rank.
+  const auto timeline = nlohmann::json::parse(
+      run_in_child([&] { return timeline_json(predict(test::catalog(), scenario(st + "}\n"), Fidelity::Flow)); }));
+  int waits = 0;
+  for (const auto& e : timeline)
+    if (e.value("name", "") == "DATA_WAIT") {
+      ++waits;
+      CHECK(e["ts"].get<double>() == 0);
+    }
+  CHECK(waits == 32);
   // Compute-bound: the loader keeps up and nobody waits.
   const auto fast = predicted(scenario("storage: {backend: local_ssd}\n"), Fidelity::Step);
   CHECK(fast["data_pipeline"]["steady_state"]["data_wait_s"].get<double>() == 0);

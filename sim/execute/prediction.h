@@ -16,7 +16,7 @@ std::string_view to_string(Fidelity f);
 
 struct ComputeSpan {
   int rank = 0;
-  std::string name;  // "FORWARD", or the layer name for its backward pass
+  std::string name;  // "FORWARD", "DATA_WAIT" (for the next batch), or the layer name for its backward pass
   double start = 0, end = 0;
 };
 

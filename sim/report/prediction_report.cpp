@@ -189,7 +189,7 @@ std::string timeline_json(const Prediction& p) {
   for (const auto& s : p.compute_spans) ranks = std::max(ranks, s.rank + 1);
   for (int r = 0; r < ranks; ++r) meta(r, "rank " + std::to_string(r) + " compute");
   for (const auto& s : p.compute_spans)
-    span(s.rank, s.name == "FORWARD" ? "FORWARD" : "BACKWARD " + s.name, s.start, s.end);
+    span(s.rank, s.name == "FORWARD" || s.name == "DATA_WAIT" ? s.name : "BACKWARD " + s.name, s.start, s.end);
   const int buffers_pid = ranks;
   meta(buffers_pid, "fusion buffers");
   const int tensor_pid0 = ranks + 1;
