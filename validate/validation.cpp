@@ -71,7 +71,8 @@ ValidationReport validate_published(const Catalog& catalog, const std::string& c
     const nlohmann::json p = predict_isolated(catalog, s);
     ValidationCase vc{c.get("name").str(), "images_per_sec", p["images_per_sec"].get<double>(),
                       c.get("published_images_per_sec").positive_number()};
-    vc.group = c.get("model").str() + " b" + std::to_string(c.get("batch_per_gpu").integer(1, 1 << 20));
+    vc.group =
+        s.cluster.sku + " " + c.get("model").str() + " b" + std::to_string(c.get("batch_per_gpu").integer(1, 1 << 20));
     vc.x = static_cast<double>(gpus);
     r.cases.push_back(vc);
   }

@@ -21,7 +21,7 @@ struct ValidationCase {
   std::string metric;  // "images_per_sec", "iteration_time_s", ...
   double predicted = 0;
   double measured = 0;
-  std::string group;  // for plots: the series the case belongs to ("resnet50 b64"); empty: none
+  std::string group;  // for plots: the series the case belongs to ("DGX-1-P100 resnet50 b64"); empty: none
   double x = 0;       // for plots: the case's position on the x axis (GPUs)
   double error_pct() const { return measured != 0 ? (predicted - measured) / measured * 100 : 0; }
 };
