@@ -159,7 +159,8 @@ class TrainingRun {
   int iterations() const { return first_loaded_ + phases_ * per_phase_; }
   void plan_data_pipeline();
   NicShare nic_share() const;
-  int nic_edge(int node) const;  // the fabric switch -> NIC edge of a node on an Ethernet fabric; -1: none
+  // The fabric switch -> NIC edge of a node on an Ethernet fabric; -1: none (found once, in plan_data_pipeline).
+  int nic_edge(int node) const { return nic_edges_.empty() ? -1 : nic_edges_[node]; }
   void add_loader(simgrid::s4u::NetZone* zone, PlatformBuilder& builder,
                   const std::function<sg4::Host*(VertexId)>& host);
   void apply_data_pipeline(Prediction& p, double images);
@@ -203,6 +204,8 @@ class TrainingRun {
   double reported_start_ = 0;
   std::unique_ptr<DataLoaderSim> loader_;
   DataPipeline demand_;
+  std::vector<StorageSource> sources_;  // epoch 1's storage, then the cache's
+  std::vector<int> nic_edges_;          // per node (Ethernet fabrics with several nodes)
   double end_ = 0;
   std::int64_t activities_ = 0;
 };
@@ -211,7 +214,17 @@ void TrainingRun::plan_data_pipeline() {
   demand_ = data_pipeline_demand(catalog_, s_, nic_share());
   first_loaded_ = 1;
   per_phase_ = loaded_iterations_per_epoch(s_);
-  phases_ = static_cast<int>(storage_sources(catalog_, s_).size());
+  sources_ = storage_sources(catalog_, s_);
+  phases_ = static_cast<int>(sources_.size());
+  if (nic_share().shared) {
+    const TopologyGraph& g = topo_.graph();
+    for (VertexId nic : topo_.fabric_nics()) {
+      int found = -1;
+      for (auto [e, end] = boost::in_edges(nic, g); e != end; ++e)
+        if (found < 0 && g[boost::source(*e, g)].kind == DeviceKind::FabricSwitch) found = cm_.edge_index(*e);
+      nic_edges_.push_back(found);
+    }
+  }
   reported_ = iterations() - 1;
   if (iterations() != simulated_iterations(catalog_, s_)) throw std::logic_error("simulated iteration count");
 }
@@ -221,15 +234,6 @@ NicShare TrainingRun::nic_share() const {
   nic.bandwidth = catalog_.sku(s_.cluster.sku).ethernet_bandwidth;
   nic.shared = s_.cluster.fabric == FabricKind::Ethernet && topo_.nodes() > 1;
   return nic;
-}
-
-int TrainingRun::nic_edge(int node) const {
-  if (!nic_share().shared) return -1;
-  const TopologyGraph& g = topo_.graph();
-  const VertexId nic = topo_.fabric_nics().at(node);
-  for (auto [e, end] = boost::in_edges(nic, g); e != end; ++e)
-    if (g[boost::source(*e, g)].kind == DeviceKind::FabricSwitch) return cm_.edge_index(*e);
-  return -1;
 }
 
 void TrainingRun::add_loader(sg4::NetZone* zone, PlatformBuilder& builder,
@@ -256,7 +260,7 @@ void TrainingRun::add_loader(sg4::NetZone* zone, PlatformBuilder& builder,
     feed.push_back(std::move(ln));
   }
   const double images = static_cast<double>(s_.cluster.gpus_per_node) * s_.model.batch_per_gpu;
-  loader_ = std::make_unique<DataLoaderSim>(demand_, storage_sources(catalog_, s_), s_.storage->prefetch_depth,
+  loader_ = std::make_unique<DataLoaderSim>(demand_, sources_, s_.storage->prefetch_depth,
                                             images * s_.storage->decode_cpu_per_image_s, sku.vcpus,
                                             flow ? 1.0 : 1.0 / s_.cluster.nodes);
   loader_->build(zone, std::move(feed), !flow && nic_edge(0) >= 0);
@@ -271,7 +275,7 @@ void TrainingRun::apply_data_pipeline(Prediction& p, double images) {
   DataPipeline d = data_pipeline_demand(catalog_, s_, nic);
   // The reported iteration's link loads include one batch of reads into each node over a NIC that is
   // a graph edge (an Ethernet fabric's).
-  if (nic.shared && storage_sources(catalog_, s_).back().network)
+  if (nic.shared && sources_.back().network)
     for (int n = 0; n < (fidelity_ == Fidelity::Flow ? s_.cluster.nodes : 1); ++n)
       edge_bytes_[nic_edge(n)] += d.batch_bytes_per_node;
   d.simulated_iterations_per_epoch = per_phase_;
