@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
@@ -253,4 +254,41 @@ TEST_CASE("real: mpirun -n 3 ringsim sweep gives the same file as a local sweep"
   CHECK(sa == sb);
   CHECK(!std::filesystem::exists(dir + "/dist.csv.part1"));  // parts gathered and removed
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("real + validate --local: calibrate on ping-pong, then measure and predict allreduce and train", "[real]") {
+  const std::string work = "/tmp/ringsim_local_" + std::to_string(getpid());
+  const std::string json = work + ".json";
+  const std::string cmd = std::string(RINGSIM_TEST_BINARY) + kCatalog +
+                          " validate --local -n 3 --max-bytes 256K --work " + work + " --json " + json + " 2>&1";
+  setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+  setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+  const auto r = ringsim::test::run_command(cmd);
+  CAPTURE(r.output);
+  REQUIRE(r.status == 0);
+  CHECK(r.output.find("MAPE") != std::string::npos);
+  std::ifstream in(json);
+  const auto j = nlohmann::json::parse(in);
+  // 64, 128 and 256 KiB on 2 and 3 processes, and the training iteration's three figures.
+  std::map<std::string, int> per_file;
+  for (const auto& c : j["cases"]) {
+    const std::string name = c["case"];
+    ++per_file[name.substr(0, name.find(".json"))];
+    CHECK(c["predicted"].get<double>() > 0);
+    CHECK(c["measured"].get<double>() > 0);
+  }
+  CHECK(per_file["bench_2_ranks"] == 3);
+  CHECK(per_file["bench_3_ranks"] == 3);
+  CHECK(per_file.size() == 3);  // and one train file
+  std::ifstream ov(work + "/overlay.yaml");
+  const std::string overlay((std::istreambuf_iterator<char>(ov)), std::istreambuf_iterator<char>());
+  CHECK(overlay.find("shm_process: {bandwidth:") != std::string::npos);  // the processes' copy link, fitted
+  CHECK(overlay.find("vcpus: ") != std::string::npos);                   // this machine's cores
+  // --local measures this machine: a scenario or --measured with it is refused.
+  const auto bad = ringsim::test::run_command(std::string(RINGSIM_TEST_BINARY) + kCatalog + " validate --local " +
+                                              kScenarios + "/landolakes_cifar10_2x_nc24rs_v3.yaml 2>&1");
+  CHECK(bad.status == 2);
+  CHECK(bad.output.find("give no scenario") != std::string::npos);
+  std::filesystem::remove_all(work);
+  std::remove(json.c_str());
 }

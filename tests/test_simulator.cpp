@@ -1,6 +1,7 @@
 // The simulator against closed forms, in both fidelities (each SimGrid run in a forked child), and the
 // properties of `ringsim predict`: fidelities agree, outputs are deterministic, bottlenecks are where
 // the topology says.
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -17,6 +18,7 @@
 #include "graph/topology_graph.h"
 #include "load/scenario.h"
 #include "test_support.h"
+#include "validate/calibration_fit.h"
 
 using namespace ringsim;
 using collective::Space;
@@ -412,4 +414,89 @@ TEST_CASE("work estimate: predict refuses the flow fidelity above --max-transfer
   CHECK(test::run_command(std::string(RINGSIM_TEST_BINARY) + " --catalog " + RINGSIM_TEST_CATALOG + " predict " + file +
                           " --fidelity step --max-transfers 1000")
             .status == 0);
+}
+
+namespace {
+
+double timed_with(const Catalog& catalog, const Scenario& s, const collective::Collective& c, Fidelity f) {
+  return std::stod(run_in_child([&] {
+    std::ostringstream o;
+    o.precision(17);
+    o << simulate_collective(catalog, s, c, f).duration_s;
+    return o.str();
+  }));
+}
+
+Scenario local_host(int processes) {
+  return scenario("cluster: {sku: local-host, nodes: 1, gpus_per_node: " + std::to_string(processes) +
+                  ", fabric: ethernet}\nmodel: {name: resnet50, batch_per_gpu: 32}\ntraining: {epochs: 1}\n"
+                  "communication: {library: mpi}\n");
+}
+
+}  // namespace
+
+TEST_CASE("cpu processes: a ring on p processes sharing c cores copies and reduces at c/p of a core", "[simulator]") {
+  // local-host: shm_process links of 10 GB/s and 0.2 us, two per route, mpi's 0.8 fraction and 0.5 us
+  // overhead, 8 GB/s host reduction, 2 cores (skus.yaml, links.yaml, libraries.yaml).
+  const Catalog& cat = test::catalog();
+  REQUIRE(cat.gpu("cpu-process").cpu_process);
+  REQUIRE(cat.sku("local-host").vcpus == 2);
+  const double alpha = 2 * 0.2e-6 + 0.5e-6, bw = 10e9 * 0.8, reduce = 8e9;
+  const std::uint64_t bytes = 64ull << 20;
+  for (int p : {2, 3, 4}) {
+    const double share = std::min(1.0, 2.0 / p), chunk = static_cast<double>(bytes) / p;
+    const double expected = 2 * (p - 1) * (alpha + chunk / (bw * share)) + (p - 1) * chunk / (reduce * share);
+    auto ring = collective::make_ring_allreduce(p, bytes, 4, Space::Device);
+    for (Fidelity f : {Fidelity::Flow, Fidelity::Step}) {
+      CAPTURE(p, to_string(f));
+      CHECK(timed_with(cat, local_host(p), *ring, f) == Approx(expected).epsilon(0.01));
+    }
+  }
+}
+
+TEST_CASE("calibrate: size regimes are found in ping-pong data and predict follows them", "[calibrate]") {
+  // Two processes whose copies run at 10 GB/s with 1 us up to 4 MiB and at 5 GB/s with 20 us from 8 MiB
+  // (buffers outgrowing the caches): ringsim-real calibrate's layout, sizes 8 B - 256 MiB by 4x... 2x.
+  auto t = [](double s) { return s < 6e6 ? 1e-6 + s / 10e9 : 20e-6 + s / 5e9; };
+  nlohmann::json pts = nlohmann::json::array(), red = nlohmann::json::array();
+  for (double s = 8; s <= 256.0 * (1 << 20); s *= 2) pts.push_back({{"bytes", s}, {"seconds", t(s)}});
+  for (double s = 65536; s <= 64.0 * (1 << 20); s *= 2) red.push_back({{"bytes", s}, {"seconds", s / 20e9}});
+  const nlohmann::json data = {
+      {"schema", "ringsim.calibration-data/1"},
+      {"transport", "host"},
+      {"ranks", 2},
+      {"pingpong",
+       {{{"class", "same_socket"}, {"ranks", {0, 1}}, {"hosts", {"h", "h"}}, {"sockets", {0, 0}}, {"points", pts}}}},
+      {"reduction", red},
+      {"compute_stand_in", nlohmann::json::array()}};
+  const std::string file = "/tmp/ringsim_regimes_" + std::to_string(getpid()) + ".json";
+  std::ofstream(file) << data.dump();
+  const CalibrationResult r = calibrate(test::catalog(), local_host(2), {{file}, {}});
+  INFO(r.overlay_yaml);
+  std::vector<const LinearFit*> regimes;
+  for (const auto& f : r.fits)
+    if (f.path_class == "same_socket") regimes.push_back(&f);
+  REQUIRE(regimes.size() == 2);
+  CHECK(regimes[1]->from_bytes == 8 << 20);
+  CHECK(1 / regimes[0]->beta == Approx(10e9).epsilon(1e-6));
+  CHECK(1 / regimes[1]->beta == Approx(5e9).epsilon(1e-6));
+  CHECK(regimes[1]->alpha == Approx(20e-6).epsilon(1e-6));
+  // One reduction regime: the data is one line.
+  CHECK(std::count_if(r.fits.begin(), r.fits.end(), [](const LinearFit& f) { return f.path_class == "reduction"; }) ==
+        1);
+
+  const std::string overlay = file + ".yaml";
+  std::ofstream(overlay) << r.overlay_yaml;
+  Catalog cat = test::catalog();
+  cat.apply_overlay(overlay);
+  // One message in each regime costs what was measured, in both fidelities.
+  for (double s : {65536.0, 1048576.0, 16777216.0, 268435456.0}) {
+    const OneTransfer one(static_cast<std::uint64_t>(s));
+    for (Fidelity f : {Fidelity::Flow, Fidelity::Step}) {
+      CAPTURE(s, to_string(f));
+      CHECK(timed_with(cat, local_host(2), one, f) == Approx(t(s)).epsilon(0.001));
+    }
+  }
+  std::remove(file.c_str());
+  std::remove(overlay.c_str());
 }

@@ -58,6 +58,54 @@ LinearFit fit_linear(const std::vector<FitPoint>& pts) {
   return f;
 }
 
+namespace {
+double relative_ssr(const LinearFit& f, const std::vector<FitPoint>& pts) {
+  double s = 0;
+  for (const auto& p : pts) {
+    const double r = (f.alpha * p.x_alpha + f.beta * p.x_beta - p.seconds) / p.seconds;
+    s += r * r;
+  }
+  return s;
+}
+}  // namespace
+
+std::vector<LinearFit> fit_regimes(std::vector<FitPoint> pts, int max_regimes, std::size_t min_points) {
+  std::stable_sort(pts.begin(), pts.end(), [](const FitPoint& a, const FitPoint& b) { return a.x_beta < b.x_beta; });
+  const std::size_t n = pts.size();
+  auto fit_range = [&](std::size_t a, std::size_t b) {
+    std::vector<FitPoint> part(pts.begin() + static_cast<std::ptrdiff_t>(a),
+                               pts.begin() + static_cast<std::ptrdiff_t>(b));
+    LinearFit f = fit_linear(part);
+    f.data = part;
+    f.from_bytes = a == 0 ? 0 : part.front().x_beta;
+    return f;
+  };
+  auto aic = [&](const std::vector<LinearFit>& fits) {
+    double ssr = 0;
+    for (const auto& f : fits) ssr += relative_ssr(f, f.data);
+    const double k = 3.0 * static_cast<double>(fits.size()) - 1;  // alpha, beta per regime, and the breaks
+    // Residuals below 1e-6 (relative, RMS) are no measurement's: a floor keeps exact data from
+    // rewarding splits that only shave rounding errors.
+    return static_cast<double>(n) * std::log(std::max(ssr / static_cast<double>(n), 1e-12)) + 2 * k;
+  };
+  std::vector<LinearFit> best = {fit_range(0, n)};
+  double best_aic = aic(best);
+  auto consider = [&](std::vector<LinearFit> fits) {
+    const double a = aic(fits);
+    if (a < best_aic) {
+      best_aic = a;
+      best = std::move(fits);
+    }
+  };
+  if (max_regimes >= 2)
+    for (std::size_t i = min_points; i + min_points <= n; ++i) consider({fit_range(0, i), fit_range(i, n)});
+  if (max_regimes >= 3)
+    for (std::size_t i = min_points; i + 2 * min_points <= n; ++i)
+      for (std::size_t j = i + min_points; j + min_points <= n; ++j)
+        consider({fit_range(0, i), fit_range(i, j), fit_range(j, n)});
+  return best;
+}
+
 NcclTestsData parse_nccl_tests(const std::string& text, const std::string& file) {
   NcclTestsData d;
   std::istringstream in(text);
@@ -207,11 +255,20 @@ CalibrationResult calibrate(const Catalog& catalog, const Scenario& s, const Cal
     }
     if (cls == "reduction")
       for (auto& p : pts) p.x_alpha = 1;  // a fixed start-up cost plus gamma per byte
-    LinearFit f = fit_linear(pts);
-    f.data = pts;
-    f.path_class = cls;
-    f.source = sources[cls];
-    r.fits.push_back(f);
+    // Size regimes where x_beta is the message size (ping-pong, sendrecv, reduction); one line for rings.
+    const bool per_message = std::all_of(pts.begin(), pts.end(), [](const FitPoint& p) { return p.x_alpha == 1; });
+    std::vector<LinearFit> fits;
+    if (per_message) {
+      fits = fit_regimes(pts);
+    } else {
+      fits = {fit_linear(pts)};
+      fits.front().data = pts;
+    }
+    for (auto& f : fits) {
+      f.path_class = cls;
+      f.source = sources[cls];
+      r.fits.push_back(f);
+    }
   }
 
   // Map the fits onto the scenario's paths: the route the library's transfers take between two members.
@@ -229,11 +286,17 @@ CalibrationResult calibrate(const Catalog& catalog, const Scenario& s, const Cal
     }
     return std::make_pair(bw, lat);
   };
+  const bool cpu_processes = catalog.gpu(catalog.sku(s.cluster.sku).gpu).cpu_process;
   // Pick member pairs for each class.
   const int gpn = s.cluster.gpus_per_node;
   std::map<std::string, std::pair<int, int>> members;
   for (int m = 1; m < gpn; ++m) {
-    const bool same = cm.member(m).host == cm.member(0).host;
+    bool same = cm.member(m).host == cm.member(0).host;
+    if (cpu_processes) {  // each process is its own memory: same socket unless the route crosses sockets
+      same = true;
+      for (int e : route_of(0, m)->edges)
+        if (topo.link(cm.edge(e)).kind == LinkKind::SocketInterconnect) same = false;
+    }
     members.emplace(same ? "same_socket" : "cross_socket", std::make_pair(0, m));
   }
   if (s.cluster.nodes > 1) members.emplace("network", std::make_pair(0, gpn));
@@ -242,16 +305,47 @@ CalibrationResult calibrate(const Catalog& catalog, const Scenario& s, const Cal
   y << "# ringsim calibration overlay for " << s.cluster.sku << ", library " << lib.name << ", fabric "
     << to_string(s.cluster.fabric) << "; written by `ringsim calibrate` from:\n";
   for (const auto& f : r.fits)
-    y << "#   " << f.path_class << ": " << f.source << "\n#     alpha " << fmt(f.alpha) << " s, beta " << fmt(f.beta)
-      << " s/B (" << format_bandwidth(f.beta > 0 ? 1 / f.beta : 0) << "), R^2 " << fmt(f.r2) << ", worst residual "
+    y << "#   " << f.path_class << (f.from_bytes > 0 ? " from " + format_bytes(f.from_bytes) : std::string()) << ": "
+      << f.source << "\n#     alpha " << fmt(f.alpha) << " s, beta " << fmt(f.beta) << " s/B ("
+      << format_bandwidth(f.beta > 0 ? 1 / f.beta : 0) << "), R^2 " << fmt(f.r2) << ", worst residual "
       << fmt(f.worst_residual_pct) << " % over " << f.points << " points\n";
   y << "# Use: ringsim predict SCENARIO --calibration THIS_FILE, or the scenario key `calibration:`.\n";
   y << "libraries:\n  " << lib.name << ":\n";
+  // Per class its size regimes, ascending. The largest messages' regime is the base (their bandwidth is
+  // what contention shares); the others are regimes of the overlay, the first one from 1 byte.
+  std::map<std::string, std::vector<const LinearFit*>> regimes_of;
   std::map<std::string, const LinearFit*> fit_of;
-  for (const auto& f : r.fits) fit_of[f.path_class] = &f;
-  if (auto it = fit_of.find("reduction"); it != fit_of.end() && it->second->beta > 0)
+  for (const auto& f : r.fits) {
+    regimes_of[f.path_class].push_back(&f);
+    fit_of[f.path_class] = &f;
+  }
+  auto regime_from = [](const LinearFit* f) {
+    return std::to_string(static_cast<long long>(std::max(f->from_bytes, 1.0))) + " B";
+  };
+  if (auto it = fit_of.find("reduction"); it != fit_of.end() && it->second->beta > 0) {
     y << "    host_reduction_rate: " << fmt(1 / it->second->beta) << " B/s   # 1 / gamma\n";
-  std::vector<std::string> path_lines;
+    const auto& regs = regimes_of["reduction"];
+    if (regs.size() > 1) {
+      y << "    host_reduction_regimes:\n";
+      for (const LinearFit* g : regs)
+        if (g->beta > 0) y << "      - {from: " << regime_from(g) << ", rate: " << fmt(1 / g->beta) << " B/s}\n";
+    }
+  }
+  // The regimes line of a path: bandwidth relative to the base fit's, overhead above `latency_in_route`.
+  auto regimes_yaml = [&](const std::string& cls, double latency_in_route) {
+    const auto& regs = regimes_of[cls];
+    if (regs.size() < 2) return std::string();
+    const LinearFit* base = regs.back();
+    std::string out = ", regimes: [";
+    for (std::size_t i = 0; i < regs.size(); ++i) {
+      const LinearFit* g = regs[i];
+      const double scale = g->beta > 0 ? std::clamp(base->beta / g->beta, 0.01, 100.0) : 100.0;
+      out += std::string(i ? ", " : "") + "{from: " + regime_from(g) + ", bandwidth_scale: " + fmt(scale) +
+             ", message_overhead: " + fmt(std::max(0.0, g->alpha - latency_in_route)) + " s}";
+    }
+    return out + "]";
+  };
+  std::vector<std::string> path_lines, link_lines;
   auto path_profile = [&](const char* key, const char* cls) {
     auto f = fit_of.find(cls);
     auto m = members.find(cls);
@@ -260,7 +354,23 @@ CalibrationResult calibrate(const Catalog& catalog, const Scenario& s, const Cal
       r.notes.push_back(std::string(cls) + ": the scenario has no such pair of ranks; not applied");
       return;
     }
-    const auto [bw, lat] = nominal(*route_of(m->second.first, m->second.second));
+    const Path& route = *route_of(m->second.first, m->second.second);
+    const auto [bw, lat] = nominal(route);
+    if (cpu_processes && std::string(cls) != "network" && f->second->beta > 0) {
+      // The ranks are processes: the fit is their copy link itself (each route crosses it twice, the
+      // sender's and the receiver's side), at the library's full rate. Its latency is the smallest
+      // messages' alpha; larger regimes add theirs above it as overhead.
+      const int hops = static_cast<int>(route.edges.size());
+      const std::string link = topo.link(cm.edge(route.edges.front())).link_class;
+      const double alpha0 = regimes_of[cls].front()->alpha;
+      link_lines.push_back("  " + link + ": {bandwidth: " + fmt(1 / f->second->beta) +
+                           " B/s, latency: " + fmt(alpha0 / std::max(hops, 1)) + " s}   # from " + cls + ", " +
+                           std::to_string(hops) + " hops per message");
+      path_lines.push_back(std::string("      ") + key + ": {bandwidth_fraction: 1, message_overhead: " +
+                           fmt(std::max(0.0, f->second->alpha - alpha0)) + " s" + regimes_yaml(cls, alpha0) +
+                           "}   # the " + link + " figures below carry the fit");
+      return;
+    }
     double fraction = f->second->beta > 0 ? (1 / f->second->beta) / bw : 1;
     if (fraction > 1) {
       r.notes.push_back(std::string(cls) + ": measured " + format_bandwidth(1 / f->second->beta) +
@@ -270,8 +380,8 @@ CalibrationResult calibrate(const Catalog& catalog, const Scenario& s, const Cal
     fraction = std::max(fraction, 0.01);
     const double overhead = std::max(0.0, f->second->alpha - lat);
     path_lines.push_back(std::string("      ") + key + ": {bandwidth_fraction: " + fmt(fraction) +
-                         ", message_overhead: " + fmt(overhead) + " s}   # from " + cls + ": route nominal " +
-                         format_bandwidth(bw) + ", latency " + format_time(lat));
+                         ", message_overhead: " + fmt(overhead) + " s" + regimes_yaml(cls, lat) + "}   # from " + cls +
+                         ": route nominal " + format_bandwidth(bw) + ", latency " + format_time(lat));
   };
   if (fit_of.count("same_socket"))
     path_profile("intra_node", "same_socket");
@@ -281,6 +391,10 @@ CalibrationResult calibrate(const Catalog& catalog, const Scenario& s, const Cal
   if (!path_lines.empty()) {
     y << "    paths:\n";
     for (const auto& l : path_lines) y << l << "\n";
+  }
+  if (!link_lines.empty()) {
+    y << "link_classes:\n";
+    for (const auto& l : link_lines) y << l << "\n";
   }
   r.overlay_yaml = y.str();
   return r;

@@ -28,11 +28,18 @@ struct LinearFit {
   double worst_residual_pct = 0;  // largest |fit - measured| / measured
   std::size_t points = 0;
   std::vector<FitPoint> data;  // the points fitted
+  double from_bytes = 0;       // a size regime's first message size (0: the first regime)
 };
 
 // Weighted least squares t ~ alpha * x_alpha + beta * x_beta, minimising relative residuals; alpha is
 // clamped at zero (refit with beta alone) when the unconstrained fit makes it negative.
 LinearFit fit_linear(const std::vector<FitPoint>& points);
+
+// Point-to-point and reduction data (x_alpha 1, x_beta the message size): up to `max_regimes` fits over
+// consecutive size ranges of at least `min_points` points each (segmented least squares), the count
+// chosen by Akaike's criterion on the relative residuals, so a regime is added only where it explains
+// the data (caches, protocol switches) beyond its extra parameters. Sorted by from_bytes.
+std::vector<LinearFit> fit_regimes(std::vector<FitPoint> points, int max_regimes = 3, std::size_t min_points = 3);
 
 struct CalibrationInputs {
   std::vector<std::string> data_files;        // ringsim.calibration-data/1 JSON

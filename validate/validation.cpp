@@ -7,12 +7,15 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 
+#include "collective/collective.h"
 #include "execute/child_process.h"
 #include "execute/training_sim.h"
 #include "load/input_error.h"
+#include "load/units.h"
 #include "load/yaml_reader.h"
 #include "report/prediction_report.h"
 #include "report/svg_chart.h"
@@ -79,15 +82,79 @@ ValidationReport validate_published(const Catalog& catalog, const std::string& c
   return r;
 }
 
+namespace {
+
+// A `ringsim-real bench --json` file: each row's allreduce predicted alone on the scenario's node (the
+// bench's ranks as its GPUs or processes, in rank order), busbw against busbw.
+void add_bench_cases(const Catalog& catalog, const Scenario& scenario, const nlohmann::json& m, const std::string& f,
+                     ValidationReport& r) {
+  auto fail = [&](const std::string& what) { throw InputError({f, 0, 0, ""}, what); };
+  auto field = [&](const nlohmann::json& j, const char* key) -> const nlohmann::json& {
+    if (!j.contains(key)) fail(std::string("\"") + key + "\" is missing");
+    return j[key];
+  };
+  const std::string op = field(m, "op").get<std::string>(), algorithm = field(m, "algorithm").get<std::string>();
+  if (op != "allreduce") fail("bench op '" + op + "': only allreduce rows are predicted");
+  if (algorithm != "ring" && algorithm != "halving_doubling")
+    fail("bench algorithm '" + algorithm + "': expected ring or halving_doubling");
+  const int ranks = field(m, "ranks").get<int>();
+  Scenario s = scenario;
+  if (ranks != s.cluster.total_gpus()) {
+    if (s.cluster.nodes != 1 || ranks < 2 || ranks > catalog.sku(s.cluster.sku).gpus)
+      fail("measured on " + std::to_string(ranks) + " ranks; the scenario has " +
+           std::to_string(s.cluster.total_gpus()) + " GPUs on " + std::to_string(s.cluster.nodes) +
+           " nodes (one-node scenarios take any rank count up to the node's GPUs)");
+    s.cluster.gpus_per_node = ranks;
+  }
+  const double overhead = catalog.library(std::string(to_string(s.communication.library))).collective_overhead;
+  const double bus = 2.0 * (ranks - 1) / ranks;
+  const std::string name = std::filesystem::path(f).filename().string();
+  for (const auto& row : field(m, "rows")) {
+    const auto bytes = field(row, "bytes").get<std::uint64_t>();
+    if (bytes == 0) continue;
+    const std::string type = field(row, "type").get<std::string>();
+    const int elem = type == "double" ? 8 : type == "float" || type == "int32" ? 4 : 0;
+    if (elem == 0) fail("row type '" + type + "': expected float, int32 or double");
+    const double seconds = std::stod(run_in_child([&] {
+      auto c = algorithm == "ring"
+                   ? collective::make_ring_allreduce(ranks, bytes, elem, collective::Space::Device)
+                   : collective::make_halving_doubling_allreduce(ranks, bytes, elem, collective::Space::Device);
+      char out[64];
+      std::snprintf(out, sizeof out, "%.17g", simulate_collective(catalog, s, *c, Fidelity::Flow).duration_s);
+      return std::string(out);
+    }));
+    const double predicted = static_cast<double>(bytes) / (seconds + overhead) / 1e9 * bus;
+    ValidationCase vc{name + " " + format_bytes(static_cast<double>(bytes)), "busbw_gbps", predicted,
+                      field(row, "busbw_gbps").get<double>()};
+    vc.group = algorithm + ", " + std::to_string(ranks) + " ranks";
+    vc.x = static_cast<double>(bytes);
+    r.cases.push_back(vc);
+  }
+  r.x_label = "bytes";
+}
+
+}  // namespace
+
 ValidationReport validate_measured(const Catalog& catalog, const Scenario& s, const std::vector<std::string>& files) {
   ValidationReport r;
   r.title = "measured vs predicted: " + s.name;
-  const nlohmann::json p = predict_isolated(catalog, s);
+  std::optional<nlohmann::json> prediction;  // of the training iteration, for result files
   for (const auto& f : files) {
     nlohmann::json m = read_json_file(f);
+    if (m.is_object() && m.contains("schema") && m["schema"] == "ringsim.bench/1") {
+      try {
+        add_bench_cases(catalog, s, m, f, r);
+      } catch (const nlohmann::json::exception& e) {
+        throw InputError({f, 0, 0, ""}, std::string("not a ringsim-real bench file: ") + e.what());
+      }
+      continue;
+    }
     if (!m.is_object() || !m.contains("schema") || m["schema"] != kResultSchema)
-      throw InputError({f, 0, 0, ""}, std::string("expected a result file with \"schema\": \"") + kResultSchema +
-                                          "\" (ringsim-real train --json)");
+      throw InputError({f, 0, 0, ""},
+                       std::string("expected a result file with \"schema\": \"") + kResultSchema +
+                           "\" (ringsim-real train --json) or \"ringsim.bench/1\" (ringsim-real bench --json)");
+    if (!prediction) prediction = predict_isolated(catalog, s);
+    const nlohmann::json& p = *prediction;
     if (!m.contains("gpus") || m["gpus"] != p["gpus"])
       throw InputError({f, 0, 0, ""},
                        "measured on " + m["gpus"].dump() + " GPUs, the scenario has " + p["gpus"].dump());
@@ -175,7 +242,7 @@ std::string validation_svg(const ValidationReport& r) {
   for (const auto& c : r.cases)
     if (!c.group.empty() && std::find(groups.begin(), groups.end(), c.group) == groups.end()) groups.push_back(c.group);
   if (!groups.empty()) {
-    chart.x_label = "GPUs";
+    chart.x_label = r.x_label;
     chart.y_label = r.cases.front().metric + " (line: predicted, circles: measured)";
     chart.log_x = true;
     for (std::size_t g = 0; g < groups.size(); ++g) {

@@ -28,6 +28,7 @@ struct ValidationCase {
 
 struct ValidationReport {
   std::string title;
+  std::string x_label = "GPUs";  // of grouped cases in plots
   std::vector<ValidationCase> cases;
   // Result files (--measured): where each differs from the prediction, part by part.
   std::vector<std::pair<std::string, ResultDiff>> differences;

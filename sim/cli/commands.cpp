@@ -21,6 +21,7 @@
 #include "report/prediction_report.h"
 #include "report/topo_matrix.h"
 #include "validate/calibration_fit.h"
+#include "validate/local_validation.h"
 #include "validate/validation.h"
 
 namespace ringsim {
@@ -129,7 +130,26 @@ int run_job(const std::string& catalog_dir, const JobCommandOptions& o) {
 int run_validate(const std::string& catalog_dir, const ValidateOptions& o) {
   const Catalog catalog = Catalog::load(catalog_dir);
   ValidationReport report;
-  if (o.published) {
+  if (o.local) {
+    if (o.published || o.scenario || !o.measured.empty() || o.horovod_timeline)
+      throw InputError({},
+                       "validate --local measures this machine itself: give no scenario, --measured or --published");
+    LocalValidationOptions lo;
+    lo.ranks = o.local_ranks;
+    lo.max_bytes = o.local_max_bytes;
+    lo.real_binary = o.real_binary;
+    lo.scenario_file =
+        (std::filesystem::path(catalog_dir).parent_path() / "validate" / "scenarios" / "local_host_resnet50.yaml")
+            .string();
+    if (o.work_dir) {
+      lo.work_dir = *o.work_dir;
+    } else {
+      char tmpl[] = "/tmp/ringsim-local-XXXXXX";
+      if (!mkdtemp(tmpl)) throw std::runtime_error("validate --local: cannot create a folder under /tmp");
+      lo.work_dir = tmpl;
+    }
+    report = validate_local(catalog, lo, std::cout);
+  } else if (o.published) {
     report = validate_published(catalog, *o.published);
   } else {
     if (!o.scenario) throw InputError({}, "validate: give a SCENARIO with --measured FILE..., or --published");
@@ -206,9 +226,10 @@ int run_calibrate(const std::string& catalog_dir, const CalibrateOptions& o) {
     throw InputError({}, "calibrate: give measurements with --data FILE (ringsim-real calibrate) or --nccl-tests FILE");
   const CalibrationResult r = calibrate(catalog, s, {o.data_files, o.nccl_tests_files});
   for (const auto& f : r.fits)
-    std::cout << "  " << f.path_class << ": alpha " << format_time(f.alpha) << ", 1/beta "
-              << format_bandwidth(f.beta > 0 ? 1 / f.beta : 0) << ", R^2 " << format_number(f.r2) << ", worst residual "
-              << format_number(f.worst_residual_pct) << " % (" << f.points << " points)\n";
+    std::cout << "  " << f.path_class << (f.from_bytes > 0 ? " from " + format_bytes(f.from_bytes) : std::string())
+              << ": alpha " << format_time(f.alpha) << ", 1/beta " << format_bandwidth(f.beta > 0 ? 1 / f.beta : 0)
+              << ", R^2 " << format_number(f.r2) << ", worst residual " << format_number(f.worst_residual_pct) << " % ("
+              << f.points << " points)\n";
   for (const auto& n : r.notes) std::cout << "  note: " << n << "\n";
   if (o.plot_file) write_file_atomically(*o.plot_file, calibration_svg(r));
   if (o.out_file)

@@ -52,6 +52,12 @@ struct ValidateOptions {
   std::optional<double> max_mape;
   std::optional<std::string> json_file;
   std::optional<std::string> plot_file;
+  // --local: measure this machine with ringsim-real, then predict it.
+  bool local = false;
+  int local_ranks = 4;
+  std::string local_max_bytes = "256M";
+  std::optional<std::string> work_dir;
+  std::string real_binary;  // ringsim-real, next to this binary
 };
 int run_validate(const std::string& catalog_dir, const ValidateOptions& options);
 

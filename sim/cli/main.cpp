@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <filesystem>
 #include <iostream>
 #include <new>
 #include <thread>
@@ -107,6 +108,13 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.0, 1e6));
   validate->add_option("--json", val_opts.json_file, "Write the cases and errors as JSON");
   validate->add_option("--plot", val_opts.plot_file, "Draw predicted vs measured as SVG");
+  validate->add_flag("--local", val_opts.local,
+                     "Measure this machine with ringsim-real (calibrate on ping-pong, then allreduce and train) and "
+                     "predict it");
+  validate->add_option("-n,--ranks", val_opts.local_ranks, "--local: allreduce on 2..N processes")
+      ->check(CLI::Range(2, 64));
+  validate->add_option("--max-bytes", val_opts.local_max_bytes, "--local: largest allreduce and ping-pong size");
+  validate->add_option("--work", val_opts.work_dir, "--local: folder for the measurements and the overlay");
 
   ringsim::CalibrateOptions cal_opts;
   auto* calibrate =
@@ -215,7 +223,10 @@ int main(int argc, char** argv) {
     if (*check) return ringsim::run_check(catalog_dir, scenario, sets);
     if (*predict) return ringsim::run_predict(catalog_dir, predict_opts);
     if (*job) return ringsim::run_job(catalog_dir, job_opts);
-    if (*validate) return ringsim::run_validate(catalog_dir, val_opts);
+    if (*validate) {
+      val_opts.real_binary = (std::filesystem::path(self_path(argv[0])).parent_path() / "ringsim-real").string();
+      return ringsim::run_validate(catalog_dir, val_opts);
+    }
     if (*calibrate) return ringsim::run_calibrate(catalog_dir, cal_opts);
 #ifdef RINGSIM_HAVE_SMPI
     if (*emulate) {

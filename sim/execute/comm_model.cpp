@@ -65,7 +65,20 @@ CommModel::CommModel(const Catalog& catalog, const Scenario& s, const Topology& 
   }
   for (int r = 0; r < workers_; ++r) {
     const int node = r / gpn, local = r % gpn;
-    places_.push_back({topo.gpu(node, local), from_template(nearest[local], node), true});
+    const VertexId dev = topo.gpu(node, local);
+    // A CPU process keeps its buffers in its own (host) memory: both spaces are the process.
+    places_.push_back(gpu_.cpu_process ? MemberPlace{dev, dev, false}
+                                       : MemberPlace{dev, from_template(nearest[local], node), true});
+  }
+  if (gpu_.cpu_process) {
+    // More processes than cores: the busy processes of a node share its cores, so each copies and
+    // reduces at cores/processes of one core's rate (every rank of a collective step is busy at once).
+    cpu_share_ = std::min(1.0, static_cast<double>(catalog.sku(s.cluster.sku).vcpus) / gpn);
+    for (int i = 0; i < edge_count(); ++i) {
+      const EdgeId e = edges_[i];
+      if (g[boost::source(e, g)].kind == DeviceKind::Gpu || g[boost::target(e, g)].kind == DeviceKind::Gpu)
+        edge_bw_[i] *= cpu_share_;
+    }
   }
 }
 
@@ -148,7 +161,8 @@ Path CommModel::make_path(const Route& r) const {
     p.edges.push_back(edge_index_.at(e.get_property()));
     if (is_fabric(topo_.link(e).kind)) p.crosses_fabric = true;
   }
-  p.overhead = (p.crosses_fabric ? lib_.fabric(topo_.shape().fabric) : lib_.intra_node).message_overhead;
+  p.profile = p.crosses_fabric ? &lib_.fabric(topo_.shape().fabric) : &lib_.intra_node;
+  p.overhead = p.profile->message_overhead;
   p.latency += p.overhead;
   return p;
 }
@@ -243,7 +257,8 @@ std::string CommModel::edge_name(int i) const {
 double CommModel::reduce_time(int m, collective::Space space, std::uint64_t bytes) const {
   const bool on_gpu = space == collective::Space::Device && places_.at(m).gpu;
   if (on_gpu) return 3.0 * static_cast<double>(bytes) / gpu_.memory_bandwidth;
-  return static_cast<double>(bytes) / lib_.host_reduction_rate;
+  const double b = static_cast<double>(bytes);
+  return b / (lib_.host_reduction_rate_for(b) * (places_.at(m).gpu ? 1.0 : cpu_share_));
 }
 
 double CommModel::update_time(int m, std::uint64_t bytes) const {

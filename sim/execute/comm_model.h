@@ -31,6 +31,7 @@ struct Path {
   double latency = 0;      // route latency + message overhead
   double overhead = 0;     // the library's per-message overhead included in `latency`
   bool crosses_fabric = false;
+  const PathProfile* profile = nullptr;  // the library's profile for this path
 };
 
 class CommModel {
@@ -71,6 +72,17 @@ class CommModel {
   double edge_bandwidth(int i) const { return edge_bw_[i]; }  // effective for this library
   std::string edge_name(int i) const;
 
+  // A message of `bytes` on path p under the profile's size regimes: the bytes that cost the same at the
+  // path's base effective bandwidth, and its per-message overhead.
+  static double wire_bytes(const Path& p, double bytes) {
+    const SizeRegime* r = p.profile ? p.profile->regime(bytes) : nullptr;
+    return r ? bytes / r->bandwidth_scale : bytes;
+  }
+  static double message_overhead(const Path& p, double bytes) {
+    const SizeRegime* r = p.profile ? p.profile->regime(bytes) : nullptr;
+    return r ? r->message_overhead : p.overhead;
+  }
+
   // Seconds to reduce `bytes` received into a buffer in `space` of member m; to apply an update there.
   double reduce_time(int m, collective::Space space, std::uint64_t bytes) const;
   double update_time(int m, std::uint64_t bytes) const;
@@ -86,6 +98,7 @@ class CommModel {
   const Topology& topo_;
   const LibraryProfile& lib_;
   const GpuSpec& gpu_;
+  double cpu_share_ = 1;  // of one core per process, for the processes of a CPU-only host
   Router router_;
   int workers_ = 0;
   int ranks_per_node_ = 0;

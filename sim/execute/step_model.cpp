@@ -90,7 +90,7 @@ double flows_duration(const std::vector<Flow>& flows, const CommModel& cm) {
     }
   }
   double end = 0;
-  for (std::size_t i = 0; i < n; ++i) end = std::max(end, finish[i] + flows[i].path->latency);
+  for (std::size_t i = 0; i < n; ++i) end = std::max(end, finish[i] + flows[i].path->latency + flows[i].extra_latency);
   return end;
 }
 
@@ -104,7 +104,11 @@ double collective_duration(const collective::Collective& c, CommModel& cm, std::
     double slowest_local = 0;
     for (int m = 0; m < c.members(); ++m) {
       c.rank_step(m, run.first, st);
-      for (const auto& t : st.sends) flows.push_back({&cm.path(t), static_cast<double>(t.bytes)});
+      for (const auto& t : st.sends) {
+        const Path& p = cm.path(t);
+        const double b = static_cast<double>(t.bytes);
+        flows.push_back({&p, CommModel::wire_bytes(p, b), CommModel::message_overhead(p, b) - p.overhead, b});
+      }
       double local = 0;
       for (const auto& r : st.recvs)
         if (r.reduce) local += cm.reduce_time(m, r.dst_space, r.bytes);
@@ -115,7 +119,7 @@ double collective_duration(const collective::Collective& c, CommModel& cm, std::
     total += step * run.count;
     if (edge_bytes)
       for (const auto& f : flows)
-        for (int e : f.path->edges) (*edge_bytes)[e] += f.bytes * run.count;
+        for (int e : f.path->edges) (*edge_bytes)[e] += f.payload * run.count;
     if (runs) runs->push_back({run.phase, run.count, step, static_cast<int>(flows.size())});
   }
   return total;

@@ -14,7 +14,9 @@ namespace ringsim {
 
 struct Flow {
   const Path* path = nullptr;
-  double bytes = 0;
+  double bytes = 0;          // as the path's base bandwidth sees them (CommModel::wire_bytes)
+  double extra_latency = 0;  // the size regime's overhead less the path's
+  double payload = 0;        // bytes carried, for link loads
 };
 
 // Seconds until the last flow completes (its path latency included).

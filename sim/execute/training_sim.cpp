@@ -90,13 +90,15 @@ class SimgridTransport final : public collective::Transport {
 
   void post(int, const RankStep& step) override {
     double overhead = 0;
-    for (const auto& t : step.sends) overhead = std::max(overhead, cm_.path(t).overhead);
+    for (const auto& t : step.sends)
+      overhead = std::max(overhead, CommModel::message_overhead(cm_.path(t), static_cast<double>(t.bytes)));
     if (overhead > 0) sleep(overhead);
     comms_.clear();
     for (const auto& t : step.sends) {
       sg4::Host* from = hosts_[cm_.endpoint(t.src, t.src_space)];
       sg4::Host* to = hosts_[cm_.endpoint(t.dst, t.dst_space)];
-      comms_.push_back(sg4::Comm::sendto_async(from, to, t.bytes));
+      comms_.push_back(
+          sg4::Comm::sendto_async(from, to, CommModel::wire_bytes(cm_.path(t), static_cast<double>(t.bytes))));
       ++activities_;
     }
   }

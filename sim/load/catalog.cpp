@@ -143,9 +143,10 @@ Catalog Catalog::load(const std::string& dir) {
   {
     YamlField root = open_root(base / "gpus.yaml", {"gpus"});
     for (auto& [name, f] : root.get("gpus").entries()) {
-      f.require_map({"description", "fp32_peak", "memory_bandwidth", "memory", "gpus_per_board"});
+      f.require_map({"description", "kind", "fp32_peak", "memory_bandwidth", "memory", "gpus_per_board"});
       GpuSpec g;
       g.name = name;
+      if (auto k = f.find("kind")) g.cpu_process = k->choice({"gpu", "cpu_process"}) == "cpu_process";
       g.description = f.get("description").str();
       g.fp32_peak_flops = f.get("fp32_peak").positive_quantity(Quantity::FlopRate);
       g.memory_bandwidth = f.get("memory_bandwidth").positive_quantity(Quantity::Bandwidth);
@@ -212,7 +213,11 @@ Catalog Catalog::load(const std::string& dir) {
       }
       for (auto& item : f.get("gpus").items()) {
         Attachment a = parse_attachment(item);
-        require_link(item.get("link"), LinkKind::Pcie);
+        // PCIe for GPUs; memory for the processes of a CPU-only host (checked against the SKU's device).
+        if (c.links_.count(a.link) && c.links_.at(a.link).kind != LinkKind::Memory)
+          require_link(item.get("link"), LinkKind::Pcie);
+        else
+          require_link(item.get("link"), LinkKind::Memory);
         check_parent(item, a);
         l.gpus.push_back(a);
       }
@@ -271,6 +276,12 @@ Catalog Catalog::load(const std::string& dir) {
       if (static_cast<int>(layout.gpus.size()) != s.gpus)
         f.get("gpus").fail("layout '" + s.layout + "' places " + std::to_string(layout.gpus.size()) + " GPUs, not " +
                            std::to_string(s.gpus));
+      const bool processes = c.gpus_.at(s.gpu).cpu_process;
+      for (const Attachment& a : layout.gpus)
+        if ((c.links_.at(a.link).kind == LinkKind::Memory) != processes)
+          f.get("layout").fail(
+              "layout '" + s.layout + "' attaches its devices with " + a.link + ", but '" + s.gpu + "' is " +
+              (processes ? "a CPU process (expected a memory-kind link)" : "a GPU (expected a PCIe link)"));
       if (layout.sockets > 1)
         s.socket_link = require_link(f.get("socket_link"), LinkKind::SocketInterconnect);
       else if (f.has("socket_link"))
@@ -461,23 +472,45 @@ const typename Map::mapped_type& lookup(const Map& m, const std::string& name, c
 
 const GpuSpec& Catalog::gpu(const std::string& n) const { return lookup(gpus_, n, "GPU", gpu_order_); }
 void Catalog::apply_overlay(const std::string& file) {
-  YamlField root = open_root(file, {"libraries", "link_classes"});
+  YamlField root = open_root(file, {"libraries", "link_classes", "skus"});
   if (auto libs = root.find("libraries")) {
     libs->require_map();
     for (auto& [name, f] : libs->entries()) {
       auto it = libraries_.find(name);
       if (it == libraries_.end()) f.fail("unknown library '" + name + "'" + suggestion_suffix(name, library_order_));
       LibraryProfile& l = it->second;
-      f.require_map({"collective_overhead", "host_reduction_rate", "paths"});
+      f.require_map({"collective_overhead", "host_reduction_rate", "host_reduction_regimes", "paths"});
       if (auto v = f.find("collective_overhead")) l.collective_overhead = v->nonnegative_quantity(Quantity::Time);
       if (auto v = f.find("host_reduction_rate")) l.host_reduction_rate = v->positive_quantity(Quantity::Bandwidth);
+      if (auto v = f.find("host_reduction_regimes")) {
+        l.host_reduction_regimes.clear();
+        for (auto& item : v->items()) {
+          item.require_map({"from", "rate"});
+          const double from = item.get("from").positive_quantity(Quantity::Bytes);
+          if (!l.host_reduction_regimes.empty() && from <= l.host_reduction_regimes.back().first)
+            item.get("from").fail("regimes must be in ascending order of size");
+          l.host_reduction_regimes.emplace_back(from, item.get("rate").positive_quantity(Quantity::Bandwidth));
+        }
+      }
       if (auto paths = f.find("paths")) {
         paths->require_map({"intra_node", "infiniband", "ethernet"});
         for (auto& [pname, p] : paths->entries()) {
           PathProfile& prof = pname == "intra_node" ? l.intra_node : pname == "infiniband" ? l.infiniband : l.ethernet;
-          p.require_map({"bandwidth_fraction", "message_overhead"});
+          p.require_map({"bandwidth_fraction", "message_overhead", "regimes"});
           if (auto v = p.find("bandwidth_fraction")) prof.bandwidth_fraction = v->number(0.01, 1.0);
           if (auto v = p.find("message_overhead")) prof.message_overhead = v->nonnegative_quantity(Quantity::Time);
+          if (auto v = p.find("regimes")) {
+            prof.regimes.clear();
+            for (auto& item : v->items()) {
+              item.require_map({"from", "bandwidth_scale", "message_overhead"});
+              SizeRegime g{item.get("from").positive_quantity(Quantity::Bytes),
+                           item.get("bandwidth_scale").number(0.01, 100.0),
+                           item.get("message_overhead").nonnegative_quantity(Quantity::Time)};
+              if (!prof.regimes.empty() && g.from_bytes <= prof.regimes.back().from_bytes)
+                item.get("from").fail("regimes must be in ascending order of size");
+              prof.regimes.push_back(g);
+            }
+          }
         }
       }
     }
@@ -490,6 +523,15 @@ void Catalog::apply_overlay(const std::string& file) {
       f.require_map({"bandwidth", "latency"});
       if (auto v = f.find("bandwidth")) it->second.bandwidth = v->positive_quantity(Quantity::Bandwidth);
       if (auto v = f.find("latency")) it->second.latency = v->nonnegative_quantity(Quantity::Time);
+    }
+  }
+  if (auto skus = root.find("skus")) {  // what a machine reports about itself (validate --local: its cores)
+    skus->require_map();
+    for (auto& [name, f] : skus->entries()) {
+      auto it = skus_.find(name);
+      if (it == skus_.end()) f.fail("unknown SKU '" + name + "'" + suggestion_suffix(name, sku_order_));
+      f.require_map({"vcpus"});
+      if (auto v = f.find("vcpus")) it->second.vcpus = static_cast<int>(v->integer(1, 4096));
     }
   }
 }

@@ -23,6 +23,9 @@ struct GpuSpec {
   double memory_bandwidth = 0;  // bytes/s
   double memory_bytes = 0;
   int gpus_per_board = 1;  // K80/M60 boards carry two GPUs behind an on-board PCIe switch
+  // A CPU-only host's rank: an MPI process on a core, its buffers in host memory, reductions on the CPU.
+  // Its layout attaches it with a memory-kind link (the process's copies through shared memory).
+  bool cpu_process = false;
 };
 
 struct LinkClass {
@@ -151,9 +154,24 @@ struct ComputeSpec {
 
 // libraries.yaml: what a collective library achieves on each kind of path.
 enum class DataPath { Device, Host };
+// Messages of at least `from_bytes` behave differently (a protocol switch, buffers outgrowing the caches):
+// their effective bandwidth is the path's times `bandwidth_scale`, their overhead `message_overhead`.
+// Calibration writes these, as SMPI's piecewise factors do.
+struct SizeRegime {
+  double from_bytes = 0;
+  double bandwidth_scale = 1;
+  double message_overhead = 0;
+};
 struct PathProfile {
-  double bandwidth_fraction = 1;  // of the nominal link bandwidth
-  double message_overhead = 0;    // seconds per message (one transfer of one collective step)
+  double bandwidth_fraction = 1;    // of the nominal link bandwidth
+  double message_overhead = 0;      // seconds per message (one transfer of one collective step)
+  std::vector<SizeRegime> regimes;  // ascending from_bytes; none: one regime for all sizes
+  const SizeRegime* regime(double bytes) const {
+    const SizeRegime* r = nullptr;
+    for (const auto& g : regimes)
+      if (bytes >= g.from_bytes) r = &g;
+    return r;
+  }
 };
 struct LibraryProfile {
   std::string name;
@@ -161,6 +179,13 @@ struct LibraryProfile {
   DataPath data_path = DataPath::Device;
   double collective_overhead = 0;  // seconds per collective call
   double host_reduction_rate = 0;  // bytes/s of input a reduction on the host CPU consumes
+  std::vector<std::pair<double, double>> host_reduction_regimes;  // (from bytes, rate), ascending; calibrated
+  double host_reduction_rate_for(double bytes) const {
+    double rate = host_reduction_rate;
+    for (const auto& [from, r] : host_reduction_regimes)
+      if (bytes >= from) rate = r;
+    return rate;
+  }
   PathProfile intra_node, infiniband, ethernet;
   const PathProfile& fabric(FabricKind kind) const { return kind == FabricKind::InfiniBand ? infiniband : ethernet; }
 };
@@ -186,7 +211,8 @@ class Catalog {
   const ComputeSpec& compute() const { return compute_; }
 
   // Applies a calibration overlay (written by `ringsim calibrate`): library profiles and link-class
-  // figures it names replace the catalog's. Throws InputError (file:line:col) on bad data.
+  // figures it names replace the catalog's, and so do SKU cores (`skus: {NAME: {vcpus: N}}`, what
+  // `validate --local` finds on the machine). Throws InputError (file:line:col) on bad data.
   void apply_overlay(const std::string& file);
 
   // Accepts "NC24rs_v3" and "Standard_NC24rs_v3"; nullptr when unknown.

@@ -1,0 +1,28 @@
+// `ringsim validate --local -n N`: the one-command check of the simulator against this machine. It runs
+// `ringsim-real` under mpirun here, fits the calibration to point-to-point ping-pong on 2 processes, then
+// measures what it did not fit on (ring allreduce of 64 KiB - 256 MiB on 2..N processes, and training
+// iterations of ResNet-50-shaped gradients) and predicts each with the calibrated catalog.
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+
+#include "load/catalog.h"
+#include "validate/validation.h"
+
+namespace ringsim {
+
+struct LocalValidationOptions {
+  int ranks = 4;                   // the bench runs on 2..ranks processes
+  std::string max_bytes = "256M";  // largest allreduce and ping-pong size, as ringsim-real reads it
+  std::string scenario_file;       // the local-host scenario (validate/scenarios/local_host_resnet50.yaml)
+  std::string work_dir;            // where the measurements and the overlay are kept
+  std::string real_binary;         // ringsim-real
+  int train_iterations = 5;
+};
+
+// Throws InputError (missing tools, bad scenario) or std::runtime_error (a run that failed, with its command).
+ValidationReport validate_local(const Catalog& catalog, const LocalValidationOptions& o, std::ostream& log);
+
+}  // namespace ringsim
