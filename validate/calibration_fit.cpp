@@ -69,6 +69,13 @@ double relative_ssr(const LinearFit& f, const std::vector<FitPoint>& pts) {
 }
 }  // namespace
 
+std::string fit_summary(const LinearFit& f) {
+  return f.path_class + (f.from_bytes > 0 ? " from " + format_bytes(f.from_bytes) : std::string()) + ": alpha " +
+         format_time(f.alpha) + ", 1/beta " + format_bandwidth(f.beta > 0 ? 1 / f.beta : 0) + ", R^2 " +
+         format_number(f.r2) + ", worst residual " + format_number(f.worst_residual_pct) + " % (" +
+         std::to_string(f.points) + " points)";
+}
+
 std::vector<LinearFit> fit_regimes(std::vector<FitPoint> pts, int max_regimes, std::size_t min_points) {
   std::stable_sort(pts.begin(), pts.end(), [](const FitPoint& a, const FitPoint& b) { return a.x_beta < b.x_beta; });
   const std::size_t n = pts.size();

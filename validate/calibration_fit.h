@@ -39,6 +39,10 @@ LinearFit fit_linear(const std::vector<FitPoint>& points);
 // consecutive size ranges of at least `min_points` points each (segmented least squares), the count
 // chosen by Akaike's criterion on the relative residuals, so a regime is added only where it explains
 // the data (caches, protocol switches) beyond its extra parameters. Sorted by from_bytes.
+// One line for people: "same_socket from 8 MiB: alpha 3.4 us, 1/beta 11.1 GB/s, R^2 0.98, worst residual 11 % (4
+// points)".
+std::string fit_summary(const LinearFit& f);
+
 std::vector<LinearFit> fit_regimes(std::vector<FitPoint> points, int max_regimes = 3, std::size_t min_points = 3);
 
 struct CalibrationInputs {

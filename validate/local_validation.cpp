@@ -89,11 +89,7 @@ ValidationReport validate_local(const Catalog& catalog, const LocalValidationOpt
   Scenario two = base;
   two.cluster.gpus_per_node = 2;
   const CalibrationResult fit = calibrate(catalog, two, {{cal}, {}});
-  for (const auto& f : fit.fits)
-    log << "  fit " << f.path_class << (f.from_bytes > 0 ? " from " + format_bytes(f.from_bytes) : std::string())
-        << ": alpha " << format_time(f.alpha) << ", 1/beta " << format_bandwidth(f.beta > 0 ? 1 / f.beta : 0)
-        << ", R^2 " << format_number(f.r2) << ", worst residual " << format_number(f.worst_residual_pct) << " % ("
-        << f.points << " points)\n";
+  for (const auto& f : fit.fits) log << "  fit " << fit_summary(f) << "\n";
   const std::string overlay = (work / "overlay.yaml").string();
   write_file_atomically(overlay, fit.overlay_yaml + "skus:\n  " + sku.name + ":\n    vcpus: " + std::to_string(cores) +
                                      "   # sysconf(_SC_NPROCESSORS_ONLN) on this machine\n");

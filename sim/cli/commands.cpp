@@ -225,11 +225,7 @@ int run_calibrate(const std::string& catalog_dir, const CalibrateOptions& o) {
   if (o.data_files.empty() && o.nccl_tests_files.empty())
     throw InputError({}, "calibrate: give measurements with --data FILE (ringsim-real calibrate) or --nccl-tests FILE");
   const CalibrationResult r = calibrate(catalog, s, {o.data_files, o.nccl_tests_files});
-  for (const auto& f : r.fits)
-    std::cout << "  " << f.path_class << (f.from_bytes > 0 ? " from " + format_bytes(f.from_bytes) : std::string())
-              << ": alpha " << format_time(f.alpha) << ", 1/beta " << format_bandwidth(f.beta > 0 ? 1 / f.beta : 0)
-              << ", R^2 " << format_number(f.r2) << ", worst residual " << format_number(f.worst_residual_pct) << " % ("
-              << f.points << " points)\n";
+  for (const auto& f : r.fits) std::cout << "  " << fit_summary(f) << "\n";
   for (const auto& n : r.notes) std::cout << "  note: " << n << "\n";
   if (o.plot_file) write_file_atomically(*o.plot_file, calibration_svg(r));
   if (o.out_file)
