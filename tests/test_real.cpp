@@ -260,7 +260,8 @@ TEST_CASE("real + validate --local: calibrate on ping-pong, then measure and pre
   const std::string work = "/tmp/ringsim_local_" + std::to_string(getpid());
   const std::string json = work + ".json";
   const std::string cmd = std::string(RINGSIM_TEST_BINARY) + kCatalog +
-                          " validate --local -n 3 --max-bytes 256K --work " + work + " --json " + json + " 2>&1";
+                          " validate --local -n 3 --max-bytes 256K --repeats 2 --work " + work + " --json " + json +
+                          " 2>&1";
   setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
   setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
   const auto r = ringsim::test::run_command(cmd);
@@ -276,7 +277,20 @@ TEST_CASE("real + validate --local: calibrate on ping-pong, then measure and pre
     ++per_file[name.substr(0, name.find(".json"))];
     CHECK(c["predicted"].get<double>() > 0);
     CHECK(c["measured"].get<double>() > 0);
+    CHECK(c["measured_spread_pct"].get<double>() >= 0);  // every case was measured twice
   }
+  CHECK(r.output.find("runs' spread") != std::string::npos);
+  // The compared bench file holds, per size, the median run and every run's busbw.
+  const auto merged = nlohmann::json::parse(std::ifstream(work + "/bench_3_ranks.json"));
+  for (const auto& row : merged["rows"]) {
+    REQUIRE(row["busbw_runs_gbps"].size() == 2);
+    const double lo = std::min(row["busbw_runs_gbps"][0].get<double>(), row["busbw_runs_gbps"][1].get<double>());
+    const double hi = std::max(row["busbw_runs_gbps"][0].get<double>(), row["busbw_runs_gbps"][1].get<double>());
+    CHECK(row["busbw_gbps"].get<double>() >= lo);
+    CHECK(row["busbw_gbps"].get<double>() <= hi);
+  }
+  CHECK(std::filesystem::exists(work + "/bench_3_ranks_run2.json"));
+  CHECK(std::filesystem::exists(work + "/train_2_ranks_run2.json"));
   CHECK(per_file["bench_2_ranks"] == 3);
   CHECK(per_file["bench_3_ranks"] == 3);
   CHECK(per_file.size() == 3);  // and one train file
@@ -284,6 +298,7 @@ TEST_CASE("real + validate --local: calibrate on ping-pong, then measure and pre
   const std::string overlay((std::istreambuf_iterator<char>(ov)), std::istreambuf_iterator<char>());
   CHECK(overlay.find("shm_process: {bandwidth:") != std::string::npos);  // the processes' copy link, fitted
   CHECK(overlay.find("vcpus: ") != std::string::npos);                   // this machine's cores
+  CHECK(overlay.find("regimes_by: buffer") != std::string::npos);        // copies and reductions: caches
   // --local measures this machine: a scenario or --measured with it is refused.
   const auto bad = ringsim::test::run_command(std::string(RINGSIM_TEST_BINARY) + kCatalog + " validate --local " +
                                               kScenarios + "/landolakes_cifar10_2x_nc24rs_v3.yaml 2>&1");

@@ -16,6 +16,7 @@
 #include "execute/work_estimate.h"
 #include "graph/routing.h"
 #include "graph/topology_graph.h"
+#include "load/input_error.h"
 #include "load/scenario.h"
 #include "test_support.h"
 #include "validate/calibration_fit.h"
@@ -435,7 +436,8 @@ Scenario local_host(int processes) {
 
 }  // namespace
 
-TEST_CASE("cpu processes: a ring on p processes sharing c cores copies and reduces at c/p of a core", "[simulator]") {
+TEST_CASE("cpu processes: a ring on p processes sharing c cores copies and reduces at 1/ceil(p/c) of a core",
+          "[simulator]") {
   // local-host: shm_process links of 10 GB/s and 0.2 us, two per route, mpi's 0.8 fraction and 0.5 us
   // overhead, 8 GB/s host reduction, 2 cores (skus.yaml, links.yaml, libraries.yaml).
   const Catalog& cat = test::catalog();
@@ -444,7 +446,7 @@ TEST_CASE("cpu processes: a ring on p processes sharing c cores copies and reduc
   const double alpha = 2 * 0.2e-6 + 0.5e-6, bw = 10e9 * 0.8, reduce = 8e9;
   const std::uint64_t bytes = 64ull << 20;
   for (int p : {2, 3, 4}) {
-    const double share = std::min(1.0, 2.0 / p), chunk = static_cast<double>(bytes) / p;
+    const double share = 1.0 / ((p + 1) / 2), chunk = static_cast<double>(bytes) / p;
     const double expected = 2 * (p - 1) * (alpha + chunk / (bw * share)) + (p - 1) * chunk / (reduce * share);
     auto ring = collective::make_ring_allreduce(p, bytes, 4, Space::Device);
     for (Fidelity f : {Fidelity::Flow, Fidelity::Step}) {
@@ -454,9 +456,52 @@ TEST_CASE("cpu processes: a ring on p processes sharing c cores copies and reduc
   }
 }
 
+TEST_CASE("size regimes keyed by buffer follow the collective's buffer, not its messages", "[simulator]") {
+  // A 2-process ring of 16 MiB sends 8 MiB messages. Copies run at 2x the link below 16 MiB and reductions
+  // at 16 GB/s; from 16 MiB at 1x and 8 GB/s. Keyed by buffer the ring is in the 16 MiB regime; keyed by
+  // message, in the one below. shm_process: 10 GB/s and 0.2 us, two per route (links.yaml).
+  const std::uint64_t bytes = 16ull << 20;
+  const double chunk = static_cast<double>(bytes) / 2, latency = 2 * 0.2e-6;
+  for (const std::string key : {"buffer", "message"}) {
+    const std::string file = "/tmp/ringsim_regime_key_" + std::to_string(getpid()) + ".yaml";
+    std::ofstream(file)
+        << "libraries:\n  mpi:\n    host_reduction_regimes_by: " << key
+        << "\n    host_reduction_regimes:\n      - {from: 1 B, rate: 16 GB/s}\n"
+           "      - {from: 16 MiB, rate: 8 GB/s}\n    paths:\n      intra_node: {bandwidth_fraction: 1, "
+           "message_overhead: 0 s, regimes_by: "
+        << key
+        << ", regimes: [{from: 1 B, bandwidth_scale: 2, message_overhead: 0 s}, {from: 16 MiB, "
+           "bandwidth_scale: 1, message_overhead: 0 s}]}\n";
+    Catalog cat = test::catalog();
+    cat.apply_overlay(file);
+    std::remove(file.c_str());
+    const double scale = key == "buffer" ? 1 : 2, reduce = key == "buffer" ? 8e9 : 16e9;
+    const double expected = 2 * (latency + chunk / (10e9 * scale)) + chunk / reduce;
+    auto ring = collective::make_ring_allreduce(2, bytes, 4, Space::Device);
+    for (Fidelity f : {Fidelity::Flow, Fidelity::Step}) {
+      CAPTURE(key, to_string(f));
+      CHECK(timed_with(cat, local_host(2), *ring, f) == Approx(expected).epsilon(0.001));
+    }
+  }
+  // Anything else is refused, naming the choices.
+  const std::string bad = "/tmp/ringsim_regime_key_bad_" + std::to_string(getpid()) + ".yaml";
+  std::ofstream(bad) << "libraries:\n  mpi:\n    host_reduction_regimes_by: bytes\n";
+  Catalog cat = test::catalog();
+  try {
+    cat.apply_overlay(bad);
+    FAIL("regimes_by: bytes was accepted");
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    CHECK(what.find(":3:") != std::string::npos);
+    CHECK(what.find("buffer") != std::string::npos);
+    CHECK(what.find("message") != std::string::npos);
+  }
+  std::remove(bad.c_str());
+}
+
 TEST_CASE("calibrate: size regimes are found in ping-pong data and predict follows them", "[calibrate]") {
   // Two processes whose copies run at 10 GB/s with 1 us up to 4 MiB and at 5 GB/s with 20 us from 8 MiB
-  // (buffers outgrowing the caches): ringsim-real calibrate's layout, sizes 8 B - 256 MiB by 4x... 2x.
+  // (buffers outgrowing the caches): ringsim-real calibrate's layout, sizes 8 B - 256 MiB by factors of 2.
   auto t = [](double s) { return s < 6e6 ? 1e-6 + s / 10e9 : 20e-6 + s / 5e9; };
   nlohmann::json pts = nlohmann::json::array(), red = nlohmann::json::array();
   for (double s = 8; s <= 256.0 * (1 << 20); s *= 2) pts.push_back({{"bytes", s}, {"seconds", t(s)}});

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -41,7 +42,18 @@ LinearFit fit_linear(const std::vector<FitPoint>& pts) {
     return with_alpha ? std::make_pair(x(0), x(1)) : std::make_pair(0.0, x(0));
   };
   auto [alpha, beta] = solve(true);
-  if (alpha < 0) std::tie(alpha, beta) = solve(false);
+  if (alpha < 0) {
+    std::tie(alpha, beta) = solve(false);
+  } else if (beta < 0) {  // time falling with size is noise on latency-bound points: a constant
+    double sum_w = 0, sum = 0;
+    for (const auto& p : pts) {
+      const double w = p.x_alpha / p.seconds;  // relative residuals, as above
+      sum += w;
+      sum_w += w * w;
+    }
+    alpha = sum_w > 0 ? sum / sum_w : 0;
+    beta = 0;
+  }
   f.alpha = alpha;
   f.beta = beta;
   double mean = 0;
@@ -77,6 +89,9 @@ std::string fit_summary(const LinearFit& f) {
 }
 
 std::vector<LinearFit> fit_regimes(std::vector<FitPoint> pts, int max_regimes, std::size_t min_points) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  if (pts.size() < 2) return {fit_linear(pts)};  // which says why
+  min_points = std::clamp<std::size_t>(min_points, 2, pts.size());
   std::stable_sort(pts.begin(), pts.end(), [](const FitPoint& a, const FitPoint& b) { return a.x_beta < b.x_beta; });
   const std::size_t n = pts.size();
   auto fit_range = [&](std::size_t a, std::size_t b) {
@@ -95,21 +110,41 @@ std::vector<LinearFit> fit_regimes(std::vector<FitPoint> pts, int max_regimes, s
     // rewarding splits that only shave rounding errors.
     return static_cast<double>(n) * std::log(std::max(ssr / static_cast<double>(n), 1e-12)) + 2 * k;
   };
-  std::vector<LinearFit> best = {fit_range(0, n)};
-  double best_aic = aic(best);
-  auto consider = [&](std::vector<LinearFit> fits) {
+  // Segmented least squares by dynamic programming: for each regime count, the break points that
+  // minimise the summed relative squared residuals; then the count with the lowest AIC.
+  std::vector<std::vector<double>> seg(n + 1, std::vector<double>(n + 1, kInf));
+  for (std::size_t a = 0; a < n; ++a)
+    for (std::size_t b = a + min_points; b <= n; ++b) {
+      const LinearFit f = fit_range(a, b);
+      seg[a][b] = relative_ssr(f, f.data);
+    }
+  // cost[k][i]: the first i points in k regimes; from[k][i]: where the last of them starts.
+  std::vector<std::vector<double>> cost(1, std::vector<double>(n + 1, kInf));
+  std::vector<std::vector<std::size_t>> from(1, std::vector<std::size_t>(n + 1, 0));
+  cost[0][0] = 0;
+  std::vector<LinearFit> best;
+  double best_aic = kInf;
+  for (int k = 1; k <= std::max(1, max_regimes); ++k) {
+    cost.emplace_back(n + 1, kInf);
+    from.emplace_back(n + 1, 0);
+    for (std::size_t i = 1; i <= n; ++i)
+      for (std::size_t j = 0; j < i; ++j)
+        if (cost[k - 1][j] < kInf && seg[j][i] < kInf && cost[k - 1][j] + seg[j][i] < cost[k][i]) {
+          cost[k][i] = cost[k - 1][j] + seg[j][i];
+          from[k][i] = j;
+        }
+    if (cost[k][n] == kInf) break;  // too few points for k regimes
+    std::vector<LinearFit> fits;
+    for (std::size_t i = n, kk = static_cast<std::size_t>(k); kk > 0; --kk) {
+      fits.insert(fits.begin(), fit_range(from[kk][i], i));
+      i = from[kk][i];
+    }
     const double a = aic(fits);
     if (a < best_aic) {
       best_aic = a;
       best = std::move(fits);
     }
-  };
-  if (max_regimes >= 2)
-    for (std::size_t i = min_points; i + min_points <= n; ++i) consider({fit_range(0, i), fit_range(i, n)});
-  if (max_regimes >= 3)
-    for (std::size_t i = min_points; i + 2 * min_points <= n; ++i)
-      for (std::size_t j = i + min_points; j + min_points <= n; ++j)
-        consider({fit_range(0, i), fit_range(i, j), fit_range(j, n)});
+  }
   return best;
 }
 
@@ -255,6 +290,12 @@ CalibrationResult calibrate(const Catalog& catalog, const Scenario& s, const Cal
   }
 
   CalibrationResult r;
+  // Per-message classes: the overlay's regimes are the measured curve itself, one per size measured, as
+  // SMPI's piecewise factors are (a fitted line per size range misses the gradual fall of bandwidth as
+  // buffers outgrow each cache level by up to 20-50 %). Each keeps the first range's latency and puts
+  // the rest of the measured time into its bandwidth, so a message of a measured size costs what it
+  // measured; the fits above stay the summary (alpha, beta, R^2, worst residual).
+  std::map<std::string, std::vector<LinearFit>> tables;
   for (auto& [cls, pts] : by_class) {
     if (pts.size() < 2) {
       r.notes.push_back(cls + ": fewer than two points, not fitted");
@@ -267,6 +308,18 @@ CalibrationResult calibrate(const Catalog& catalog, const Scenario& s, const Cal
     std::vector<LinearFit> fits;
     if (per_message) {
       fits = fit_regimes(pts);
+      std::vector<FitPoint> sorted = pts;
+      std::stable_sort(sorted.begin(), sorted.end(),
+                       [](const FitPoint& a, const FitPoint& b) { return a.x_beta < b.x_beta; });
+      auto& table = tables[cls];
+      for (const auto& p : sorted) {
+        if (p.x_beta <= 0 || (!table.empty() && p.x_beta == table.back().from_bytes)) continue;
+        LinearFit g;
+        g.alpha = fits.front().alpha;
+        g.beta = std::max(0.0, p.seconds - g.alpha) / p.x_beta;
+        g.from_bytes = table.empty() ? 0 : p.x_beta;
+        table.push_back(g);
+      }
     } else {
       fits = {fit_linear(pts)};
       fits.front().data = pts;
@@ -323,8 +376,13 @@ CalibrationResult calibrate(const Catalog& catalog, const Scenario& s, const Cal
   std::map<std::string, std::vector<const LinearFit*>> regimes_of;
   std::map<std::string, const LinearFit*> fit_of;
   for (const auto& f : r.fits) {
+    if (tables.count(f.path_class)) continue;
     regimes_of[f.path_class].push_back(&f);
     fit_of[f.path_class] = &f;
+  }
+  for (const auto& [cls, table] : tables) {
+    for (const auto& g : table) regimes_of[cls].push_back(&g);
+    fit_of[cls] = &table.back();
   }
   auto regime_from = [](const LinearFit* f) {
     return std::to_string(static_cast<long long>(std::max(f->from_bytes, 1.0))) + " B";
@@ -333,17 +391,20 @@ CalibrationResult calibrate(const Catalog& catalog, const Scenario& s, const Cal
     y << "    host_reduction_rate: " << fmt(1 / it->second->beta) << " B/s   # 1 / gamma\n";
     const auto& regs = regimes_of["reduction"];
     if (regs.size() > 1) {
-      y << "    host_reduction_regimes:\n";
+      // A reduction streams through memory: its regimes are the caches', picked by the buffer's size.
+      y << "    host_reduction_regimes_by: buffer\n    host_reduction_regimes:\n";
       for (const LinearFit* g : regs)
         if (g->beta > 0) y << "      - {from: " << regime_from(g) << ", rate: " << fmt(1 / g->beta) << " B/s}\n";
     }
   }
   // The regimes line of a path: bandwidth relative to the base fit's, overhead above `latency_in_route`.
-  auto regimes_yaml = [&](const std::string& cls, double latency_in_route) {
+  // Copies between processes of one host are memory traffic, whose regimes are the caches' (buffer);
+  // elsewhere they are the library's protocol switches (message).
+  auto regimes_yaml = [&](const std::string& cls, double latency_in_route, bool by_buffer) {
     const auto& regs = regimes_of[cls];
     if (regs.size() < 2) return std::string();
     const LinearFit* base = regs.back();
-    std::string out = ", regimes: [";
+    std::string out = by_buffer ? ", regimes_by: buffer, regimes: [" : ", regimes: [";
     for (std::size_t i = 0; i < regs.size(); ++i) {
       const LinearFit* g = regs[i];
       const double scale = g->beta > 0 ? std::clamp(base->beta / g->beta, 0.01, 100.0) : 100.0;
@@ -374,7 +435,7 @@ CalibrationResult calibrate(const Catalog& catalog, const Scenario& s, const Cal
                            " B/s, latency: " + fmt(alpha0 / std::max(hops, 1)) + " s}   # from " + cls + ", " +
                            std::to_string(hops) + " hops per message");
       path_lines.push_back(std::string("      ") + key + ": {bandwidth_fraction: 1, message_overhead: " +
-                           fmt(std::max(0.0, f->second->alpha - alpha0)) + " s" + regimes_yaml(cls, alpha0) +
+                           fmt(std::max(0.0, f->second->alpha - alpha0)) + " s" + regimes_yaml(cls, alpha0, true) +
                            "}   # the " + link + " figures below carry the fit");
       return;
     }
@@ -387,8 +448,8 @@ CalibrationResult calibrate(const Catalog& catalog, const Scenario& s, const Cal
     fraction = std::max(fraction, 0.01);
     const double overhead = std::max(0.0, f->second->alpha - lat);
     path_lines.push_back(std::string("      ") + key + ": {bandwidth_fraction: " + fmt(fraction) +
-                         ", message_overhead: " + fmt(overhead) + " s" + regimes_yaml(cls, lat) + "}   # from " + cls +
-                         ": route nominal " + format_bandwidth(bw) + ", latency " + format_time(lat));
+                         ", message_overhead: " + fmt(overhead) + " s" + regimes_yaml(cls, lat, false) + "}   # from " +
+                         cls + ": route nominal " + format_bandwidth(bw) + ", latency " + format_time(lat));
   };
   if (fit_of.count("same_socket"))
     path_profile("intra_node", "same_socket");

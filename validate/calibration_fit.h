@@ -43,7 +43,7 @@ LinearFit fit_linear(const std::vector<FitPoint>& points);
 // points)".
 std::string fit_summary(const LinearFit& f);
 
-std::vector<LinearFit> fit_regimes(std::vector<FitPoint> points, int max_regimes = 3, std::size_t min_points = 3);
+std::vector<LinearFit> fit_regimes(std::vector<FitPoint> points, int max_regimes = 4, std::size_t min_points = 3);
 
 struct CalibrationInputs {
   std::vector<std::string> data_files;        // ringsim.calibration-data/1 JSON

@@ -6,6 +6,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
 
@@ -14,6 +17,7 @@
 #include "load/units.h"
 #include "report/output_file.h"
 #include "validate/calibration_fit.h"
+#include "validate/json_file.h"
 
 namespace ringsim {
 
@@ -50,6 +54,51 @@ void launch(const std::string& mpirun, int processes, const std::string& args, c
     throw std::runtime_error("validate --local: this run failed (status " + std::to_string(status) + "):\n  " + cmd +
                              "\n" + tail);
   }
+}
+
+using RunFile = std::function<std::string(const std::string&, int)>;
+
+// The bench runs merged into NAME.json: per size the run with the median busbw, and every run's busbw
+// (`busbw_runs_gbps`, which validate shows as the spread).
+std::string median_bench(const std::filesystem::path& work, const std::string& name, int repeats,
+                         const RunFile& run_file) {
+  std::vector<nlohmann::json> runs;
+  for (int run = 1; run <= repeats; ++run) runs.push_back(read_json_file(run_file(name, run)));
+  nlohmann::json merged = runs.front();
+  for (std::size_t i = 0; i < merged["rows"].size(); ++i) {
+    std::vector<nlohmann::json> rows;
+    for (const auto& j : runs) {
+      rows.push_back(j.at("rows").at(i));
+      if (rows.back().at("bytes") != merged["rows"][i]["bytes"])
+        throw std::runtime_error("validate --local: the runs of " + name + " measured different sizes");
+    }
+    std::sort(rows.begin(), rows.end(),
+              [](const nlohmann::json& a, const nlohmann::json& b) { return a["busbw_gbps"] < b["busbw_gbps"]; });
+    nlohmann::json row = rows[rows.size() / 2];
+    row["busbw_runs_gbps"] = nlohmann::json::array();
+    for (const auto& j : runs) row["busbw_runs_gbps"].push_back(j["rows"][i]["busbw_gbps"]);
+    merged["rows"][i] = row;
+  }
+  const std::string f = (work / (name + ".json")).string();
+  if (repeats > 1) write_file_atomically(f, merged.dump(2) + "\n");
+  return f;
+}
+
+// The train run with the median iteration time, as NAME.json; each compared metric's value per run.
+std::string median_train(const std::filesystem::path& work, const std::string& name, int repeats,
+                         const RunFile& run_file, std::map<std::string, std::vector<double>>& metric_runs) {
+  std::vector<std::pair<double, std::string>> runs;
+  for (int run = 1; run <= repeats; ++run) {
+    const nlohmann::json j = read_json_file(run_file(name, run));
+    for (const char* m : {"iteration_time_s", "images_per_sec", "communication_time_s"})
+      if (j.contains(m) && j[m].is_number()) metric_runs[m].push_back(j[m].get<double>());
+    runs.emplace_back(j.at("iteration_time_s").get<double>(), run_file(name, run));
+  }
+  std::sort(runs.begin(), runs.end());
+  const std::string f = (work / (name + ".json")).string();
+  if (repeats > 1)
+    std::filesystem::copy_file(runs[runs.size() / 2].second, f, std::filesystem::copy_options::overwrite_existing);
+  return f;
 }
 
 }  // namespace
@@ -96,28 +145,41 @@ ValidationReport validate_local(const Catalog& catalog, const LocalValidationOpt
   Catalog calibrated = catalog;
   calibrated.apply_overlay(overlay);
 
-  // 2. Measure: ring allreduce on 2..N processes, then training iterations.
-  std::vector<std::string> measured;
-  for (int p = 2; p <= o.ranks; ++p) {
-    const std::string f = (work / ("bench_" + std::to_string(p) + "_ranks.json")).string();
-    launch(mpirun, p, real + " bench -b 64K -e " + size + " -f 2 -n 10 -w 3 --no-baseline --json " + quoted(f),
-           (work / ("bench_" + std::to_string(p) + ".log")).string(), log);
-    measured.push_back(f);
-  }
+  // 2. Measure: ring allreduce on 2..N processes, then training iterations; `repeats` runs of each, one
+  // run of every measurement in turn.
   // Training where every process has a core: the stand-in compute spins, and processes that wait for a
   // core would measure the scheduler rather than the collectives.
   const int train_ranks = std::max(2, std::min(o.ranks, cores));
-  const std::string train = (work / ("train_" + std::to_string(train_ranks) + "_ranks.json")).string();
   const std::string set = "cluster.gpus_per_node=" + std::to_string(train_ranks);
-  launch(mpirun, train_ranks,
-         real + " train " + quoted(o.scenario_file) + " --set " + set + " --iterations " +
-             std::to_string(o.train_iterations) + " --warmup 1 --json " + quoted(train),
-         (work / "train.log").string(), log);
-  measured.push_back(train);
+  const std::string train_name = "train_" + std::to_string(train_ranks) + "_ranks";
+  const int repeats = std::max(1, o.repeats);
+  auto run_file = [&](const std::string& name, int run) {
+    return (work / (name + (repeats > 1 ? "_run" + std::to_string(run) : std::string()) + ".json")).string();
+  };
+  for (int run = 1; run <= repeats; ++run) {
+    for (int p = 2; p <= o.ranks; ++p) {
+      const std::string name = "bench_" + std::to_string(p) + "_ranks";
+      launch(mpirun, p,
+             real + " bench -b 64K -e " + size + " -f 2 -n 10 -w 3 --no-baseline --json " + quoted(run_file(name, run)),
+             (work / (name + ".log")).string(), log);
+    }
+    launch(mpirun, train_ranks,
+           real + " train " + quoted(o.scenario_file) + " --set " + set + " --iterations " +
+               std::to_string(o.train_iterations) + " --warmup 1 --json " + quoted(run_file(train_name, run)),
+           (work / "train.log").string(), log);
+  }
+  std::vector<std::string> measured;
+  for (int p = 2; p <= o.ranks; ++p)
+    measured.push_back(median_bench(work, "bench_" + std::to_string(p) + "_ranks", repeats, run_file));
+  std::map<std::string, std::vector<double>> train_runs;  // metric: its value in each run
+  measured.push_back(median_train(work, train_name, repeats, run_file, train_runs));
 
   // 3. Predict each with the calibrated catalog.
   Scenario s = load_scenario(o.scenario_file, calibrated, {parse_override(set)});
   ValidationReport r = validate_measured(calibrated, s, measured);
+  for (auto& c : r.cases)
+    if (auto it = train_runs.find(c.metric); it != train_runs.end() && c.name == train_name + ".json")
+      c.spread_pct = spread_pct(it->second);
   r.title = "this machine (" + std::to_string(cores) + " cores), calibrated on 2-process ping-pong: " + s.name;
   return r;
 }

@@ -2,6 +2,7 @@
 // `ringsim-real` under mpirun here, fits the calibration to point-to-point ping-pong on 2 processes, then
 // measures what it did not fit on (ring allreduce of 64 KiB - 256 MiB on 2..N processes, and training
 // iterations of ResNet-50-shaped gradients) and predicts each with the calibrated catalog.
+// Processes may outnumber the cores; the model then shares the cores (see comm_model.cpp).
 #pragma once
 
 #include <cstdint>
@@ -20,6 +21,10 @@ struct LocalValidationOptions {
   std::string work_dir;            // where the measurements and the overlay are kept
   std::string real_binary;         // ringsim-real
   int train_iterations = 5;
+  // Each measurement runs this many times, the runs of all measurements in turn (so a slow spell of a
+  // shared machine hits one run of several, not every run of one); the median run is compared, and the
+  // runs' spread is shown next to the error.
+  int repeats = 3;
 };
 
 // Throws InputError (missing tools, bad scenario) or std::runtime_error (a run that failed, with its command).

@@ -34,6 +34,13 @@ nlohmann::json predict_isolated(const Catalog& catalog, const Scenario& s) {
 
 }  // namespace
 
+double spread_pct(std::vector<double> runs) {
+  if (runs.size() < 2) return -1;
+  std::sort(runs.begin(), runs.end());
+  const double median = runs[runs.size() / 2];
+  return median != 0 ? (runs.back() - runs.front()) / std::fabs(median) * 100 : -1;
+}
+
 double ValidationReport::mape() const {
   if (cases.empty()) return 0;
   double s = 0;
@@ -128,6 +135,7 @@ void add_bench_cases(const Catalog& catalog, const Scenario& scenario, const nlo
                       field(row, "busbw_gbps").get<double>()};
     vc.group = algorithm + ", " + std::to_string(ranks) + " ranks";
     vc.x = static_cast<double>(bytes);
+    if (row.contains("busbw_runs_gbps")) vc.spread_pct = spread_pct(row["busbw_runs_gbps"].get<std::vector<double>>());
     r.cases.push_back(vc);
   }
   r.x_label = "bytes";
@@ -194,17 +202,34 @@ ValidationReport validate_timeline(const Catalog& catalog, const Scenario& s, co
 std::string validation_table(const ValidationReport& r) {
   std::ostringstream o;
   char line[256];
+  std::vector<double> spreads;
+  for (const auto& c : r.cases)
+    if (c.spread_pct >= 0) spreads.push_back(c.spread_pct);
   o << "ringsim validate: " << r.title << "\n";
-  std::snprintf(line, sizeof line, "  %-32s %-22s %14s %14s %9s\n", "case", "metric", "predicted", "measured", "error");
+  std::snprintf(line, sizeof line, "  %-32s %-22s %14s %14s %9s%s\n", "case", "metric", "predicted", "measured",
+                "error", spreads.empty() ? "" : "   runs' spread");
   o << line;
   for (const auto& c : r.cases) {
-    std::snprintf(line, sizeof line, "  %-32s %-22s %14.6g %14.6g %+8.1f%%\n", c.name.c_str(), c.metric.c_str(),
+    std::snprintf(line, sizeof line, "  %-32s %-22s %14.6g %14.6g %+8.1f%%", c.name.c_str(), c.metric.c_str(),
                   c.predicted, c.measured, c.error_pct());
     o << line;
+    if (c.spread_pct >= 0) {
+      std::snprintf(line, sizeof line, " %13.1f%%", c.spread_pct);
+      o << line;
+    }
+    o << "\n";
   }
   std::snprintf(line, sizeof line, "  MAPE %.1f %%, max |error| %.1f %% over %zu cases\n", r.mape(), r.max_abs_error(),
                 r.cases.size());
   o << line;
+  if (!spreads.empty()) {
+    std::sort(spreads.begin(), spreads.end());
+    std::snprintf(line, sizeof line,
+                  "  the measurements themselves: runs' spread (largest - smallest) / median, median %.1f %%, "
+                  "max %.1f %%\n",
+                  spreads[spreads.size() / 2], spreads.back());
+    o << line;
+  }
   for (const auto& [name, d] : r.differences) o << "\n" << name << ":\n" << diff_table(d);
   return o.str();
 }
@@ -222,6 +247,8 @@ std::string validation_json(const ValidationReport& r) {
                      {"predicted", c.predicted},
                      {"measured", c.measured},
                      {"error_pct", c.error_pct()}});
+  for (std::size_t i = 0; i < r.cases.size(); ++i)
+    if (r.cases[i].spread_pct >= 0) cases[i]["measured_spread_pct"] = r.cases[i].spread_pct;
   j["cases"] = cases;
   if (!r.differences.empty()) {
     nlohmann::ordered_json diffs = nlohmann::ordered_json::array();

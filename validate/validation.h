@@ -23,6 +23,8 @@ struct ValidationCase {
   double measured = 0;
   std::string group;  // for plots: the series the case belongs to ("DGX-1-P100 resnet50 b64"); empty: none
   double x = 0;       // for plots: the case's position on the x axis (GPUs)
+  // Where the measurement was repeated: (largest - smallest) / median of the runs, in %; below 0: unknown.
+  double spread_pct = -1;
   double error_pct() const { return measured != 0 ? (predicted - measured) / measured * 100 : 0; }
 };
 
@@ -35,6 +37,9 @@ struct ValidationReport {
   double mape() const;           // mean |error| in %
   double max_abs_error() const;  // in %
 };
+
+// (largest - smallest) / median of repeated measurements, in %; -1 for fewer than two.
+double spread_pct(std::vector<double> runs);
 
 // Each case predicted in its own process (one SimGrid engine per process).
 ValidationReport validate_published(const Catalog& catalog, const std::string& cases_file);

@@ -62,25 +62,38 @@ int run_calibrate(const CalibrateOptions& o, MPI_Comm comm) {
 
   nlohmann::ordered_json pairs = nlohmann::ordered_json::array();
   std::vector<char> buf(o.max_bytes ? o.max_bytes : 1);
+  // Every power of two, so that size regimes (caches, protocol switches) are located to a factor of 2.
+  std::vector<std::uint64_t> sizes;
+  for (std::uint64_t b = o.min_bytes; b <= o.max_bytes; b = b ? b * 2 : 8) {
+    sizes.push_back(b);
+    if (b == 0) break;
+  }
   for (const auto& [cls, peer] : partner) {
-    nlohmann::ordered_json points = nlohmann::ordered_json::array();
-    for (std::uint64_t b = o.min_bytes; b <= o.max_bytes; b = b ? b * 4 : 8) {
-      std::vector<double> one_way;
-      for (int rep = 0; rep < o.repetitions + 2; ++rep) {
-        MPI_Barrier(comm);
-        const double t0 = MPI_Wtime();
-        if (rank == 0) {
-          MPI_Send(buf.data(), static_cast<int>(b), MPI_BYTE, peer, 7, comm);
-          MPI_Recv(buf.data(), static_cast<int>(b), MPI_BYTE, peer, 7, comm, MPI_STATUS_IGNORE);
-        } else if (rank == peer) {
-          MPI_Recv(buf.data(), static_cast<int>(b), MPI_BYTE, 0, 7, comm, MPI_STATUS_IGNORE);
-          MPI_Send(buf.data(), static_cast<int>(b), MPI_BYTE, 0, 7, comm);
-        }
-        if (rep >= 2) one_way.push_back((MPI_Wtime() - t0) / 2);  // two warm-up rounds
+    auto round_trip = [&](std::uint64_t b) {
+      MPI_Barrier(comm);
+      const double t0 = MPI_Wtime();
+      if (rank == 0) {
+        MPI_Send(buf.data(), static_cast<int>(b), MPI_BYTE, peer, 7, comm);
+        MPI_Recv(buf.data(), static_cast<int>(b), MPI_BYTE, peer, 7, comm, MPI_STATUS_IGNORE);
+      } else if (rank == peer) {
+        MPI_Recv(buf.data(), static_cast<int>(b), MPI_BYTE, 0, 7, comm, MPI_STATUS_IGNORE);
+        MPI_Send(buf.data(), static_cast<int>(b), MPI_BYTE, 0, 7, comm);
       }
-      if (rank == 0) points.push_back({{"bytes", b}, {"seconds", median(one_way)}});
-      if (b == 0) break;
-    }
+      return MPI_Wtime() - t0;
+    };
+    // Repetitions sweep all sizes in turn, so a slow spell of a shared machine (seconds long) lands on
+    // one repetition of many sizes, which the median drops, rather than on every repetition of a few.
+    std::vector<std::vector<double>> one_way(sizes.size());
+    for (int rep = 0; rep < o.repetitions; ++rep)
+      for (std::size_t i = 0; i < sizes.size(); ++i) {
+        for (int w = 0; w < 3; ++w)
+          round_trip(sizes[i]);  // warm-up: the buffer into the caches, as in a
+                                 // loop of collectives on one buffer
+        one_way[i].push_back(round_trip(sizes[i]) / 2);
+      }
+    nlohmann::ordered_json points = nlohmann::ordered_json::array();
+    for (std::size_t i = 0; rank == 0 && i < sizes.size(); ++i)
+      points.push_back({{"bytes", sizes[i]}, {"seconds", median(one_way[i])}});
     pairs.push_back({{"class", cls},
                      {"ranks", {0, peer}},
                      {"hosts", {host_of(0), host_of(peer)}},
@@ -92,16 +105,20 @@ int run_calibrate(const CalibrateOptions& o, MPI_Comm comm) {
   nlohmann::ordered_json reduction = nlohmann::ordered_json::array();
   nlohmann::ordered_json compute = nlohmann::ordered_json::array();
   if (rank == 0) {
-    for (std::uint64_t b = 64 * 1024; b <= std::min<std::uint64_t>(o.max_bytes, 64ull << 20); b *= 4) {
-      std::vector<float> dst(b / 4, 1.0f), src(b / 4, 2.0f);
-      std::vector<double> t;
-      for (int rep = 0; rep < o.repetitions + 1; ++rep) {
+    std::vector<std::uint64_t> red_sizes;
+    for (std::uint64_t b = 64 * 1024; b <= std::max<std::uint64_t>(o.max_bytes, 256 * 1024); b *= 2)
+      red_sizes.push_back(b);
+    std::vector<float> dst(red_sizes.back() / 4, 1.0f), src(red_sizes.back() / 4, 2.0f);
+    std::vector<std::vector<double>> t(red_sizes.size());
+    for (int rep = 0; rep < o.repetitions; ++rep)  // interleaved, as the ping-pong
+      for (std::size_t i = 0; i < red_sizes.size(); ++i) {
+        for (int w = 0; w < 3; ++w) host_reduce_sum(dst.data(), src.data(), red_sizes[i], DataType::Float32);
         const double t0 = MPI_Wtime();
-        host_reduce_sum(dst.data(), src.data(), b, DataType::Float32);
-        if (rep >= 1) t.push_back(MPI_Wtime() - t0);
+        host_reduce_sum(dst.data(), src.data(), red_sizes[i], DataType::Float32);
+        t[i].push_back(MPI_Wtime() - t0);
       }
-      reduction.push_back({{"bytes", b}, {"seconds", median(t)}});
-    }
+    for (std::size_t i = 0; i < red_sizes.size(); ++i)
+      reduction.push_back({{"bytes", red_sizes[i]}, {"seconds", median(t[i])}});
     for (double want : {1e-4, 1e-3, 1e-2}) {
       const double t0 = MPI_Wtime();
       busy_for(want);

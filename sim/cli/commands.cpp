@@ -137,6 +137,7 @@ int run_validate(const std::string& catalog_dir, const ValidateOptions& o) {
     LocalValidationOptions lo;
     lo.ranks = o.local_ranks;
     lo.max_bytes = o.local_max_bytes;
+    lo.repeats = o.local_repeats;
     lo.real_binary = o.real_binary;
     lo.scenario_file =
         (std::filesystem::path(catalog_dir).parent_path() / "validate" / "scenarios" / "local_host_resnet50.yaml")

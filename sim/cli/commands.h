@@ -56,6 +56,7 @@ struct ValidateOptions {
   bool local = false;
   int local_ranks = 4;
   std::string local_max_bytes = "256M";
+  int local_repeats = 3;
   std::optional<std::string> work_dir;
   std::string real_binary;  // ringsim-real, next to this binary
 };

@@ -115,6 +115,10 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(2, 64));
   validate->add_option("--max-bytes", val_opts.local_max_bytes, "--local: largest allreduce and ping-pong size");
   validate->add_option("--work", val_opts.work_dir, "--local: folder for the measurements and the overlay");
+  validate
+      ->add_option("--repeats", val_opts.local_repeats,
+                   "--local: runs of each measurement, in turn; the median is compared and the spread shown")
+      ->check(CLI::Range(1, 20));
 
   ringsim::CalibrateOptions cal_opts;
   auto* calibrate =

@@ -71,9 +71,12 @@ CommModel::CommModel(const Catalog& catalog, const Scenario& s, const Topology& 
                                        : MemberPlace{dev, from_template(nearest[local], node), true});
   }
   if (gpu_.cpu_process) {
-    // More processes than cores: the busy processes of a node share its cores, so each copies and
-    // reduces at cores/processes of one core's rate (every rank of a collective step is busy at once).
-    cpu_share_ = std::min(1.0, static_cast<double>(catalog.sku(s.cluster.sku).vcpus) / gpn);
+    // More processes than cores: every rank of a collective step is busy at once, and a step ends when
+    // its slowest rank is done. The scheduler keeps processes on their cores over a step's milliseconds,
+    // so the busiest core runs ceil(processes / cores) of them and each of those copies and reduces at
+    // that fraction of one core's rate (3 processes on 2 cores: 1/2, not 2/3; see validate/README.md).
+    const int vcpus = std::max(1, catalog.sku(s.cluster.sku).vcpus);
+    cpu_share_ = 1.0 / ((gpn + vcpus - 1) / vcpus);
     for (int i = 0; i < edge_count(); ++i) {
       const EdgeId e = edges_[i];
       if (g[boost::source(e, g)].kind == DeviceKind::Gpu || g[boost::target(e, g)].kind == DeviceKind::Gpu)
@@ -254,11 +257,12 @@ std::string CommModel::edge_name(int i) const {
   return g[boost::source(e, g)].name + "->" + g[boost::target(e, g)].name;
 }
 
-double CommModel::reduce_time(int m, collective::Space space, std::uint64_t bytes) const {
+double CommModel::reduce_time(int m, collective::Space space, std::uint64_t bytes, std::uint64_t buffer_bytes) const {
   const bool on_gpu = space == collective::Space::Device && places_.at(m).gpu;
   if (on_gpu) return 3.0 * static_cast<double>(bytes) / gpu_.memory_bandwidth;
   const double b = static_cast<double>(bytes);
-  return b / (lib_.host_reduction_rate_for(b) * (places_.at(m).gpu ? 1.0 : cpu_share_));
+  const double key = regime_size(lib_.host_reduction_regimes_by, b, static_cast<double>(buffer_bytes));
+  return b / (lib_.host_reduction_rate_for(key) * (places_.at(m).gpu ? 1.0 : cpu_share_));
 }
 
 double CommModel::update_time(int m, std::uint64_t bytes) const {

@@ -72,19 +72,25 @@ class CommModel {
   double edge_bandwidth(int i) const { return edge_bw_[i]; }  // effective for this library
   std::string edge_name(int i) const;
 
-  // A message of `bytes` on path p under the profile's size regimes: the bytes that cost the same at the
-  // path's base effective bandwidth, and its per-message overhead.
-  static double wire_bytes(const Path& p, double bytes) {
-    const SizeRegime* r = p.profile ? p.profile->regime(bytes) : nullptr;
+  // A message of `bytes`, part of a collective over `buffer_bytes`, on path p under the profile's size
+  // regimes: the bytes that cost the same at the path's base effective bandwidth, and its per-message
+  // overhead.
+  static const SizeRegime* regime(const Path& p, double bytes, double buffer_bytes) {
+    return p.profile ? p.profile->regime(regime_size(p.profile->regimes_by, bytes, buffer_bytes)) : nullptr;
+  }
+  static double wire_bytes(const Path& p, double bytes, double buffer_bytes) {
+    const SizeRegime* r = regime(p, bytes, buffer_bytes);
     return r ? bytes / r->bandwidth_scale : bytes;
   }
-  static double message_overhead(const Path& p, double bytes) {
-    const SizeRegime* r = p.profile ? p.profile->regime(bytes) : nullptr;
+  static double message_overhead(const Path& p, double bytes, double buffer_bytes) {
+    const SizeRegime* r = regime(p, bytes, buffer_bytes);
     return r ? r->message_overhead : p.overhead;
   }
 
-  // Seconds to reduce `bytes` received into a buffer in `space` of member m; to apply an update there.
-  double reduce_time(int m, collective::Space space, std::uint64_t bytes) const;
+  // Seconds to reduce `bytes` received into a buffer in `space` of member m (part of a collective over
+  // `buffer_bytes`, which picks the reduction's size regime where they are keyed by buffer); to apply an
+  // update there.
+  double reduce_time(int m, collective::Space space, std::uint64_t bytes, std::uint64_t buffer_bytes = 0) const;
   double update_time(int m, std::uint64_t bytes) const;
   double device_copy_time(std::uint64_t bytes) const;  // a GPU memory-to-memory copy (fusion buffer)
 

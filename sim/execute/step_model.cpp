@@ -99,6 +99,7 @@ double collective_duration(const collective::Collective& c, CommModel& cm, std::
   double total = 0;
   collective::RankStep st;
   std::vector<Flow> flows;
+  const double buffer = static_cast<double>(c.bytes());
   for (const auto& run : c.runs()) {
     flows.clear();
     double slowest_local = 0;
@@ -107,11 +108,12 @@ double collective_duration(const collective::Collective& c, CommModel& cm, std::
       for (const auto& t : st.sends) {
         const Path& p = cm.path(t);
         const double b = static_cast<double>(t.bytes);
-        flows.push_back({&p, CommModel::wire_bytes(p, b), CommModel::message_overhead(p, b) - p.overhead, b});
+        flows.push_back(
+            {&p, CommModel::wire_bytes(p, b, buffer), CommModel::message_overhead(p, b, buffer) - p.overhead, b});
       }
       double local = 0;
       for (const auto& r : st.recvs)
-        if (r.reduce) local += cm.reduce_time(m, r.dst_space, r.bytes);
+        if (r.reduce) local += cm.reduce_time(m, r.dst_space, r.bytes, c.bytes());
       if (st.update_bytes > 0) local += cm.update_time(m, st.update_bytes);
       slowest_local = std::max(slowest_local, local);
     }

@@ -471,6 +471,13 @@ const typename Map::mapped_type& lookup(const Map& m, const std::string& name, c
 }  // namespace
 
 const GpuSpec& Catalog::gpu(const std::string& n) const { return lookup(gpus_, n, "GPU", gpu_order_); }
+
+namespace {
+RegimeKey regime_key(const YamlField& f) {
+  return f.choice({"message", "buffer"}) == "buffer" ? RegimeKey::Buffer : RegimeKey::Message;
+}
+}  // namespace
+
 void Catalog::apply_overlay(const std::string& file) {
   YamlField root = open_root(file, {"libraries", "link_classes", "skus"});
   if (auto libs = root.find("libraries")) {
@@ -479,7 +486,8 @@ void Catalog::apply_overlay(const std::string& file) {
       auto it = libraries_.find(name);
       if (it == libraries_.end()) f.fail("unknown library '" + name + "'" + suggestion_suffix(name, library_order_));
       LibraryProfile& l = it->second;
-      f.require_map({"collective_overhead", "host_reduction_rate", "host_reduction_regimes", "paths"});
+      f.require_map({"collective_overhead", "host_reduction_rate", "host_reduction_regimes",
+                     "host_reduction_regimes_by", "paths"});
       if (auto v = f.find("collective_overhead")) l.collective_overhead = v->nonnegative_quantity(Quantity::Time);
       if (auto v = f.find("host_reduction_rate")) l.host_reduction_rate = v->positive_quantity(Quantity::Bandwidth);
       if (auto v = f.find("host_reduction_regimes")) {
@@ -492,11 +500,12 @@ void Catalog::apply_overlay(const std::string& file) {
           l.host_reduction_regimes.emplace_back(from, item.get("rate").positive_quantity(Quantity::Bandwidth));
         }
       }
+      if (auto v = f.find("host_reduction_regimes_by")) l.host_reduction_regimes_by = regime_key(*v);
       if (auto paths = f.find("paths")) {
         paths->require_map({"intra_node", "infiniband", "ethernet"});
         for (auto& [pname, p] : paths->entries()) {
           PathProfile& prof = pname == "intra_node" ? l.intra_node : pname == "infiniband" ? l.infiniband : l.ethernet;
-          p.require_map({"bandwidth_fraction", "message_overhead", "regimes"});
+          p.require_map({"bandwidth_fraction", "message_overhead", "regimes", "regimes_by"});
           if (auto v = p.find("bandwidth_fraction")) prof.bandwidth_fraction = v->number(0.01, 1.0);
           if (auto v = p.find("message_overhead")) prof.message_overhead = v->nonnegative_quantity(Quantity::Time);
           if (auto v = p.find("regimes")) {
@@ -511,6 +520,7 @@ void Catalog::apply_overlay(const std::string& file) {
               prof.regimes.push_back(g);
             }
           }
+          if (auto v = p.find("regimes_by")) prof.regimes_by = regime_key(*v);
         }
       }
     }

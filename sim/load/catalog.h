@@ -2,6 +2,7 @@
 // source comment). Nothing about specific hardware is written in code.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -162,10 +163,18 @@ struct SizeRegime {
   double bandwidth_scale = 1;
   double message_overhead = 0;
 };
+// What picks a message's regime: its own size (protocol switches: eager, rendezvous), or the size of the
+// collective buffer it is a part of (caches: a ring streams its whole buffer through them, while a
+// ping-pong of the same size streams only the message). `regimes_by: message | buffer` in an overlay.
+enum class RegimeKey { Message, Buffer };
+inline double regime_size(RegimeKey k, double message_bytes, double buffer_bytes) {
+  return k == RegimeKey::Buffer ? std::max(message_bytes, buffer_bytes) : message_bytes;
+}
 struct PathProfile {
   double bandwidth_fraction = 1;    // of the nominal link bandwidth
   double message_overhead = 0;      // seconds per message (one transfer of one collective step)
   std::vector<SizeRegime> regimes;  // ascending from_bytes; none: one regime for all sizes
+  RegimeKey regimes_by = RegimeKey::Message;
   const SizeRegime* regime(double bytes) const {
     const SizeRegime* r = nullptr;
     for (const auto& g : regimes)
@@ -180,6 +189,7 @@ struct LibraryProfile {
   double collective_overhead = 0;  // seconds per collective call
   double host_reduction_rate = 0;  // bytes/s of input a reduction on the host CPU consumes
   std::vector<std::pair<double, double>> host_reduction_regimes;  // (from bytes, rate), ascending; calibrated
+  RegimeKey host_reduction_regimes_by = RegimeKey::Message;
   double host_reduction_rate_for(double bytes) const {
     double rate = host_reduction_rate;
     for (const auto& [from, r] : host_reduction_regimes)
