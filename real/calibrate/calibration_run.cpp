@@ -86,9 +86,8 @@ int run_calibrate(const CalibrateOptions& o, MPI_Comm comm) {
     std::vector<std::vector<double>> one_way(sizes.size());
     for (int rep = 0; rep < o.repetitions; ++rep)
       for (std::size_t i = 0; i < sizes.size(); ++i) {
-        for (int w = 0; w < 3; ++w)
-          round_trip(sizes[i]);  // warm-up: the buffer into the caches, as in a
-                                 // loop of collectives on one buffer
+        // Warm-up: the buffer into the caches, as in a loop of collectives on one buffer.
+        for (int w = 0; w < 3; ++w) round_trip(sizes[i]);
         one_way[i].push_back(round_trip(sizes[i]) / 2);
       }
     nlohmann::ordered_json points = nlohmann::ordered_json::array();
