@@ -307,12 +307,11 @@ CalibrationResult calibrate(const Catalog& catalog, const Scenario& s, const Cal
     const bool per_message = std::all_of(pts.begin(), pts.end(), [](const FitPoint& p) { return p.x_alpha == 1; });
     std::vector<LinearFit> fits;
     if (per_message) {
-      fits = fit_regimes(pts);
-      std::vector<FitPoint> sorted = pts;
-      std::stable_sort(sorted.begin(), sorted.end(),
+      std::stable_sort(pts.begin(), pts.end(),
                        [](const FitPoint& a, const FitPoint& b) { return a.x_beta < b.x_beta; });
+      fits = fit_regimes(pts);
       auto& table = tables[cls];
-      for (const auto& p : sorted) {
+      for (const auto& p : pts) {
         if (p.x_beta <= 0 || (!table.empty() && p.x_beta == table.back().from_bytes)) continue;
         LinearFit g;
         g.alpha = fits.front().alpha;
