@@ -241,6 +241,74 @@ TEST_CASE("parameter placement is TensorFlow's greedy least-loaded, in creation 
   // loads: [100] [0] -> t1 to 1: [100][30] -> t2 to 1: [100][90] -> t3 to 1: [100][110] -> t4 to 0
   REQUIRE(assign_to_servers({100, 30, 60, 20, 5}, 2) == std::vector<int>{0, 1, 1, 1, 0});
   REQUIRE(assign_to_servers({10, 10, 10}, 3) == std::vector<int>{0, 1, 2});
+  // Round robin (TensorFlow's replicated mode without NCCL) ignores the sizes.
+  REQUIRE(assign_to_servers({100, 30, 60, 20, 5}, 2, ServerAssignment::RoundRobin) == std::vector<int>{0, 1, 0, 1, 0});
+}
+
+TEST_CASE("parameter servers on the workers: each GPU serves its shard, keeps its own part local", "[collective]") {
+  const std::vector<std::uint64_t> shards = {8 * 4, 0, 5 * 4, 0};
+  auto c = make_parameter_server_on_workers(shards, Space::Device);
+  REQUIRE(c->members() == 4);
+  REQUIRE(c->algorithm() == "parameter_server_on_gpus");
+  require_matching_messages(*c);
+  Buffers b;
+  const std::size_t floats = 13;
+  for (int w = 0; w < 4; ++w) {
+    auto& v = b.at(w, Space::Device, floats);
+    for (std::size_t i = 0; i < floats; ++i) v[i] = static_cast<float>(w + 1);
+  }
+  execute(*c, b, floats);
+  for (int w = 0; w < 4; ++w)
+    for (float x : b.at(w, Space::Device, floats)) REQUIRE(x == 10.0f);
+  REQUIRE(b.data.count({0, Space::Host}) == 0);  // nothing staged through host memory
+  RankStep st;
+  c->rank_step(0, 0, st);  // serves shard 0: three pushes in; pushes shard 2 out
+  REQUIRE(st.recvs.size() == 3);
+  REQUIRE(st.sends.size() == 1);
+  REQUIRE(st.sends[0].dst == 2);
+  REQUIRE(st.update_bytes == 32);
+  c->rank_step(1, 0, st);  // serves an empty shard
+  REQUIRE(st.recvs.empty());
+  REQUIRE(st.update_bytes == 0);
+  c->rank_step(1, 1, st);  // pulls shards 0 and 2
+  REQUIRE(st.recvs.size() == 2);
+}
+
+TEST_CASE("node-aggregated parameter server: sum in the node, push, pull once per node, copy to every GPU",
+          "[collective]") {
+  const int nodes = 2, local = 3, workers = nodes * local;
+  const std::vector<std::uint64_t> shards = {8 * 4, 5 * 4};
+  auto c = make_node_aggregated_parameter_server(nodes, local, shards, 1, Space::Device);
+  REQUIRE(c->members() == workers + 2);
+  REQUIRE(c->steps() == 4);
+  require_matching_messages(*c);
+  Buffers b;
+  const std::size_t floats = 13;
+  for (int w = 0; w < workers; ++w) {
+    auto& v = b.at(w, Space::Device, floats);
+    for (std::size_t i = 0; i < floats; ++i) v[i] = static_cast<float>(w + 1);
+  }
+  execute(*c, b, floats);
+  for (int w = 0; w < workers; ++w)
+    for (float x : b.at(w, Space::Device, floats)) REQUIRE(x == 21.0f);
+  RankStep st;
+  c->rank_step(4, 0, st);  // node 1's aggregator (local 1) sums its two neighbours
+  REQUIRE(st.recvs.size() == 2);
+  c->rank_step(4, 1, st);  // and pushes both shards
+  REQUIRE(st.sends.size() == 2);
+  c->rank_step(workers + 0, 1, st);  // a server gets one push per node, then updates
+  REQUIRE(st.recvs.size() == nodes);
+  REQUIRE(st.update_bytes == 32);
+  c->rank_step(3, 2, st);  // node 1's local 0 pulls both shards into host memory
+  REQUIRE(st.recvs.size() == 2);
+  REQUIRE(st.recvs[0].dst_space == Space::Host);
+  c->rank_step(3, 3, st);  // and copies the buffer into its 3 GPUs, its own by a local copy
+  REQUIRE(st.sends.size() == 3);
+  REQUIRE(st.recvs.size() == 1);
+  REQUIRE(st.recvs[0].src == 3);
+  c->rank_step(5, 1, st);  // not an aggregator: idle while the push runs
+  REQUIRE(st.sends.empty());
+  REQUIRE_THROWS(make_node_aggregated_parameter_server(nodes, local, shards, local, Space::Device));
 }
 
 TEST_CASE("chunking splits whole elements, the first chunks one larger", "[collective]") {

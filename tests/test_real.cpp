@@ -90,7 +90,8 @@ TEST_CASE("real bench: --json rows and busbw = algbw x 2(n-1)/n", "[real]") {
 }
 
 TEST_CASE(
-    "real train: fused ring, hierarchical, halving-doubling and parameter-server iterations give the summed "
+    "real train: fused ring, hierarchical, halving-doubling and parameter-server (servers apart, on the GPUs, "
+    "node-aggregated) iterations give the summed "
     "gradients",
     "[real]") {
   const std::string s = kScenarios + "/landolakes_cifar10_2x_nc24rs_v3.yaml";
@@ -102,6 +103,15 @@ TEST_CASE(
         "-n 4 " + kReal + kCatalog + " train " + s +
             " --set cluster.nodes=3 --set cluster.gpus_per_node=1 --set communication.strategy=parameter_server"
             " --set communication.parameter_servers=1 --set communication.cycle_time=0",
+        // Servers on the GPUs (every worker serves its tensors), round robin: no server processes.
+        "-n 3 " + kReal + kCatalog + " train " + s +
+            " --set cluster.nodes=1 --set cluster.gpus_per_node=3 --set communication.strategy=parameter_server"
+            " --set communication.parameter_server_placement=gpus"
+            " --set communication.parameter_server_assignment=round_robin --set communication.fusion_threshold=0B",
+        // distributed_replicated: 2 nodes x 2 GPUs sum in the node, push to 1 server, pull once per node.
+        "-n 5 " + kReal + kCatalog + " train " + s +
+            " --set cluster.nodes=2 --set cluster.gpus_per_node=2 --set communication.strategy=parameter_server"
+            " --set communication.parameter_servers=1 --set communication.parameter_server_aggregation=node",
         // 3 ranks: one folds into its neighbour, two halve and double, then it is handed the result.
         "-n 3 " + kReal + kCatalog + " train " + s +
             " --set cluster.nodes=3 --set cluster.gpus_per_node=1 --set communication.strategy=halving_doubling",

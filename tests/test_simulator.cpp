@@ -171,6 +171,54 @@ TEST_CASE("one parameter server: its link carries 2 n S and bounds the exchange"
   }
 }
 
+TEST_CASE("parameter servers on the GPUs: n-1 pushes into the serving GPU, reduced and updated there", "[sim]") {
+  const int n = 4;
+  const std::uint64_t S = std::uint64_t{32} << 20;
+  const Scenario s =
+      one_gpu_per_node(n, "communication: {strategy: parameter_server, parameter_server_placement: gpus}\n");
+  REQUIRE(s.communication.parameter_servers == n);
+  REQUIRE(s.communication.server_members() == 0);
+  // One tensor, served by GPU 0.
+  auto ps = collective::make_parameter_server_on_workers({S, 0, 0, 0}, Space::Device);
+  const PathFacts f = facts(
+      s, [](const Topology& t) { return t.gpu(1, 0); }, [](const Topology& t) { return t.gpu(0, 0); });
+  // Push: n-1 flows share GPU 0's NIC; n-1 reductions and the update on GPU 0 (3 memory passes each); pull.
+  const double expected = 2 * ((n - 1) * S / f.bandwidth + f.alpha) + n * 3.0 * S / gpu_memory_bandwidth();
+  for (Fidelity fid : {Fidelity::Flow, Fidelity::Step}) {
+    CAPTURE(to_string(fid));
+    std::map<std::string, double> bytes;
+    CHECK(timed(s, *ps, fid, &bytes) == Approx(expected).epsilon(0.01));
+    CHECK(bytes["switch0->n0.ib0"] == Approx((n - 1.0) * S));  // GPU 0 keeps its own part local
+    CHECK(bytes["n1.ib0->switch0"] == Approx(S));
+  }
+}
+
+TEST_CASE("node aggregation: each node pushes its GPUs' sum once and pulls once", "[sim]") {
+  const std::uint64_t S = std::uint64_t{16} << 20;
+  auto two_nodes = [&](const std::string& aggregation) {
+    return scenario(
+        "cluster: {sku: NC24rs_v3, nodes: 2, gpus_per_node: 4, fabric: infiniband}\n"
+        "model: {name: resnet50, batch_per_gpu: 64}\ntraining: {epochs: 1}\n"
+        "communication: {strategy: parameter_server, parameter_servers: 1, parameter_server_aggregation: " +
+        aggregation + "}\n");
+  };
+  const Scenario agg = two_nodes("node"), flat = two_nodes("none");
+  auto node_ps = collective::make_node_aggregated_parameter_server(2, 4, {S}, 0, Space::Device);
+  auto flat_ps = collective::make_parameter_server_exchange(8, {S}, Space::Device);
+  for (Fidelity fid : {Fidelity::Flow, Fidelity::Step}) {
+    CAPTURE(to_string(fid));
+    std::map<std::string, double> a, b;
+    const double t_agg = timed(agg, *node_ps, fid, &a), t_flat = timed(flat, *flat_ps, fid, &b);
+    // The server lives on node 0: node 1's NIC carries one push out and one pull in, not one per GPU.
+    CHECK(a["n1.ib0->switch0"] == Approx(S));
+    CHECK(a["switch0->n1.ib0"] == Approx(S));
+    CHECK(b["n1.ib0->switch0"] == Approx(4.0 * S));
+    CHECK(t_agg < t_flat);
+  }
+  // Both fidelities agree on the node-aggregated exchange.
+  CHECK(timed(agg, *node_ps, Fidelity::Step) == Approx(timed(agg, *node_ps, Fidelity::Flow)).epsilon(0.02));
+}
+
 TEST_CASE("ring on one NC24rs_v3 crosses its PCIe links and a second node moves the bottleneck to the NIC", "[sim]") {
   const Scenario one = scenario(
       "cluster: {sku: NC24rs_v3, nodes: 1}\nmodel: {name: resnet50, batch_per_gpu: 64}\ntraining: {epochs: 1}\n");
@@ -301,7 +349,8 @@ TEST_CASE("validate --published: a case whose error grows past the recorded one 
   const std::string dir = std::string(RINGSIM_TEST_CATALOG) + "/../validate/data/";
   std::ifstream in(dir + "published_baseline.json");
   auto baseline = nlohmann::json::parse(in);
-  REQUIRE(baseline["cases"].size() == 50);                 // 27 DGX-1 P100 rows, 2 Goyal et al. rows, 21 GCE K80 rows
+  // 27 DGX-1 P100 rows, 2 Goyal et al. rows, 21 GCE K80 rows, 21 AWS p2.8xlarge rows, 20 distributed AWS rows
+  REQUIRE(baseline["cases"].size() == 91);
   for (auto& c : baseline["cases"]) c["error_pct"] = 0.0;  // pretend every case used to be exact
   // Two of the published cases (the whole set takes minutes under the sanitizers), in a copy of the
   // published file next to a link to the scenarios.

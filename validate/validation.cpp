@@ -63,7 +63,8 @@ ValidationReport validate_published(const Catalog& catalog, const std::string& c
   ValidationReport r;
   r.title = "published: " + cases_file;
   for (auto& c : root.get("cases").items()) {
-    c.require_map({"name", "scenario", "model", "batch_per_gpu", "gpus", "nodes", "published_images_per_sec"});
+    c.require_map({"name", "scenario", "model", "batch_per_gpu", "gpus", "nodes", "parameter_servers",
+                   "published_images_per_sec"});
     const std::string file = (scenario_dir / c.get("scenario").str()).string();
     std::error_code ec;
     if (!std::filesystem::exists(file, ec)) c.get("scenario").fail("no scenario file " + file);
@@ -72,11 +73,13 @@ ValidationReport validate_published(const Catalog& catalog, const std::string& c
     const std::int64_t nodes = c.has("nodes") ? c.get("nodes").integer(1, 65536) : 1;
     if (gpus % nodes != 0)
       c.get("gpus").fail(std::to_string(gpus) + " GPUs do not spread evenly over " + std::to_string(nodes) + " nodes");
-    const std::vector<Override> sets = {
+    std::vector<Override> sets = {
         parse_override("model.name=" + c.get("model").str()),
         parse_override("model.batch_per_gpu=" + std::to_string(c.get("batch_per_gpu").integer(1, 1 << 20))),
         parse_override("cluster.nodes=" + std::to_string(nodes)),
         parse_override("cluster.gpus_per_node=" + std::to_string(gpus / nodes))};
+    if (auto f = c.find("parameter_servers"))  // as the published set-up ran, where it says
+      sets.push_back(parse_override("communication.parameter_servers=" + std::to_string(f->integer(1, 65536))));
     const Scenario s = load_scenario(file, catalog, sets);
     const nlohmann::json p = predict_isolated(catalog, s);
     ValidationCase vc{c.get("name").str(), "images_per_sec", p["images_per_sec"].get<double>(),

@@ -75,11 +75,12 @@ int run_train(const TrainOptions& o, MPI_Comm comm) {
   const auto& comm_cfg = s.communication;
   const bool ps = comm_cfg.strategy == Strategy::ParameterServer;
   const int workers = s.cluster.total_gpus();
-  const int needed = workers + (ps ? comm_cfg.parameter_servers : 0);
+  const int servers = comm_cfg.server_members();
+  const int needed = workers + servers;
   if (size != needed)
     throw UsageError("the scenario needs " + std::to_string(needed) + " processes (" + std::to_string(workers) +
-                     " GPUs" + (ps ? " + " + std::to_string(comm_cfg.parameter_servers) + " parameter servers" : "") +
-                     "), but " + std::to_string(size) + " were launched");
+                     " GPUs" + (servers > 0 ? " + " + std::to_string(servers) + " parameter servers" : "") + "), but " +
+                     std::to_string(size) + " were launched");
   const bool worker = rank < workers;
   const ModelSpec& model = catalog.model(s.model.name);
   ComputeModel cm = build_compute_model(catalog, s);
@@ -91,7 +92,7 @@ int run_train(const TrainOptions& o, MPI_Comm comm) {
   std::vector<std::uint64_t> tensor_bytes(n);
   for (std::size_t t = 0; t < n; ++t) tensor_bytes[t] = static_cast<std::uint64_t>(model.tensors[t].numel) * 4;
   std::vector<int> server_of;
-  if (ps) server_of = collective::assign_to_servers(tensor_bytes, comm_cfg.parameter_servers);
+  if (ps) server_of = tensor_servers(s, tensor_bytes);
   // Rings follow the fastest links inside a node, as predict's do (the same search, on the same graph).
   const Topology topology = Topology::build(catalog, cluster_shape(s.cluster));
   CommModel comm_model(catalog, s, topology);
@@ -188,13 +189,9 @@ int run_train(const TrainOptions& o, MPI_Comm comm) {
         backend->upload(fusion, staging, b.bytes);
         backend->charge_collective_call();
         rec.comm_start = since_start();
-        std::vector<std::uint64_t> shards;
-        if (comm_cfg.strategy == Strategy::ParameterServer) {
-          // The exchange's buffer is laid out shard by shard; the fusion buffer is in tensor order, so
-          // the server-side layout differs but every rank agrees on it and sizes match.
-          shards.assign(comm_cfg.parameter_servers, 0);
-          for (int t : b.tensors) shards[server_of[t]] += tensor_bytes[t];
-        }
+        // The exchange's buffer is laid out shard by shard; the fusion buffer is in tensor order, so
+        // the server-side layout differs but every rank agrees on it and sizes match.
+        const BufferShards shards = ps ? buffer_shards(s, server_of, tensor_bytes, b.tensors) : BufferShards{};
         const auto c = make_buffer_collective(s, {workers, space, ring_order, local_order}, b.bytes, 4, shards);
         rec.algorithm = std::string(c->algorithm());
         FaultyTransport t(backend->transport(fusion), o.fault, rank);

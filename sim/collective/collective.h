@@ -113,8 +113,27 @@ std::unique_ptr<Collective> make_hierarchical_allreduce(int nodes, int local, st
 std::unique_ptr<Collective> make_parameter_server_exchange(int workers, const std::vector<std::uint64_t>& shard_bytes,
                                                            Space worker_space);
 
-// TensorFlow's greedy placement: each tensor, in creation order, goes to the server with the fewest bytes
-// so far (ties: lowest index). Returns the server of each tensor.
-std::vector<int> assign_to_servers(const std::vector<std::uint64_t>& tensor_bytes, int servers);
+// Parameter servers on the workers themselves (TensorFlow's local_parameter_device=gpu): worker j is
+// server j and keeps shard j, `shard_bytes.size()` workers. Step 0: every worker pushes each shard to the
+// worker that serves it, which reduces the others' and updates; step 1: every worker pulls every shard
+// it does not serve.
+std::unique_ptr<Collective> make_parameter_server_on_workers(const std::vector<std::uint64_t>& shard_bytes,
+                                                             Space worker_space);
+
+// TensorFlow's distributed_replicated: members [0, nodes * local) are workers (node-major), then the
+// servers. Step 0: within every node each GPU sends the buffer to local GPU `aggregator`, which sums;
+// step 1: the aggregators push each shard to its server, which reduces and updates; step 2: local
+// member 0 of every node pulls every shard into its host memory; step 3: it copies the buffer into
+// every GPU of its node (its own by a local copy).
+std::unique_ptr<Collective> make_node_aggregated_parameter_server(int nodes, int local,
+                                                                  const std::vector<std::uint64_t>& shard_bytes,
+                                                                  int aggregator, Space worker_space);
+
+// How tensors are spread over servers: TensorFlow's greedy placement (each tensor, in creation order, to
+// the server with the fewest bytes so far; ties: lowest index), or round robin by tensor index (the GPU
+// that aggregates variable i in TensorFlow's replicated mode without NCCL). Returns each tensor's server.
+enum class ServerAssignment : std::uint8_t { Greedy, RoundRobin };
+std::vector<int> assign_to_servers(const std::vector<std::uint64_t>& tensor_bytes, int servers,
+                                   ServerAssignment how = ServerAssignment::Greedy);
 
 }  // namespace ringsim::collective

@@ -37,9 +37,6 @@ EmulationSpec::Loaded EmulationSpec::load() const {
   return {std::move(catalog), std::move(s)};
 }
 
-int emulated_ranks(const Scenario& s) {
-  return s.cluster.total_gpus() +
-         (s.communication.strategy == Strategy::ParameterServer ? s.communication.parameter_servers : 0);
-}
+int emulated_ranks(const Scenario& s) { return s.cluster.total_gpus() + s.communication.server_members(); }
 
 }  // namespace ringsim

@@ -4,9 +4,22 @@
 
 namespace ringsim {
 
+std::vector<int> tensor_servers(const Scenario& s, const std::vector<std::uint64_t>& tensor_bytes) {
+  return collective::assign_to_servers(tensor_bytes, s.communication.parameter_servers, s.communication.ps_assignment);
+}
+
+BufferShards buffer_shards(const Scenario& s, const std::vector<int>& server_of,
+                           const std::vector<std::uint64_t>& tensor_bytes, const std::vector<int>& tensors) {
+  BufferShards b;
+  b.bytes.assign(s.communication.parameter_servers, 0);
+  for (int t : tensors) b.bytes[server_of.at(t)] += tensor_bytes.at(t);
+  if (!tensors.empty()) b.aggregator = tensors.front() % s.cluster.gpus_per_node;
+  return b;
+}
+
 std::unique_ptr<collective::Collective> make_buffer_collective(const Scenario& s, const BufferCollectiveLayout& layout,
                                                                std::uint64_t bytes, int element_bytes,
-                                                               const std::vector<std::uint64_t>& shards) {
+                                                               const BufferShards& shards) {
   const auto& c = s.communication;
   switch (c.strategy) {
     case Strategy::Ring:
@@ -17,8 +30,13 @@ std::unique_ptr<collective::Collective> make_buffer_collective(const Scenario& s
     case Strategy::HalvingDoubling:
       return collective::make_halving_doubling_allreduce(layout.workers, bytes, element_bytes, layout.space);
     case Strategy::ParameterServer:
-      // Workers push from and pull into their GPU buffers; servers reduce in host memory.
-      return collective::make_parameter_server_exchange(layout.workers, shards, collective::Space::Device);
+      // Workers push from and pull into their GPU buffers; servers reduce in host memory, or on the GPUs.
+      if (c.ps_placement == PsPlacement::Gpus)
+        return collective::make_parameter_server_on_workers(shards.bytes, collective::Space::Device);
+      if (c.ps_aggregation == PsAggregation::Node)
+        return collective::make_node_aggregated_parameter_server(s.cluster.nodes, s.cluster.gpus_per_node, shards.bytes,
+                                                                 shards.aggregator, collective::Space::Device);
+      return collective::make_parameter_server_exchange(layout.workers, shards.bytes, collective::Space::Device);
   }
   throw std::logic_error("unknown strategy");
 }

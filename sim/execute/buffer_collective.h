@@ -19,9 +19,21 @@ struct BufferCollectiveLayout {
   std::vector<int> local_order;                         // hierarchical: the ring inside each node (empty: index order)
 };
 
-// `shards` (parameter_server only): the buffer's bytes on each server.
+// parameter_server only: the server of each tensor, as the scenario assigns them.
+std::vector<int> tensor_servers(const Scenario& s, const std::vector<std::uint64_t>& tensor_bytes);
+
+// parameter_server only: a fusion buffer's bytes on each server and, with node aggregation, the local GPU
+// that sums it: its first tensor's index modulo the GPUs per node, as TensorFlow picks a GPU per variable.
+struct BufferShards {
+  std::vector<std::uint64_t> bytes;
+  int aggregator = 0;
+};
+BufferShards buffer_shards(const Scenario& s, const std::vector<int>& server_of,
+                           const std::vector<std::uint64_t>& tensor_bytes, const std::vector<int>& tensors);
+
+// `shards`: parameter_server only.
 std::unique_ptr<collective::Collective> make_buffer_collective(const Scenario& s, const BufferCollectiveLayout& layout,
                                                                std::uint64_t bytes, int element_bytes,
-                                                               const std::vector<std::uint64_t>& shards = {});
+                                                               const BufferShards& shards = {});
 
 }  // namespace ringsim

@@ -13,7 +13,7 @@ std::vector<std::string> network_model_config() {
 std::vector<MemberPlace> parameter_server_places(const Scenario& s, const Topology& topo) {
   std::vector<MemberPlace> servers;
   const auto& c = s.communication;
-  for (int j = 0; j < c.parameter_servers; ++j) {
+  for (int j = 0; j < c.server_members(); ++j) {
     const int node = c.ps_placement == PsPlacement::Dedicated ? s.cluster.nodes + j : j % s.cluster.nodes;
     const VertexId mem = topo.host_memory(node, 0);
     servers.push_back({mem, mem, false});

@@ -20,6 +20,7 @@ std::vector<std::string> network_model_config();
 
 // Where the parameter servers of `s` live (host memory of socket 0 of their node): dedicated nodes follow
 // the workers' nodes, colocated servers go round-robin over the workers' nodes.
+// Servers on the GPUs (placement gpus) are the workers themselves: none here.
 std::vector<MemberPlace> parameter_server_places(const Scenario& s, const Topology& topo);
 
 class PlatformBuilder {

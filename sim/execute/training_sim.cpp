@@ -49,18 +49,15 @@ class CollectiveFactory {
   CollectiveFactory(const Scenario& s, const ModelSpec& model, CommModel& cm) : s_(s), cm_(cm) {
     for (const auto& t : model.tensors)
       tensor_bytes_.push_back(static_cast<std::uint64_t>(t.numel) * model.dtype_bytes());
-    if (s.communication.strategy == Strategy::ParameterServer)
-      server_of_ = collective::assign_to_servers(tensor_bytes_, s.communication.parameter_servers);
+    if (s.communication.strategy == Strategy::ParameterServer) server_of_ = tensor_servers(s, tensor_bytes_);
     // Rings follow the fastest links inside a node, the same in every node, nodes in index order.
     local_order_ = cm.local_ring_order();
     ring_order_ = cm.ring_order();
   }
   std::unique_ptr<Collective> make(const collective::FusionBuffer& b) const {
-    std::vector<std::uint64_t> shards;
-    if (s_.communication.strategy == Strategy::ParameterServer) {
-      shards.assign(s_.communication.parameter_servers, 0);
-      for (int t : b.tensors) shards[server_of_[t]] += tensor_bytes_[t];
-    }
+    BufferShards shards;
+    if (s_.communication.strategy == Strategy::ParameterServer)
+      shards = buffer_shards(s_, server_of_, tensor_bytes_, b.tensors);
     return make_buffer_collective(s_, {cm_.workers(), cm_.data_space(), ring_order_, local_order_}, b.bytes,
                                   b.element_bytes, shards);
   }
@@ -324,32 +321,42 @@ void TrainingRun::build_platform(const Collective* c, bool with_loader) {
   host(cm_.member(0).device);
   PlatformBuilder builder(cm_, zone);
   if (fidelity_ == Fidelity::Flow) {
-    const int members =
-        cm_.workers() +
-        (s_.communication.strategy == Strategy::ParameterServer ? s_.communication.parameter_servers : 0);
+    const int members = cm_.workers() + s_.communication.server_members();
     for (int m = 0; m < members; ++m) {
       host(cm_.member(m).device);
       host(cm_.member(m).host);
     }
     // Every (source, destination) pair any collective of this scenario uses: the pattern depends on the
-    // algorithm and its members, not on the buffer size, so one template buffer enumerates them all.
-    std::unique_ptr<Collective> own;
-    if (!c) {
-      collective::FusionBuffer probe;
-      probe.element_bytes = model_.dtype_bytes();
-      for (int t = 0; t < planners_.front()->tensor_count(); ++t) probe.tensors.push_back(t);
-      for (int t : probe.tensors) probe.bytes += factory_.tensor_bytes()[t];
-      own = factory_.make(probe);
-      c = own.get();
+    // algorithm and its members, not on the buffer size, so a template buffer of every tensor enumerates
+    // them all; with node aggregation, one per GPU that can aggregate (a buffer's first tensor picks it).
+    std::vector<std::unique_ptr<Collective>> own;
+    std::vector<const Collective*> templates;
+    if (c) {
+      templates.push_back(c);
+    } else {
+      const int tensors = planners_.front()->tensor_count();
+      const int firsts = s_.communication.strategy == Strategy::ParameterServer &&
+                                 s_.communication.ps_aggregation == PsAggregation::Node
+                             ? std::min(tensors, s_.cluster.gpus_per_node)
+                             : 1;
+      for (int first = 0; first < firsts; ++first) {
+        collective::FusionBuffer probe;
+        probe.element_bytes = model_.dtype_bytes();
+        for (int t = first; t < tensors; ++t) probe.tensors.push_back(t);
+        for (int t : probe.tensors) probe.bytes += factory_.tensor_bytes()[t];
+        own.push_back(factory_.make(probe));
+        templates.push_back(own.back().get());
+      }
     }
     std::set<std::pair<VertexId, VertexId>> pairs;
     RankStep st;
-    for (int s = 0; s < c->steps(); ++s)
-      for (int m = 0; m < c->members(); ++m) {
-        c->rank_step(m, s, st);
-        for (const auto& t : st.sends)
-          pairs.insert({cm_.endpoint(t.src, t.src_space), cm_.endpoint(t.dst, t.dst_space)});
-      }
+    for (const Collective* t : templates)
+      for (int s = 0; s < t->steps(); ++s)
+        for (int m = 0; m < t->members(); ++m) {
+          t->rank_step(m, s, st);
+          for (const auto& x : st.sends)
+            pairs.insert({cm_.endpoint(x.src, x.src_space), cm_.endpoint(x.dst, x.dst_space)});
+        }
     for (const auto& [a, b] : pairs) builder.add_route(host(a), host(b), cm_.path(a, b), false);
   }
   if (with_loader && s_.storage) add_loader(zone, builder, host);

@@ -74,7 +74,7 @@ WorkEstimate estimate_work(const Catalog& catalog, const Scenario& s, Fidelity f
   WorkEstimate e;
   const auto& c = s.communication;
   const int workers = s.cluster.total_gpus();
-  const int servers = c.strategy == Strategy::ParameterServer ? c.parameter_servers : 0;
+  const int servers = c.server_members();
   e.ranks = workers + servers;
 
   // Past two nodes (the first with a fabric switch) the graph grows by the same devices and links per
@@ -110,8 +110,9 @@ WorkEstimate estimate_work(const Catalog& catalog, const Scenario& s, Fidelity f
   const auto space = catalog.library(std::string(to_string(c.library))).data_path == DataPath::Host
                          ? collective::Space::Host
                          : collective::Space::Device;
-  std::vector<std::uint64_t> shards;
-  if (c.strategy == Strategy::ParameterServer) shards.assign(servers, bytes / elem / std::max(1, servers) * elem);
+  BufferShards shards;
+  if (c.strategy == Strategy::ParameterServer)
+    shards.bytes.assign(c.parameter_servers, bytes / elem / std::max(1, c.parameter_servers) * elem);
   const auto coll = make_buffer_collective(s, {workers, space, {}, {}}, bytes, elem, shards);
   collective::RankStep st;
   for (const auto& run : coll->runs()) {

@@ -24,7 +24,18 @@ std::string_view to_string(Strategy v) {
   }
   return "?";
 }
-std::string_view to_string(PsPlacement v) { return v == PsPlacement::Colocated ? "colocated" : "dedicated"; }
+std::string_view to_string(PsPlacement v) {
+  switch (v) {
+    case PsPlacement::Colocated:
+      return "colocated";
+    case PsPlacement::Dedicated:
+      return "dedicated";
+    case PsPlacement::Gpus:
+      return "gpus";
+  }
+  return "?";
+}
+std::string_view to_string(PsAggregation v) { return v == PsAggregation::None ? "none" : "node"; }
 std::string_view to_string(CommLibrary v) { return v == CommLibrary::Nccl ? "nccl" : "mpi"; }
 std::string_view to_string(DataFormat v) { return v == DataFormat::Files ? "files" : "records"; }
 
@@ -37,8 +48,14 @@ const std::vector<std::string> kClusterKeys = {
     "sku", "nodes", "gpus_per_node", "fabric", "fabric_topology", "nodes_per_leaf", "oversubscription"};
 const std::vector<std::string> kModelKeys = {"name", "batch_per_gpu", "images_per_sec_single_gpu"};
 const std::vector<std::string> kTrainingKeys = {"epochs", "dataset_images"};
-const std::vector<std::string> kCommKeys = {"strategy",   "parameter_servers", "parameter_server_placement",
-                                            "cross_node", "fusion_threshold",  "cycle_time",
+const std::vector<std::string> kCommKeys = {"strategy",
+                                            "parameter_servers",
+                                            "parameter_server_placement",
+                                            "parameter_server_assignment",
+                                            "parameter_server_aggregation",
+                                            "cross_node",
+                                            "fusion_threshold",
+                                            "cycle_time",
                                             "library"};
 
 const std::vector<std::string> kStorageKeys = {
@@ -280,14 +297,38 @@ Scenario parse(std::shared_ptr<YamlDocument> doc, const Catalog& catalog, const 
     }
     if (auto f = co->find("parameter_server_placement")) {
       if (!ps) f->fail("applies only to strategy: parameter_server");
-      s.communication.ps_placement =
-          f->choice({"colocated", "dedicated"}) == "colocated" ? PsPlacement::Colocated : PsPlacement::Dedicated;
+      const std::string v = f->choice({"colocated", "dedicated", "gpus"});
+      s.communication.ps_placement = v == "colocated"   ? PsPlacement::Colocated
+                                     : v == "dedicated" ? PsPlacement::Dedicated
+                                                        : PsPlacement::Gpus;
+    }
+    if (auto f = co->find("parameter_server_assignment")) {
+      if (!ps) f->fail("applies only to strategy: parameter_server");
+      s.communication.ps_assignment = f->choice({"greedy", "round_robin"}) == "greedy"
+                                          ? collective::ServerAssignment::Greedy
+                                          : collective::ServerAssignment::RoundRobin;
+    }
+    if (auto f = co->find("parameter_server_aggregation")) {
+      if (!ps) f->fail("applies only to strategy: parameter_server");
+      s.communication.ps_aggregation =
+          f->choice({"none", "node"}) == "none" ? PsAggregation::None : PsAggregation::Node;
+      if (s.communication.ps_aggregation == PsAggregation::Node && s.communication.ps_placement == PsPlacement::Gpus)
+        f->fail(
+            "node aggregation pushes to servers in host memory; it does not apply to parameter_server_placement: gpus");
     }
     if (auto f = co->find("fusion_threshold"))
       s.communication.fusion_threshold_bytes = f->nonnegative_quantity(Quantity::Bytes);
     if (auto f = co->find("cycle_time")) s.communication.cycle_time_s = f->nonnegative_quantity(Quantity::Time);
     if (auto f = co->find("library"))
       s.communication.library = f->choice({"nccl", "mpi"}) == "nccl" ? CommLibrary::Nccl : CommLibrary::Mpi;
+    if (ps && s.communication.ps_placement == PsPlacement::Gpus) {
+      // One server per worker GPU: the count follows from the cluster.
+      const int gpus = s.cluster.total_gpus();
+      if (auto f = co->find("parameter_servers"); f && s.communication.parameter_servers != gpus)
+        f->fail("with parameter_server_placement: gpus every GPU is a server: " + std::to_string(gpus) +
+                " on this cluster (leave parameter_servers out)");
+      s.communication.parameter_servers = gpus;
+    }
     if (ps && s.communication.parameter_servers == 0) s.communication.parameter_servers = 1;
     if (ps && s.communication.ps_placement == PsPlacement::Colocated &&
         s.communication.parameter_servers > s.cluster.nodes) {
@@ -364,6 +405,10 @@ std::string to_yaml(const Scenario& s) {
     out << YAML::Key << "parameter_servers" << YAML::Value << s.communication.parameter_servers;
     out << YAML::Key << "parameter_server_placement" << YAML::Value
         << std::string(to_string(s.communication.ps_placement));
+    out << YAML::Key << "parameter_server_assignment" << YAML::Value
+        << (s.communication.ps_assignment == collective::ServerAssignment::Greedy ? "greedy" : "round_robin");
+    out << YAML::Key << "parameter_server_aggregation" << YAML::Value
+        << std::string(to_string(s.communication.ps_aggregation));
   }
   if (s.communication.strategy == Strategy::Hierarchical)
     out << YAML::Key << "cross_node" << YAML::Value

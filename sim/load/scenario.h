@@ -14,12 +14,14 @@ namespace ringsim {
 
 enum class FabricTopology { Star, FatTree };
 enum class Strategy { Ring, Hierarchical, HalvingDoubling, ParameterServer };
-enum class PsPlacement { Colocated, Dedicated };
+enum class PsPlacement { Colocated, Dedicated, Gpus };
+enum class PsAggregation { None, Node };
 enum class CommLibrary { Nccl, Mpi };
 
 std::string_view to_string(FabricTopology v);
 std::string_view to_string(Strategy v);
 std::string_view to_string(PsPlacement v);
+std::string_view to_string(PsAggregation v);
 std::string_view to_string(CommLibrary v);
 
 struct ClusterConfig {
@@ -46,12 +48,18 @@ struct TrainingConfig {
 
 struct CommunicationConfig {
   Strategy strategy = Strategy::Ring;
-  int parameter_servers = 0;  // parameter_server only
-  PsPlacement ps_placement = PsPlacement::Colocated;
+  int parameter_servers = 0;                          // parameter_server only
+  PsPlacement ps_placement = PsPlacement::Colocated;  // gpus: the servers are the worker GPUs themselves
+  collective::ServerAssignment ps_assignment = collective::ServerAssignment::Greedy;
+  PsAggregation ps_aggregation = PsAggregation::None;              // node: a node's GPUs sum before they push
   collective::CrossNode cross_node = collective::CrossNode::Ring;  // hierarchical only: among the node roots
   double fusion_threshold_bytes = 64.0 * 1024 * 1024;              // 0 disables fusion
   double cycle_time_s = 5e-3;
   CommLibrary library = CommLibrary::Nccl;
+  // Collective members that are servers of their own (parameter servers not on the worker GPUs).
+  int server_members() const {
+    return strategy == Strategy::ParameterServer && ps_placement != PsPlacement::Gpus ? parameter_servers : 0;
+  }
 };
 
 // Where the training data comes from (issue 8). Absent: synthetic data (no input pipeline modelled).

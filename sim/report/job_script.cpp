@@ -8,7 +8,7 @@ std::string job_script(const Scenario& s, const JobOptions& o) {
   const bool ps = s.communication.strategy == Strategy::ParameterServer;
   const int gpn = s.cluster.gpus_per_node;
   const int nodes = s.cluster.nodes;
-  const int servers = ps ? s.communication.parameter_servers : 0;
+  const int servers = s.communication.server_members();
   const int ranks = nodes * gpn + servers;
   const bool ib = s.cluster.fabric == FabricKind::InfiniBand;
   std::ostringstream out;
