@@ -114,6 +114,22 @@ void require_allreduce(const Collective& c, std::size_t floats, Space space) {
   if (space == Space::Host && c.members() > 1) REQUIRE(b.data.count({0, Space::Host}) == 1);
 }
 
+// Workers [0, workers) start with w + 1 in every element (servers, if any, with nothing); after the
+// exchange every worker holds the sum over workers in every element.
+Buffers require_workers_sum(const Collective& c, int workers) {
+  Buffers b;
+  const std::size_t floats = 13;
+  for (int w = 0; w < workers; ++w) {
+    auto& v = b.at(w, Space::Device, floats);
+    for (std::size_t i = 0; i < floats; ++i) v[i] = static_cast<float>(w + 1);
+  }
+  execute(c, b, floats);
+  const float sum = workers * (workers + 1) / 2.0f;
+  for (int w = 0; w < workers; ++w)
+    for (float x : b.at(w, Space::Device, floats)) REQUIRE(x == sum);
+  return b;
+}
+
 }  // namespace
 
 TEST_CASE("ring allreduce: 2(p-1) steps, matching messages, the sum on every member", "[collective]") {
@@ -220,15 +236,7 @@ TEST_CASE("parameter server: push and reduce on the servers, update, pull", "[co
   auto c = make_parameter_server_exchange(workers, shards, Space::Device);
   REQUIRE(c->members() == workers + 3);
   require_matching_messages(*c);
-  Buffers b;
-  const std::size_t floats = 13;
-  for (int w = 0; w < workers; ++w) {
-    auto& v = b.at(w, Space::Device, floats);
-    for (std::size_t i = 0; i < floats; ++i) v[i] = static_cast<float>(w + 1);
-  }
-  execute(*c, b, floats);
-  for (int w = 0; w < workers; ++w)
-    for (float x : b.at(w, Space::Device, floats)) REQUIRE(x == 6.0f);
+  require_workers_sum(*c, workers);
   RankStep st;
   c->rank_step(workers + 0, 0, st);
   REQUIRE(st.recvs.size() == workers);
@@ -251,15 +259,7 @@ TEST_CASE("parameter servers on the workers: each GPU serves its shard, keeps it
   REQUIRE(c->members() == 4);
   REQUIRE(c->algorithm() == "parameter_server_on_gpus");
   require_matching_messages(*c);
-  Buffers b;
-  const std::size_t floats = 13;
-  for (int w = 0; w < 4; ++w) {
-    auto& v = b.at(w, Space::Device, floats);
-    for (std::size_t i = 0; i < floats; ++i) v[i] = static_cast<float>(w + 1);
-  }
-  execute(*c, b, floats);
-  for (int w = 0; w < 4; ++w)
-    for (float x : b.at(w, Space::Device, floats)) REQUIRE(x == 10.0f);
+  const Buffers b = require_workers_sum(*c, 4);
   REQUIRE(b.data.count({0, Space::Host}) == 0);  // nothing staged through host memory
   RankStep st;
   c->rank_step(0, 0, st);  // serves shard 0: three pushes in; pushes shard 2 out
@@ -282,15 +282,7 @@ TEST_CASE("node-aggregated parameter server: sum in the node, push, pull once pe
   REQUIRE(c->members() == workers + 2);
   REQUIRE(c->steps() == 4);
   require_matching_messages(*c);
-  Buffers b;
-  const std::size_t floats = 13;
-  for (int w = 0; w < workers; ++w) {
-    auto& v = b.at(w, Space::Device, floats);
-    for (std::size_t i = 0; i < floats; ++i) v[i] = static_cast<float>(w + 1);
-  }
-  execute(*c, b, floats);
-  for (int w = 0; w < workers; ++w)
-    for (float x : b.at(w, Space::Device, floats)) REQUIRE(x == 21.0f);
+  require_workers_sum(*c, workers);
   RankStep st;
   c->rank_step(4, 0, st);  // node 1's aggregator (local 1) sums its two neighbours
   REQUIRE(st.recvs.size() == 2);
