@@ -172,6 +172,14 @@ TEST_CASE("real: launches that cannot work are refused with a clear message", "[
   const Result bad_size = run("-n 2 " + kReal + " bench -b 1X");
   CHECK(bad_size.status != 0);
   CHECK(bad_size.output.find("expected a number with an optional K, M or G suffix") != std::string::npos);
+  // Collectives in flight at once are simulated only: the real loop runs them one at a time.
+  const Result concurrent =
+      run("-n 2 " + kReal + kCatalog + " train " + kScenarios +
+          "/landolakes_cifar10_2x_nc24rs_v3.yaml --set cluster.nodes=1 --set cluster.gpus_per_node=2"
+          " --set communication.concurrent_collectives=unlimited");
+  CHECK(concurrent.status != 0);
+  CHECK(concurrent.output.find("ringsim-real runs one collective at a time; communication.concurrent_collectives is "
+                               "unlimited in this scenario") != std::string::npos);
 }
 
 TEST_CASE("real: ringsim job writes an Open MPI script that runs the validation", "[real]") {

@@ -264,6 +264,66 @@ TEST_CASE("flow and step fidelities agree within 2 % on every bundled scenario u
   }
 }
 
+TEST_CASE("concurrent collectives: never more in flight than the limit, and sharing links they overlap", "[sim]") {
+  // Two NC24rs_v3 nodes, ResNet-50's 161 tensors each a collective of its own to one of two dedicated servers.
+  const std::string file = std::string(RINGSIM_TEST_SCENARIOS) + "/resnet50_imagenet_8x_nc24rs_v3.yaml";
+  const std::string base =
+      "--set cluster.nodes=2 --set communication.strategy=parameter_server --set communication.parameter_servers=2 "
+      "--set communication.parameter_server_placement=dedicated --set communication.fusion_threshold=0 "
+      "--set communication.cycle_time=0 --set communication.concurrent_collectives=";
+  struct Run {
+    double iteration = 0, communication = 0, union_of_spans = 0, bound = 0;
+    int most_in_flight = 0;
+  };
+  auto run = [&](const std::string& limit) {
+    const auto j = predict_json(file, base + limit + " --fidelity flow");
+    Run r;
+    r.iteration = j["iteration_time_s"].get<double>();
+    r.communication = j["communication_time_s"].get<double>();
+    std::vector<std::pair<double, int>> events;  // an end before a start at the same instant
+    std::vector<std::pair<double, double>> spans;
+    for (const auto& c : j["collectives"]) {
+      events.push_back({c["start_s"].get<double>(), 1});
+      events.push_back({c["end_s"].get<double>(), -1});
+      spans.push_back({c["start_s"].get<double>(), c["end_s"].get<double>()});
+    }
+    REQUIRE(spans.size() == 161);
+    std::sort(events.begin(), events.end());
+    int now = 0;
+    for (const auto& e : events) r.most_in_flight = std::max(r.most_in_flight, now += e.second);
+    std::sort(spans.begin(), spans.end());
+    double covered_to = 0;
+    for (const auto& [a, b] : spans) {
+      r.union_of_spans += std::max(0.0, b - std::max(a, covered_to));
+      covered_to = std::max(covered_to, b);
+    }
+    // The busiest server link bounds the exchange from below: its bytes at its bandwidth.
+    const auto& l = j["bottleneck"];
+    r.bound = l["bytes"].get<double>() / l["bandwidth_bytes_per_s"].get<double>();
+    return r;
+  };
+  const Run one = run("1"), two = run("2"), all = run("unlimited");
+  CHECK(one.most_in_flight == 1);
+  CHECK(two.most_in_flight == 2);
+  CHECK(all.most_in_flight > 2);
+  for (const Run* r : {&one, &two, &all}) {
+    CHECK(r->communication == Approx(r->union_of_spans).epsilon(1e-9));  // time with one or more in flight
+    CHECK(r->communication >= r->bound * 0.999);
+  }
+  // Pushes to the two servers and pulls from them overlap: the exchange and the iteration get shorter.
+  CHECK(two.communication < 0.8 * one.communication);
+  CHECK(all.communication <= two.communication * 1.001);
+  CHECK(two.iteration < one.iteration);
+  CHECK(all.iteration <= two.iteration * 1.001);
+
+  // The step fidelity's collective times assume links to themselves: it refuses, and says what to do.
+  const std::string cmd = std::string(RINGSIM_TEST_BINARY) + " --catalog " + RINGSIM_TEST_CATALOG + " predict " + file +
+                          " " + base + "2 --fidelity step";
+  const test::CommandResult r = test::run_command(cmd);
+  CHECK(r.status != 0);
+  CHECK_THAT(r.output, Catch::Contains("flow fidelity only") && Catch::Contains("--fidelity flow"));
+}
+
 TEST_CASE("predict: the result JSON has the shared schema's fields and consistent numbers", "[sim]") {
   const auto j = predict_json(std::string(RINGSIM_TEST_SCENARIOS) + "/resnet50_imagenet_8x_nc24rs_v3.yaml", "");
   for (const char* k : {"schema", "gpus", "nodes", "iteration_time_s", "images_per_sec", "images_per_sec_per_gpu",

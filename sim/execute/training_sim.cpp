@@ -19,6 +19,7 @@
 #include "execute/platform_builder.h"
 #include "execute/step_model.h"
 #include "graph/topology_graph.h"
+#include "load/input_error.h"
 #include "schedule/compute_model.h"
 
 namespace sg4 = simgrid::s4u;
@@ -174,6 +175,9 @@ class TrainingRun {
   void compute_actor(int rank);
   void coordinator();
   void run_iteration(int k);
+  // Runs the buffer's collective here, or (several collectives at once) in an actor of its own once fewer
+  // than the scenario's limit are in flight.
+  void launch_buffer(const collective::FusionBuffer& b);
   void run_buffer(const collective::FusionBuffer& b);
   // The reported iteration's records are kept, with times from its start.
   bool reported() const { return iteration_ == reported_; }
@@ -198,6 +202,9 @@ class TrainingRun {
   std::vector<ComputeSpan> spans_;
   sg4::ConditionVariablePtr announced_;
   sg4::MutexPtr announce_mutex_;
+  int in_flight_ = 0;  // collectives running in actors of their own
+  sg4::ConditionVariablePtr collective_done_;
+  int started_ = 0;  // collectives started since the reported iteration began (their record's index)
   // Iterations: phases x iterations per phase; iteration_ is the one running (ranks wait for their turn).
   int first_loaded_ = 0, phases_ = 1, per_phase_ = 1;  // first_loaded_: the first iteration with a loader
   int iteration_ = 0, reported_ = 0;
@@ -400,7 +407,7 @@ void TrainingRun::compute_actor(int rank) {
 
 void TrainingRun::run_buffer(const collective::FusionBuffer& b) {
   CollectiveRecord rec;
-  rec.index = static_cast<int>(records_.size());
+  rec.index = started_++;
   rec.bytes = b.bytes;
   rec.tensors = b.tensors;
   rec.negotiated_at = b.negotiated_at - reported_start_;
@@ -459,6 +466,7 @@ void TrainingRun::coordinator() {
     }
     if (k == reported_) {
       reported_start_ = sg4::Engine::get_clock();
+      started_ = 0;
       std::fill(edge_bytes_.begin(), edge_bytes_.end(), 0.0);  // the reported iteration's link loads
     }
     {
@@ -479,7 +487,7 @@ void TrainingRun::run_iteration(int k) {
   while (!planner.all_planned()) {
     const double tick = sg4::Engine::get_clock();
     auto buffers = planner.negotiate(tick);
-    for (const auto& b : buffers) run_buffer(b);
+    for (const auto& b : buffers) launch_buffer(b);
     if (planner.all_planned()) break;
     if (cycle > 0) {
       const double next = tick + cycle;
@@ -490,7 +498,30 @@ void TrainingRun::run_iteration(int k) {
       while (!planner.has_ready()) announced_->wait(lock);
     }
   }
+  {
+    std::unique_lock<sg4::Mutex> lock(*announce_mutex_);
+    while (in_flight_ > 0) collective_done_->wait(lock);
+  }
   if (s_.communication.strategy != Strategy::ParameterServer) sleep(compute_.update_s);  // optimizer step
+}
+
+void TrainingRun::launch_buffer(const collective::FusionBuffer& b) {
+  const int limit = s_.communication.concurrent_collectives;
+  if (limit == 1) {
+    run_buffer(b);
+    return;
+  }
+  {
+    std::unique_lock<sg4::Mutex> lock(*announce_mutex_);
+    while (limit > 0 && in_flight_ >= limit) collective_done_->wait(lock);
+    ++in_flight_;
+  }
+  sg4::Actor::create("buffer" + std::to_string(b.tensors.front()), host_of_vertex_[cm_.member(0).device], [this, b] {
+    run_buffer(b);
+    std::unique_lock<sg4::Mutex> lock(*announce_mutex_);
+    --in_flight_;
+    collective_done_->notify_all();
+  });
 }
 
 void TrainingRun::start_engine(sg4::Engine& engine) {
@@ -534,6 +565,7 @@ Prediction TrainingRun::run() {
   build_platform(nullptr, true);
   announced_ = sg4::ConditionVariable::create();
   announce_mutex_ = sg4::Mutex::create();
+  collective_done_ = sg4::ConditionVariable::create();
   next_iteration_ = sg4::ConditionVariable::create();
   iteration_end_.assign(iterations(), 0);
   data_wait_.assign(iterations(), 0);
@@ -564,7 +596,16 @@ Prediction TrainingRun::run() {
   p.backward_s = compute_.backward_s;
   p.update_s = s_.communication.strategy == Strategy::ParameterServer ? 0 : compute_.update_s;
   p.compute_time_s = p.forward_s + p.backward_s + p.update_s;
-  for (const auto& r : records_) p.communication_time_s += r.end - r.start;
+  // The time some collective is in flight (the sum of their durations when they run one at a time).
+  std::vector<std::pair<double, double>> spans;
+  for (const auto& r : records_) spans.push_back({r.start, r.end});
+  std::sort(spans.begin(), spans.end());
+  for (std::size_t i = 0; i < spans.size();) {
+    double end = spans[i].second;
+    const double start = spans[i].first;
+    for (++i; i < spans.size() && spans[i].first < end; ++i) end = std::max(end, spans[i].second);
+    p.communication_time_s += end - start;
+  }
   p.exposed_communication_s = std::max(0.0, p.iteration_time_s - p.compute_time_s);
   const double images = static_cast<double>(p.gpus) * s_.model.batch_per_gpu;
   p.images_per_sec = images / p.iteration_time_s;
@@ -582,6 +623,8 @@ Prediction TrainingRun::run() {
     p.tensor_bytes.push_back(factory_.tensor_bytes()[t]);
     p.tensor_ready_s.push_back(planner.ready_time(static_cast<int>(t)) - reported_start_);
   }
+  std::stable_sort(records_.begin(), records_.end(),
+                   [](const CollectiveRecord& a, const CollectiveRecord& b) { return a.index < b.index; });
   p.collectives = std::move(records_);
   std::stable_sort(spans_.begin(), spans_.end(), [](const ComputeSpan& a, const ComputeSpan& b) {
     return a.rank != b.rank ? a.rank < b.rank : a.start < b.start;
@@ -607,6 +650,13 @@ Prediction TrainingRun::run() {
 }  // namespace
 
 Prediction predict(const Catalog& catalog, const Scenario& scenario, Fidelity fidelity) {
+  if (fidelity == Fidelity::Step && scenario.communication.concurrent_collectives != 1)
+    throw InputError({},
+                     "communication.concurrent_collectives other than 1 is simulated by the flow fidelity only "
+                     "(the step fidelity's collective times assume each has the links to itself); this scenario "
+                     "has " +
+                         std::to_string(scenario.cluster.total_gpus()) +
+                         " GPUs: pass --fidelity flow, or set concurrent_collectives: 1");
   TrainingRun run(catalog, scenario, fidelity);
   return run.run();
 }

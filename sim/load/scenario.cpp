@@ -1,5 +1,7 @@
 #include "load/scenario.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <memory>
@@ -56,6 +58,7 @@ const std::vector<std::string> kCommKeys = {"strategy",
                                             "cross_node",
                                             "fusion_threshold",
                                             "cycle_time",
+                                            "concurrent_collectives",
                                             "library"};
 
 const std::vector<std::string> kStorageKeys = {
@@ -319,6 +322,18 @@ Scenario parse(std::shared_ptr<YamlDocument> doc, const Catalog& catalog, const 
     if (auto f = co->find("fusion_threshold"))
       s.communication.fusion_threshold_bytes = f->nonnegative_quantity(Quantity::Bytes);
     if (auto f = co->find("cycle_time")) s.communication.cycle_time_s = f->nonnegative_quantity(Quantity::Time);
+    if (auto f = co->find("concurrent_collectives")) {
+      const std::string v = f->str();
+      if (v == "unlimited")
+        s.communication.concurrent_collectives = 0;
+      else if (!v.empty() && std::all_of(v.begin(), v.end(), [](unsigned char c) { return std::isdigit(c); }))
+        s.communication.concurrent_collectives = static_cast<int>(f->integer(1, 1 << 20));
+      else
+        f->fail(
+            "expected a whole number of collectives in flight at once (1: one at a time, as Horovod) or "
+            "'unlimited', got '" +
+            v + "'");
+    }
     if (auto f = co->find("library"))
       s.communication.library = f->choice({"nccl", "mpi"}) == "nccl" ? CommLibrary::Nccl : CommLibrary::Mpi;
     if (ps && s.communication.ps_placement == PsPlacement::Gpus) {
@@ -415,6 +430,9 @@ std::string to_yaml(const Scenario& s) {
         << (s.communication.cross_node == collective::CrossNode::Ring ? "ring" : "halving_doubling");
   out << YAML::Key << "fusion_threshold" << YAML::Value << format_bytes(s.communication.fusion_threshold_bytes);
   out << YAML::Key << "cycle_time" << YAML::Value << format_time(s.communication.cycle_time_s);
+  out << YAML::Key << "concurrent_collectives" << YAML::Value
+      << (s.communication.concurrent_collectives == 0 ? std::string("unlimited")
+                                                      : std::to_string(s.communication.concurrent_collectives));
   out << YAML::Key << "library" << YAML::Value << std::string(to_string(s.communication.library));
   out << YAML::EndMap;
   if (s.storage) {

@@ -56,6 +56,9 @@ struct CommunicationConfig {
   double fusion_threshold_bytes = 64.0 * 1024 * 1024;              // 0 disables fusion
   double cycle_time_s = 5e-3;
   CommLibrary library = CommLibrary::Nccl;
+  // Collectives in flight at once: 1 as Horovod's background thread runs them; 0 = unlimited, as a dataflow
+  // framework (TensorFlow's parameter-server modes) sends every variable as soon as its gradient exists.
+  int concurrent_collectives = 1;
   // Collective members that are servers of their own (parameter servers not on the worker GPUs).
   int server_members() const {
     return strategy == Strategy::ParameterServer && ps_placement != PsPlacement::Gpus ? parameter_servers : 0;

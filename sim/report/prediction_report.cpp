@@ -32,6 +32,7 @@ ordered_json scenario_json(const Scenario& s) {
                         {"parameter_server_placement", std::string(to_string(s.communication.ps_placement))},
                         {"fusion_threshold_bytes", s.communication.fusion_threshold_bytes},
                         {"cycle_time_s", s.communication.cycle_time_s},
+                        {"concurrent_collectives", s.communication.concurrent_collectives},  // 0: unlimited
                         {"library", std::string(to_string(s.communication.library))}};
   if (s.storage) {
     const StorageConfig& st = *s.storage;
@@ -258,7 +259,11 @@ std::string prediction_table(const Prediction& p) {
   row("model", s.model.name + ", batch " + std::to_string(s.model.batch_per_gpu) + " per GPU");
   row("communication", std::string(to_string(s.communication.strategy)) + " over " + p.library + ", fusion " +
                            format_bytes(s.communication.fusion_threshold_bytes) + " every " +
-                           format_time(s.communication.cycle_time_s));
+                           format_time(s.communication.cycle_time_s) +
+                           (s.communication.concurrent_collectives == 1 ? ""
+                            : s.communication.concurrent_collectives == 0
+                                ? ", every collective at once"
+                                : ", up to " + std::to_string(s.communication.concurrent_collectives) + " at once"));
   row("single-GPU compute", p.compute_source + ": " + p.compute_source_detail);
   o << '\n';
   row("iteration time", format_time(p.iteration_time_s));
