@@ -349,7 +349,7 @@ TEST_CASE("fusion planner: a hand-computed example", "[fusion]") {
   REQUIRE(p.all_planned());
 }
 
-TEST_CASE("fusion planner: packs in ready order up to the threshold; 0 disables fusion; dtypes apart", "[fusion]") {
+TEST_CASE("fusion planner: packs in ready order up to the threshold, 0 disables fusion, dtypes apart", "[fusion]") {
   const std::vector<FusionTensor> t = {{30, 4}, {30, 4}, {30, 4}, {30, 2}, {30, 2}};
   FusionPlanner fused(t, 64, 1);
   for (int i = 4; i >= 0; --i) fused.announce(i, 1);

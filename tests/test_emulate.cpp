@@ -114,8 +114,8 @@ TEST_CASE("emulate: the same input gives a byte-identical result", "[emulate]") 
 
 TEST_CASE(
     "emulate: parameter servers, hierarchical rings, halving-doubling and MPI's host path agree with predict "
-    "within 5 %; "
-    "--compare says where they differ; bad input is refused before smpirun",
+    "within 5 %, "
+    "--compare says where they differ, bad input is refused before smpirun",
     "[emulate]") {
   for (const std::string sets :
        {" --set communication.strategy=parameter_server --set communication.parameter_servers=2",
@@ -150,4 +150,9 @@ TEST_CASE(
           " --set communication.strategy=parameter_server --set communication.parameter_servers=1 --bench");
   CHECK(ps_bench.status == 2);
   CHECK(ps_bench.output.find("--bench") != std::string::npos);
+  // The emulated program is ringsim-real train, which runs one collective at a time.
+  const Run concurrent = run("emulate " + kResnet + " --set communication.concurrent_collectives=4");
+  CHECK(concurrent.status == 2);
+  CHECK(concurrent.output.find("emulate: ringsim-real runs one collective at a time; "
+                               "communication.concurrent_collectives is 4") != std::string::npos);
 }

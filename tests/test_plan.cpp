@@ -97,7 +97,7 @@ TEST_CASE("plan: ranking puts the goal first, then cost (or time), then the othe
   CHECK(ringsim::rank_evaluations(tie, ringsim::RankBy::Cost) == std::vector<int>{0, 1});
 }
 
-TEST_CASE("plan: the bundled prices cover every Azure size; low-priority is an estimate", "[plan]") {
+TEST_CASE("plan: the bundled prices cover every Azure size, low-priority is an estimate", "[plan]") {
   const auto t = ringsim::PriceTable::load(std::string(RINGSIM_TEST_CATALOG) + "/prices.yaml", catalog());
   for (const auto& name : catalog().sku_names()) {
     const auto& sku = catalog().sku(name);
@@ -241,7 +241,7 @@ TEST_CASE("plan: the answer worked out by hand, and the quota request it ends wi
   fs::remove_all(dir);
 }
 
-TEST_CASE("plan: the same plan with one job and with two; flags for the seeds' questions", "[plan]") {
+TEST_CASE("plan: the same plan with one job and with two, flags for the seeds' questions", "[plan]") {
   const fs::path dir = temp_dir("det");
   const std::string args =
       " --deadline 24h --skus NC24rs_v3,NC24s_v3,NC24r --nodes 1,2,4 --strategies ring,parameter_server";

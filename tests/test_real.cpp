@@ -180,6 +180,12 @@ TEST_CASE("real: launches that cannot work are refused with a clear message", "[
   CHECK(concurrent.status != 0);
   CHECK(concurrent.output.find("ringsim-real runs one collective at a time; communication.concurrent_collectives is "
                                "unlimited in this scenario") != std::string::npos);
+  // ...and the job script that would run it on a cluster is not written.
+  const auto job =
+      ringsim::test::run_command(std::string(RINGSIM_TEST_BINARY) + kCatalog + " job " + kScenarios +
+                                 "/landolakes_cifar10_2x_nc24rs_v3.yaml --set communication.concurrent_collectives=2");
+  CHECK(job.status == 2);
+  CHECK(job.output.find("job: ringsim-real runs one collective at a time") != std::string::npos);
 }
 
 TEST_CASE("real: ringsim job writes an Open MPI script that runs the validation", "[real]") {

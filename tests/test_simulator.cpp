@@ -483,7 +483,7 @@ TEST_CASE("simulator: the ring goes through every node the same way, along NVLin
   CHECK(std::set<int>(ring.begin(), ring.end()).size() == 16);
 }
 
-TEST_CASE("work estimate: the flow fidelity runs the estimated transfers; the graph size is exact", "[simulator]") {
+TEST_CASE("work estimate: the flow fidelity runs the estimated transfers, the graph size is exact", "[simulator]") {
   const std::string file = std::string(RINGSIM_TEST_SCENARIOS) + "/resnet50_imagenet_8x_nc24rs_v3.yaml";
   const Scenario base = load_scenario(file, test::catalog());
   // Without fusion every tensor is one collective, so the count is exact: 161 tensors x 2(p-1) steps x p

@@ -31,7 +31,7 @@ const std::string kScenario = std::string(RINGSIM_TEST_SCENARIOS) + "/landolakes
 
 }  // namespace
 
-TEST_CASE("sweep: Cartesian product in axis order, first axis slowest; zip side by side", "[sweep]") {
+TEST_CASE("sweep: Cartesian product in axis order, first axis slowest, zip side by side", "[sweep]") {
   const std::vector<ringsim::SweepAxis> axes = {{"cluster.nodes", {"1", "2"}, {}, {}},
                                                 {"communication.strategy", {"ring", "hierarchical", "ring"}, {}, {}}};
   const auto pts = ringsim::expand_sweep(axes, false);

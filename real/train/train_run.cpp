@@ -86,11 +86,7 @@ int run_train(const TrainOptions& o, MPI_Comm comm) {
   ComputeModel cm = build_compute_model(catalog, s);
   const DataType type = model.dtype_bytes() == 4 ? DataType::Float32 : DataType::Float64;
   if (model.dtype_bytes() != 4) throw UsageError("ringsim-real trains float32 models only");
-  if (comm_cfg.concurrent_collectives != 1)
-    throw UsageError("ringsim-real runs one collective at a time; communication.concurrent_collectives is " +
-                     (comm_cfg.concurrent_collectives == 0 ? std::string("unlimited")
-                                                           : std::to_string(comm_cfg.concurrent_collectives)) +
-                     " in this scenario (--set communication.concurrent_collectives=1 to run it one at a time)");
+  if (const std::string why = real_run_refusal(s); !why.empty()) throw UsageError(why);
   auto backend = make_backend(o.transport, comm, type, o.timeout_s);
 
   const std::size_t n = model.tensors.size();

@@ -119,6 +119,7 @@ int run_job(const std::string& catalog_dir, const JobCommandOptions& o) {
   std::vector<Override> overrides;
   for (const auto& s : o.sets) overrides.push_back(parse_override(s));
   const Scenario s = load_scenario(o.scenario, catalog, overrides);
+  if (const std::string why = real_run_refusal(s); !why.empty()) throw InputError({}, "job: " + why);
   const std::string script = job_script(s, {o.launcher, o.transport, o.scenario, o.sets});
   if (o.out_file)
     write_file_atomically(*o.out_file, script);

@@ -19,6 +19,7 @@
 #include "execute/training_sim.h"
 #include "graph/topology_graph.h"
 #include "load/input_error.h"
+#include "load/scenario.h"
 #include "load/units.h"
 #include "report/output_file.h"
 
@@ -92,6 +93,7 @@ int run_emulate(const std::string& catalog_dir, const EmulateOptions& o) {
   EmulationSpec spec{fs::absolute(catalog_dir).string(), fs::absolute(o.scenario).string(), o.sets};
   if (o.calibration) spec.sets.push_back("calibration=" + fs::absolute(*o.calibration).string());
   const auto [catalog, s] = spec.load();  // bad input is reported here, before anything runs
+  if (const std::string why = real_run_refusal(s); !why.empty()) throw InputError({}, "emulate: " + why);
   const int ranks = o.bench ? s.cluster.total_gpus() : emulated_ranks(s);
   if (ranks > kMaxEmulatedRanks)
     throw InputError({}, "emulate: " + std::to_string(ranks) + " ranks is more than emulation handles (" +

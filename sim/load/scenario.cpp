@@ -387,6 +387,14 @@ Scenario load_scenario_text(const std::string& text, const std::string& name, co
   return parse(std::make_shared<YamlDocument>(YamlDocument::load_string(text, name)), catalog, overrides);
 }
 
+std::string real_run_refusal(const Scenario& s) {
+  const int c = s.communication.concurrent_collectives;
+  if (c == 1) return "";
+  return "ringsim-real runs one collective at a time; communication.concurrent_collectives is " +
+         (c == 0 ? std::string("unlimited") : std::to_string(c)) +
+         " in this scenario (--set communication.concurrent_collectives=1 to run it one at a time)";
+}
+
 std::string to_yaml(const Scenario& s) {
   YAML::Emitter out;
   out << YAML::BeginMap;

@@ -115,6 +115,10 @@ Scenario load_scenario_text(const std::string& text, const std::string& name, co
 // The resolved scenario as YAML text (every key, defaults filled in), in the documented key order.
 std::string to_yaml(const Scenario& s);
 
+// Why ringsim-real (train, and the job script and emulation that run it) cannot run `s`; empty when it can.
+// It runs one collective at a time.
+std::string real_run_refusal(const Scenario& s);
+
 // All valid scenario keys as dotted paths ("cluster.nodes", ...), for docs and suggestions.
 const std::vector<std::string>& scenario_keys();
 
