@@ -387,11 +387,16 @@ Scenario load_scenario_text(const std::string& text, const std::string& name, co
   return parse(std::make_shared<YamlDocument>(YamlDocument::load_string(text, name)), catalog, overrides);
 }
 
+namespace {
+// The key's value as a scenario spells it: a count, or `unlimited` (0).
+std::string concurrent_collectives_value(int c) { return c == 0 ? "unlimited" : std::to_string(c); }
+}  // namespace
+
 std::string real_run_refusal(const Scenario& s) {
   const int c = s.communication.concurrent_collectives;
   if (c == 1) return "";
   return "ringsim-real runs one collective at a time; communication.concurrent_collectives is " +
-         (c == 0 ? std::string("unlimited") : std::to_string(c)) +
+         concurrent_collectives_value(c) +
          " in this scenario (--set communication.concurrent_collectives=1 to run it one at a time)";
 }
 
@@ -439,8 +444,7 @@ std::string to_yaml(const Scenario& s) {
   out << YAML::Key << "fusion_threshold" << YAML::Value << format_bytes(s.communication.fusion_threshold_bytes);
   out << YAML::Key << "cycle_time" << YAML::Value << format_time(s.communication.cycle_time_s);
   out << YAML::Key << "concurrent_collectives" << YAML::Value
-      << (s.communication.concurrent_collectives == 0 ? std::string("unlimited")
-                                                      : std::to_string(s.communication.concurrent_collectives));
+      << concurrent_collectives_value(s.communication.concurrent_collectives);
   out << YAML::Key << "library" << YAML::Value << std::string(to_string(s.communication.library));
   out << YAML::EndMap;
   if (s.storage) {
