@@ -244,6 +244,15 @@ TEST_CASE("real + calibrate: ping-pong data from ringsim-real fits into an overl
   const Result r = run("-n 2 " + kReal + " calibrate -e 1M -n 3 --json " + data);
   CAPTURE(r.output);
   REQUIRE(r.status == 0);
+  {
+    // The reduction is timed on data just received from a partner, 4 KiB up to -e, as a collective reduces.
+    const auto j = nlohmann::json::parse(std::ifstream(data));
+    CHECK(j["reduction_of_data_received_from"] == 1);
+    REQUIRE(j["reduction"].size() == 9);
+    CHECK(j["reduction"][0]["bytes"] == 4096);
+    CHECK(j["reduction"][8]["bytes"] == 1 << 20);
+    for (const auto& p : j["reduction"]) CHECK(p["seconds"].get<double>() > 0);
+  }
   const std::string s = kScenarios + "/landolakes_cifar10_2x_nc24rs_v3.yaml";
   const std::string fit = std::string(RINGSIM_TEST_BINARY) + kCatalog + " calibrate " + s + " --data " + data + " -o " +
                           overlay + " > /dev/null";
@@ -320,9 +329,10 @@ TEST_CASE("real + validate --local: calibrate on ping-pong, then measure and pre
   CHECK(per_file.size() == 3);  // and one train file
   std::ifstream ov(work + "/overlay.yaml");
   const std::string overlay((std::istreambuf_iterator<char>(ov)), std::istreambuf_iterator<char>());
-  CHECK(overlay.find("shm_process: {bandwidth:") != std::string::npos);  // the processes' copy link, fitted
-  CHECK(overlay.find("vcpus: ") != std::string::npos);                   // this machine's cores
-  CHECK(overlay.find("regimes_by: buffer") != std::string::npos);        // copies and reductions: caches
+  CHECK(overlay.find("shm_process: {bandwidth:") != std::string::npos);            // the processes' copy link, fitted
+  CHECK(overlay.find("vcpus: ") != std::string::npos);                             // this machine's cores
+  CHECK(overlay.find("regimes_by: buffer") != std::string::npos);                  // copies between processes: caches
+  CHECK(overlay.find("host_reduction_regimes_by: message") != std::string::npos);  // the reduction's own size
   // --local measures this machine: a scenario or --measured with it is refused.
   const auto bad = ringsim::test::run_command(std::string(RINGSIM_TEST_BINARY) + kCatalog + " validate --local " +
                                               kScenarios + "/landolakes_cifar10_2x_nc24rs_v3.yaml 2>&1");

@@ -390,8 +390,9 @@ CalibrationResult calibrate(const Catalog& catalog, const Scenario& s, const Cal
     y << "    host_reduction_rate: " << fmt(1 / it->second->beta) << " B/s   # 1 / gamma\n";
     const auto& regs = regimes_of["reduction"];
     if (regs.size() > 1) {
-      // A reduction streams through memory: its regimes are the caches', picked by the buffer's size.
-      y << "    host_reduction_regimes_by: buffer\n    host_reduction_regimes:\n";
+      // Measured as a collective reduces (data just received, into a span the peer just read), its cost
+      // per byte follows the reduction's own size: the cache lines it must claim back from the peer.
+      y << "    host_reduction_regimes_by: message\n    host_reduction_regimes:\n";
       for (const LinearFit* g : regs)
         if (g->beta > 0) y << "      - {from: " << regime_from(g) << ", rate: " << fmt(1 / g->beta) << " B/s}\n";
     }
