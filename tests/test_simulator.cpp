@@ -565,6 +565,25 @@ TEST_CASE("cpu processes: a ring on p processes sharing c cores copies and reduc
   }
 }
 
+TEST_CASE("cpu processes: an MPI ring stages nothing, as ringsim-real runs it on the fusion buffer", "[simulator]") {
+  // A host-staged library copies GPU buffers to host memory and back; a CPU process's buffer is host
+  // memory already. With staging, each buffer's collective had copy_to_host and copy_to_device phases.
+  for (Fidelity f : {Fidelity::Flow, Fidelity::Step}) {
+    CAPTURE(to_string(f));
+    const std::string phases = run_in_child([&] {
+      std::string out;
+      for (const auto& c : predict(test::catalog(), local_host(2), f).collectives) {
+        for (const auto& ph : c.phases) out += ph.phase + " ";
+        out += "\n";
+      }
+      return out;
+    });
+    REQUIRE(!phases.empty());
+    std::istringstream lines(phases);
+    for (std::string line; std::getline(lines, line);) CHECK(line == "reduce_scatter allgather ");
+  }
+}
+
 TEST_CASE("size regimes keyed by buffer follow the collective's buffer, not its messages", "[simulator]") {
   // A 2-process ring of 16 MiB sends 8 MiB messages. Copies run at 2x the link below 16 MiB and reductions
   // at 16 GB/s; from 16 MiB at 1x and 8 GB/s. Keyed by buffer the ring is in the 16 MiB regime; keyed by

@@ -109,6 +109,10 @@ int run_train(const TrainOptions& o, MPI_Comm comm) {
       std::max<std::uint64_t>(largest, static_cast<std::uint64_t>(comm_cfg.fusion_threshold_bytes));
   MemberBuffers fusion = backend->allocate(fusion_bytes);
   char* staging = static_cast<char*>(backend->allocate_host(fusion_bytes));
+  // Where MEMCPY_IN_FUSION_BUFFER writes and MEMCPY_OUT reads: the fusion buffer itself where the backend
+  // keeps it in host memory (one copy each way, as Horovod on CPUs), else host staging that is uploaded.
+  char* const direct = static_cast<char*>(backend->host_address(fusion));
+  char* const fused_in = direct ? direct : staging;
   const collective::Space space = backend->collective_space();
 
   IterationState st(n);
@@ -179,7 +183,7 @@ int run_train(const TrainOptions& o, MPI_Comm comm) {
         std::uint64_t off = 0;
         if (worker) {
           for (int t : b.tensors) {  // MEMCPY_IN_FUSION_BUFFER
-            backend->host_copy(staging + off, grads.data(t), tensor_bytes[t]);
+            backend->host_copy(fused_in + off, grads.data(t), tensor_bytes[t]);
             off += tensor_bytes[t];
           }
           if (fused) backend->charge_fusion_copy(b.bytes);
@@ -187,7 +191,7 @@ int run_train(const TrainOptions& o, MPI_Comm comm) {
           // A server sums into its host buffer (the exchange's home space for servers): start from zero.
           std::memset(fusion.host, 0, b.bytes);
         }
-        backend->upload(fusion, staging, b.bytes);
+        if (!direct) backend->upload(fusion, staging, b.bytes);
         backend->charge_collective_call();
         rec.comm_start = since_start();
         // The exchange's buffer is laid out shard by shard; the fusion buffer is in tensor order, so
@@ -199,11 +203,11 @@ int run_train(const TrainOptions& o, MPI_Comm comm) {
         collective::run_member(*c, rank, t);
         backend->synchronize();
         rec.comm_end = since_start();
-        backend->download(fusion, staging, b.bytes);
+        if (!direct) backend->download(fusion, staging, b.bytes);
         off = 0;
         if (worker) {
           for (int tix : b.tensors) {  // MEMCPY_OUT_FUSION_BUFFER
-            backend->host_copy(grads.data(tix), staging + off, tensor_bytes[tix]);
+            backend->host_copy(grads.data(tix), fused_in + off, tensor_bytes[tix]);
             off += tensor_bytes[tix];
           }
           if (fused) backend->charge_fusion_copy(b.bytes);

@@ -45,6 +45,11 @@ class Backend {
   virtual void* allocate_host(std::size_t bytes);
   virtual void release_host(void* p);
   virtual void host_copy(void* dst, const void* src, std::size_t bytes);
+  // b's Space::Device buffer where the host can address it (host memory), else nullptr.
+  virtual void* host_address(const MemberBuffers& b) const {
+    (void)b;
+    return nullptr;
+  }
   // True for the SMPI build's backend: time is simulated, and buffers are shared between ranks, so
   // results cannot be checked.
   virtual bool emulated() const { return false; }

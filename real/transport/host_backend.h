@@ -18,6 +18,7 @@ class HostBackend : public Backend {
   void release(MemberBuffers& b) override;
   void upload(const MemberBuffers& b, const void* src, std::size_t bytes) override;
   void download(const MemberBuffers& b, void* dst, std::size_t bytes) override;
+  void* host_address(const MemberBuffers& b) const override { return b.device; }
   collective::Transport& transport(const MemberBuffers& b) override {
     transport_.bind(b);
     return transport_;

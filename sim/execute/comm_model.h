@@ -40,8 +40,11 @@ class CommModel {
 
   const Topology& topology() const { return topo_; }
   const LibraryProfile& library() const { return lib_; }
+  // Where collectives keep their data: host memory for a host-staged library on GPUs. Ranks that are CPU
+  // processes already hold their buffers in host memory, so nothing is staged (as ringsim-real's host
+  // transport runs the ring on the fusion buffer itself).
   collective::Space data_space() const {
-    return lib_.data_path == DataPath::Host ? collective::Space::Host : collective::Space::Device;
+    return lib_.data_path == DataPath::Host && !gpu_.cpu_process ? collective::Space::Host : collective::Space::Device;
   }
 
   // Members: GPU ranks 0..gpus-1 (node-major), then parameter servers.
