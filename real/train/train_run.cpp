@@ -108,11 +108,10 @@ int run_train(const TrainOptions& o, MPI_Comm comm) {
   const std::uint64_t fusion_bytes =
       std::max<std::uint64_t>(largest, static_cast<std::uint64_t>(comm_cfg.fusion_threshold_bytes));
   MemberBuffers fusion = backend->allocate(fusion_bytes);
-  char* staging = static_cast<char*>(backend->allocate_host(fusion_bytes));
   // Where MEMCPY_IN_FUSION_BUFFER writes and MEMCPY_OUT reads: the fusion buffer itself where the backend
   // keeps it in host memory (one copy each way, as Horovod on CPUs), else host staging that is uploaded.
   char* const direct = static_cast<char*>(backend->host_address(fusion));
-  char* const fused_in = direct ? direct : staging;
+  char* const staging = direct ? direct : static_cast<char*>(backend->allocate_host(fusion_bytes));
   const collective::Space space = backend->collective_space();
 
   IterationState st(n);
@@ -183,7 +182,7 @@ int run_train(const TrainOptions& o, MPI_Comm comm) {
         std::uint64_t off = 0;
         if (worker) {
           for (int t : b.tensors) {  // MEMCPY_IN_FUSION_BUFFER
-            backend->host_copy(fused_in + off, grads.data(t), tensor_bytes[t]);
+            backend->host_copy(staging + off, grads.data(t), tensor_bytes[t]);
             off += tensor_bytes[t];
           }
           if (fused) backend->charge_fusion_copy(b.bytes);
@@ -207,7 +206,7 @@ int run_train(const TrainOptions& o, MPI_Comm comm) {
         off = 0;
         if (worker) {
           for (int tix : b.tensors) {  // MEMCPY_OUT_FUSION_BUFFER
-            backend->host_copy(grads.data(tix), fused_in + off, tensor_bytes[tix]);
+            backend->host_copy(grads.data(tix), staging + off, tensor_bytes[tix]);
             off += tensor_bytes[tix];
           }
           if (fused) backend->charge_fusion_copy(b.bytes);
@@ -235,7 +234,7 @@ int run_train(const TrainOptions& o, MPI_Comm comm) {
   }
   runtime->stop_compute();
   backend->release(fusion);
-  backend->release_host(staging);
+  if (!direct) backend->release_host(staging);
   MPI_Allreduce(MPI_IN_PLACE, &wrong, 1, MPI_INT64_T, MPI_SUM, comm);
 
   if (rank == 0) {

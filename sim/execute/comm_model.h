@@ -25,6 +25,13 @@ struct MemberPlace {
   bool gpu = true;
 };
 
+// Where collectives keep their data: host memory for a host-staged library on GPUs. Ranks that are CPU
+// processes already hold their buffers in host memory, so nothing is staged (as ringsim-real's host
+// transport runs the ring on the fusion buffer itself).
+inline collective::Space collective_data_space(const LibraryProfile& lib, const GpuSpec& gpu) {
+  return lib.data_path == DataPath::Host && !gpu.cpu_process ? collective::Space::Host : collective::Space::Device;
+}
+
 // A route with the library's view of it: per-edge effective bandwidths and the message overhead.
 struct Path {
   std::vector<int> edges;  // dense edge indices (CommModel::edge)
@@ -40,12 +47,7 @@ class CommModel {
 
   const Topology& topology() const { return topo_; }
   const LibraryProfile& library() const { return lib_; }
-  // Where collectives keep their data: host memory for a host-staged library on GPUs. Ranks that are CPU
-  // processes already hold their buffers in host memory, so nothing is staged (as ringsim-real's host
-  // transport runs the ring on the fusion buffer itself).
-  collective::Space data_space() const {
-    return lib_.data_path == DataPath::Host && !gpu_.cpu_process ? collective::Space::Host : collective::Space::Device;
-  }
+  collective::Space data_space() const { return collective_data_space(lib_, gpu_); }
 
   // Members: GPU ranks 0..gpus-1 (node-major), then parameter servers.
   int workers() const { return workers_; }

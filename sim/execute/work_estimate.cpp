@@ -8,6 +8,7 @@
 
 #include "collective/collective.h"
 #include "execute/buffer_collective.h"
+#include "execute/comm_model.h"
 #include "graph/topology_graph.h"
 #include "load/input_error.h"
 #include "load/units.h"
@@ -107,9 +108,8 @@ WorkEstimate estimate_work(const Catalog& catalog, const Scenario& s, Fidelity f
   // One collective of the mean buffer size: every member's sends in every step.
   const int elem = model.dtype_bytes();
   const auto bytes = static_cast<std::uint64_t>(grad / e.fusion_buffers / elem) * elem;
-  const auto space = catalog.library(std::string(to_string(c.library))).data_path == DataPath::Host
-                         ? collective::Space::Host
-                         : collective::Space::Device;
+  const auto space = collective_data_space(catalog.library(std::string(to_string(c.library))),
+                                           catalog.gpu(catalog.sku(s.cluster.sku).gpu));
   BufferShards shards;
   if (c.strategy == Strategy::ParameterServer)
     shards.bytes.assign(c.parameter_servers, bytes / elem / std::max(1, c.parameter_servers) * elem);
