@@ -62,9 +62,9 @@ TEST_CASE("catalog: every SKU loads and matches the Azure size tables", "[catalo
     ++checked;
   }
   CHECK(checked == 17);
-  // the 17 Azure sizes + SHARCNET monk + DGX-1 (P100) + Big Basin + GCE 8 x K80 + AWS p2.8xlarge + local-host
-  // (validate --local)
-  CHECK(c.sku_names().size() == 23);
+  // the 17 Azure sizes + SHARCNET monk + DGX-1 (P100, V100) + Big Basin + GCE 8 x K80 + AWS p2.8xlarge +
+  // local-host (validate --local)
+  CHECK(c.sku_names().size() == 24);
 }
 
 TEST_CASE("catalog: GPUs named by the issue are present with plausible figures", "[catalog]") {

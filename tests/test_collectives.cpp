@@ -365,6 +365,37 @@ TEST_CASE("fusion planner: packs in ready order up to the threshold, 0 disables 
   REQUIRE(unfused.negotiate(2).size() == 5);
 }
 
+TEST_CASE("ring channels: each ring reduces its share of the buffer along its own order", "[collective]") {
+  const std::vector<std::vector<int>> orders = {{0, 1, 2, 3}, {0, 3, 2, 1}, {2, 0, 3, 1}};
+  const std::size_t floats = 41;  // 14, 14, 13 floats per channel; chunks of 3 and 4
+  auto c = make_ring_allreduce(4, floats * 4, 4, Space::Device, orders);
+  REQUIRE(c->steps() == 2 * 3);
+  require_matching_messages(*c);
+  require_allreduce(*c, floats, Space::Device);
+  RankStep st;
+  c->rank_step(2, 0, st);  // one transfer per channel: to 3, to 1 (the reversed ring), to 0
+  REQUIRE(st.sends.size() == 3);
+  CHECK(st.sends[0].dst == 3);
+  CHECK(st.sends[1].dst == 1);
+  CHECK(st.sends[2].dst == 0);
+  // In every step each channel's ring moves its whole share once, over all members.
+  for (int s = 0; s < c->steps(); ++s) {
+    std::uint64_t bytes = 0;
+    for (int m = 0; m < 4; ++m) {
+      c->rank_step(m, s, st);
+      for (const auto& t : st.sends) bytes += t.bytes;
+    }
+    CHECK(bytes == floats * 4);
+  }
+  // Channel shares are contiguous: channel 1 holds floats 14-27, channel 2 floats 28-40.
+  c->rank_step(1, 0, st);
+  CHECK(st.sends[1].offset >= 14 * 4);
+  CHECK(st.sends[1].offset + st.sends[1].bytes <= 28 * 4);
+  CHECK(st.sends[2].offset >= 28 * 4);
+  REQUIRE_THROWS(make_ring_allreduce(3, 12, 4, Space::Device, std::vector<std::vector<int>>{}));
+  REQUIRE_THROWS(make_ring_allreduce(3, 12, 4, Space::Device, std::vector<std::vector<int>>{{0, 1, 2}, {0, 0, 1}}));
+}
+
 TEST_CASE("ring and hierarchical allreduce follow a given ring order", "[collective]") {
   const std::vector<int> order = {0, 1, 2, 3, 7, 5, 6, 4};  // the DGX-1 NVLink ring
   auto ring = make_ring_allreduce(8, 4 * 53, 4, Space::Device, order);

@@ -112,6 +112,9 @@ TEST_CASE(
         "-n 5 " + kReal + kCatalog + " train " + s +
             " --set cluster.nodes=2 --set cluster.gpus_per_node=2 --set communication.strategy=parameter_server"
             " --set communication.parameter_servers=1 --set communication.parameter_server_aggregation=node",
+        // Three rings at once, each on its share of every fusion buffer (NCCL-style channels).
+        "-n 4 " + kReal + kCatalog + " train " + s +
+            " --set cluster.gpus_per_node=2 --set communication.channels=3 --set communication.fusion_threshold=64KiB",
         // 3 ranks: one folds into its neighbour, two halve and double, then it is handed the result.
         "-n 3 " + kReal + kCatalog + " train " + s +
             " --set cluster.nodes=3 --set cluster.gpus_per_node=1 --set communication.strategy=halving_doubling",

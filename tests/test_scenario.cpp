@@ -55,6 +55,33 @@ TEST_CASE("scenario: defaults are documented values, filled in visibly", "[scena
   CHECK(eth.cluster.fabric == FabricKind::Ethernet);  // no RDMA NIC on this size
 }
 
+TEST_CASE("scenario: channels: auto is one ring per InfiniBand NIC for NCCL across nodes, else one", "[scenario]") {
+  auto load = [](const std::string& cluster, const std::string& comm = "") {
+    return load_scenario_text(
+        "cluster: {" + cluster + "}\nmodel: {name: resnet50, batch_per_gpu: 64}\n" + "training: {epochs: 1}\n" + comm,
+        "channels.yaml", test::catalog());
+  };
+  CHECK(load("sku: DGX-1-V100, nodes: 4").communication.channels == 4);                    // four EDR NICs per node
+  CHECK(load("sku: DGX-1-V100, nodes: 4, gpus_per_node: 2").communication.channels == 2);  // one ring per GPU at most
+  CHECK(load("sku: DGX-1-V100, nodes: 1").communication.channels == 1);                    // no fabric to spread over
+  CHECK(load("sku: ND40rs_v2, nodes: 4").communication.channels == 1);                     // one NIC
+  CHECK(load("sku: DGX-1-V100, nodes: 4", "communication: {library: mpi}\n").communication.channels == 1);
+  CHECK(load("sku: DGX-1-V100, nodes: 4, fabric: ethernet").communication.channels == 1);
+  CHECK(load("sku: DGX-1-V100, nodes: 4", "communication: {strategy: hierarchical}\n").communication.channels == 1);
+  CHECK(load("sku: NC24rs_v3, nodes: 1", "communication: {channels: 3}\n").communication.channels == 3);
+  CHECK(load("sku: DGX-1-V100, nodes: 2", "communication: {channels: auto}\n").communication.channels == 4);
+  const std::string other = test::input_error_of(
+      [&] { load("sku: DGX-1-V100, nodes: 4", "communication: {strategy: hierarchical, channels: 2}\n"); });
+  CHECK(other.find("channels.yaml:4:") != std::string::npos);
+  CHECK(other.find("a number of rings applies only to strategy: ring") != std::string::npos);
+  CHECK(load("sku: DGX-1-V100, nodes: 4", "communication: {strategy: hierarchical, channels: auto}\n")
+            .communication.channels == 1);
+  const std::string word =
+      test::input_error_of([&] { load("sku: NC24rs_v3, nodes: 1", "communication: {channels: many}\n"); });
+  CHECK(word.find("expected 'auto' or a whole number") != std::string::npos);
+  CHECK_THROWS_AS(load("sku: NC24rs_v3, nodes: 1", "communication: {channels: 65}\n"), InputError);
+}
+
 TEST_CASE("scenario: --set overrides any key", "[scenario]") {
   const std::string dir = RINGSIM_TEST_SCENARIOS;
   const Scenario s = load_scenario(

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -36,10 +37,12 @@ Scenario one_gpu_per_node(int nodes, const std::string& extra = "") {
                   extra);
 }
 
-double timed(const Scenario& s, const collective::Collective& c, Fidelity f,
-             std::map<std::string, double>* edge_bytes = nullptr) {
+// A simulation run in a child process (one SimGrid engine per process): its duration, and the bytes on
+// each link into `edge_bytes`.
+double timed_in_child(const std::function<CollectiveTiming()>& simulate,
+                      std::map<std::string, double>* edge_bytes = nullptr) {
   const std::string out = run_in_child([&] {
-    const CollectiveTiming t = simulate_collective(test::catalog(), s, c, f);
+    const CollectiveTiming t = simulate();
     std::ostringstream o;
     o.precision(17);
     o << t.duration_s << "\n";
@@ -55,6 +58,11 @@ double timed(const Scenario& s, const collective::Collective& c, Fidelity f,
     while (in >> name >> b) (*edge_bytes)[name] = b;
   }
   return d;
+}
+
+double timed(const Scenario& s, const collective::Collective& c, Fidelity f,
+             std::map<std::string, double>* edge_bytes = nullptr) {
+  return timed_in_child([&] { return simulate_collective(test::catalog(), s, c, f); }, edge_bytes);
 }
 
 // One message from member 0 to member 1.
@@ -409,11 +417,12 @@ TEST_CASE("validate --published: a case whose error grows past the recorded one 
   const std::string dir = std::string(RINGSIM_TEST_CATALOG) + "/../validate/data/";
   std::ifstream in(dir + "published_baseline.json");
   auto baseline = nlohmann::json::parse(in);
-  // 27 DGX-1 P100 rows, 2 Goyal et al. rows, 21 GCE K80 rows, 21 AWS p2.8xlarge rows, 20 distributed AWS rows
-  REQUIRE(baseline["cases"].size() == 91);
+  // 27 DGX-1 P100 rows, 2 Goyal et al. rows, 21 GCE K80 rows, 21 AWS p2.8xlarge rows, 20 distributed AWS rows,
+  // 2 NCCL allreduce busbw rows across DGX-1 nodes
+  REQUIRE(baseline["cases"].size() == 93);
   for (auto& c : baseline["cases"]) c["error_pct"] = 0.0;  // pretend every case used to be exact
-  // Two of the published cases (the whole set takes minutes under the sanitizers), in a copy of the
-  // published file next to a link to the scenarios.
+  // Three of the published cases (the whole set takes minutes under the sanitizers), one of them an
+  // allreduce's busbw, in a copy of the published file next to a link to the scenarios.
   const std::filesystem::path tmp = "/tmp/ringsim_strict_" + std::to_string(::getpid());
   std::filesystem::create_directories(tmp / "data");
   std::filesystem::create_directory_symlink(std::filesystem::path(dir) / ".." / "scenarios", tmp / "scenarios");
@@ -422,7 +431,8 @@ TEST_CASE("validate --published: a case whose error grows past the recorded one 
   std::istringstream published(slurp(dir + "published.yaml"));
   for (std::string line; std::getline(published, line);)
     if (line.find("name: vgg16 b32 x8,") != std::string::npos ||
-        line.find("name: resnet50 b64 x2,") != std::string::npos)
+        line.find("name: resnet50 b64 x2,") != std::string::npos ||
+        line.find("name: dgx1v nccl allreduce 1G x32,") != std::string::npos)
       cases << line << "\n";
   cases.close();
   const std::string strict = (tmp / "strict.json").string();
@@ -435,7 +445,8 @@ TEST_CASE("validate --published: a case whose error grows past the recorded one 
   CHECK(WEXITSTATUS(status) == 1);
   const std::string text = slurp(out);
   CHECK(text.find("regression: vgg16 b32 x8 / images_per_sec") != std::string::npos);
-  CHECK(text.find("over 2 cases") != std::string::npos);
+  CHECK(text.find("regression: dgx1v nccl allreduce 1G x32 / busbw_gbps") != std::string::npos);
+  CHECK(text.find("over 3 cases") != std::string::npos);
   std::filesystem::remove_all(tmp);
 }
 
@@ -483,6 +494,65 @@ TEST_CASE("simulator: the ring goes through every node the same way, along NVLin
   CHECK(std::set<int>(ring.begin(), ring.end()).size() == 16);
 }
 
+TEST_CASE("DGX-1: four InfiniBand rails, each GPU leaves by the NIC on its PCIe switch", "[simulator]") {
+  const Scenario s = scenario(
+      "cluster: {sku: DGX-1-V100, nodes: 2}\nmodel: {name: resnet50, batch_per_gpu: 64}\ntraining: {epochs: 1}\n");
+  const Topology topology = Topology::build(test::catalog(), cluster_shape(s.cluster));
+  REQUIRE(topology.nics_per_node() == 4);
+  REQUIRE(topology.fabric_nics().size() == 8);
+  CHECK(topology.device(topology.fabric_nics(1)[3]).name == "n1.ib3");
+  CommModel cm(test::catalog(), s, topology);
+  auto crosses = [&](int from, int to, const std::string& name) {
+    const Path& p = cm.path(cm.endpoint(from, Space::Device), cm.endpoint(to, Space::Device));
+    for (int e : p.edges)
+      if (cm.edge_name(e).find(name) != std::string::npos) return true;
+    return false;
+  };
+  // GPUs 2k and 2k+1 share PCIe switch plx<k> with ib<k>.
+  CHECK(crosses(0, 8, "n0.ib0->"));
+  CHECK(crosses(0, 8, "->n1.ib0"));
+  CHECK(crosses(7, 13, "n0.ib3->"));
+  CHECK(crosses(7, 13, "->n1.ib2"));
+  CHECK(crosses(3, 12, "n0.ib1->"));
+  CHECK(crosses(8, 5, "n1.ib0->"));
+  CHECK(crosses(8, 5, "->n0.ib2"));
+}
+
+TEST_CASE("channels: NCCL rings across DGX-1 nodes use all four NICs", "[simulator]") {
+  const std::string base =
+      "cluster: {sku: DGX-1-V100, nodes: 2}\nmodel: {name: resnet50, batch_per_gpu: 64}\ntraining: {epochs: 1}\n";
+  const Scenario four = scenario(base);  // channels: auto
+  REQUIRE(four.communication.channels == 4);
+  const Topology topology = Topology::build(test::catalog(), cluster_shape(four.cluster));
+  CommModel cm(test::catalog(), four, topology);
+  const auto rings = cm.ring_orders(4);
+  REQUIRE(rings.size() == 4);
+  REQUIRE(rings[0] == cm.ring_order());
+  for (const auto& r : rings) CHECK(std::set<int>(r.begin(), r.end()).size() == 16);
+
+  const std::uint64_t S = std::uint64_t{256} << 20;
+  auto edge_bytes = [&](const Scenario& s) {
+    std::map<std::string, double> m;
+    m["duration"] = timed_in_child([&] { return simulate_allreduce(test::catalog(), s, S, 4, Fidelity::Flow); }, &m);
+    return m;
+  };
+  const auto spread = edge_bytes(four);
+  const auto one = edge_bytes(scenario(base + "communication: {channels: 1}\n"));
+  // Every NIC of both nodes sends and receives one ring's inter-node traffic: 2 x 15/16 x S/4 each way.
+  for (int node = 0; node < 2; ++node)
+    for (int k = 0; k < 4; ++k) {
+      const std::string nic = "n" + std::to_string(node) + ".ib" + std::to_string(k);
+      CAPTURE(nic);
+      CHECK(spread.at(nic + "->switch0") == Approx(2.0 * 15 / 16 * S / 4));
+      CHECK(spread.at("switch0->" + nic) == Approx(2.0 * 15 / 16 * S / 4));
+    }
+  int rails = 0;
+  for (int k = 0; k < 4; ++k) rails += static_cast<int>(one.count("n0.ib" + std::to_string(k) + "->switch0"));
+  CHECK(rails == 1);  // one ring leaves a node once
+  // Bound by the NICs, four rails move the buffer more than three times as fast as one.
+  CHECK(one.at("duration") / spread.at("duration") > 3.0);
+}
+
 TEST_CASE("work estimate: the flow fidelity runs the estimated transfers, the graph size is exact", "[simulator]") {
   const std::string file = std::string(RINGSIM_TEST_SCENARIOS) + "/resnet50_imagenet_8x_nc24rs_v3.yaml";
   const Scenario base = load_scenario(file, test::catalog());
@@ -500,6 +570,20 @@ TEST_CASE("work estimate: the flow fidelity runs the estimated transfers, the gr
     CHECK(e.transfers_per_iteration == j["represented_transfers"].get<double>());
   }
   CHECK(estimate_work(test::catalog(), base, Fidelity::Flow).transfers_per_buffer == 2.0 * 31 * 32);
+  {  // Channels multiply the transfers: 4 rings across 2 DGX-1 nodes.
+    const std::string sets =
+        "--set cluster.sku=DGX-1-V100 --set cluster.nodes=2 --set cluster.gpus_per_node=8 "
+        "--set communication.fusion_threshold=0";
+    const Scenario s =
+        load_scenario(file, test::catalog(),
+                      {parse_override("cluster.sku=DGX-1-V100"), parse_override("cluster.nodes=2"),
+                       parse_override("cluster.gpus_per_node=8"), parse_override("communication.fusion_threshold=0")});
+    REQUIRE(s.communication.channels == 4);
+    const WorkEstimate e = estimate_work(test::catalog(), s, Fidelity::Flow);
+    CHECK(e.transfers_per_buffer == 4.0 * 2 * 15 * 16);
+    CHECK(e.transfers_per_iteration ==
+          predict_json(file, sets + " --fidelity flow")["represented_transfers"].get<double>());
+  }
   // With fusion the buffers come from the threshold and the negotiation cycles: close, not exact.
   const WorkEstimate fused = estimate_work(test::catalog(), base, Fidelity::Flow);
   const auto j = predict_json(file, "--fidelity flow");

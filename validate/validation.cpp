@@ -26,6 +26,12 @@ namespace ringsim {
 
 namespace {
 
+// nccl-tests' bus bandwidth of an allreduce of `bytes` over `ranks` in `seconds`, in GB/s:
+// algbw = bytes / seconds, busbw = algbw * 2(n-1)/n.
+double busbw_gbps(std::uint64_t bytes, double seconds, int ranks) {
+  return static_cast<double>(bytes) / seconds / 1e9 * 2.0 * (ranks - 1) / ranks;
+}
+
 // predict() in a forked child (SimGrid allows one engine per process); returns the result JSON.
 nlohmann::json predict_isolated(const Catalog& catalog, const Scenario& s) {
   return nlohmann::json::parse(
@@ -64,7 +70,24 @@ ValidationReport validate_published(const Catalog& catalog, const std::string& c
   r.title = "published: " + cases_file;
   for (auto& c : root.get("cases").items()) {
     c.require_map({"name", "scenario", "model", "batch_per_gpu", "gpus", "nodes", "parameter_servers",
-                   "published_images_per_sec"});
+                   "published_images_per_sec", "bytes", "published_busbw_GBps"});
+    // Two kinds of case: training throughput (model, batch, images/s) or one allreduce's bus bandwidth
+    // (bytes, busbw, as nccl-tests' all_reduce_perf prints it).
+    const bool bench = c.has("published_busbw_GBps");
+    const std::vector<std::string> own =
+        bench ? std::vector<std::string>{"bytes", "published_busbw_GBps"}
+              : std::vector<std::string>{"model", "batch_per_gpu", "published_images_per_sec"};
+    const std::vector<std::string> other =
+        bench ? std::vector<std::string>{"model", "batch_per_gpu", "published_images_per_sec", "parameter_servers"}
+              : std::vector<std::string>{"bytes"};
+    for (const auto& k : own)
+      if (!c.has(k))
+        c.fail("a " + std::string(bench ? "bus-bandwidth" : "throughput") + " case needs '" + k + "'" +
+               (bench ? " (with published_busbw_GBps: bytes)" : " (or bytes and published_busbw_GBps)"));
+    for (const auto& k : other)
+      if (c.has(k))
+        c.get(k).fail(std::string("does not apply to a ") + (bench ? "bus-bandwidth case (published_busbw_GBps)"
+                                                                   : "throughput case (published_images_per_sec)"));
     const std::string file = (scenario_dir / c.get("scenario").str()).string();
     std::error_code ec;
     if (!std::filesystem::exists(file, ec)) c.get("scenario").fail("no scenario file " + file);
@@ -73,11 +96,29 @@ ValidationReport validate_published(const Catalog& catalog, const std::string& c
     const std::int64_t nodes = c.has("nodes") ? c.get("nodes").integer(1, 65536) : 1;
     if (gpus % nodes != 0)
       c.get("gpus").fail(std::to_string(gpus) + " GPUs do not spread evenly over " + std::to_string(nodes) + " nodes");
-    std::vector<Override> sets = {
-        parse_override("model.name=" + c.get("model").str()),
-        parse_override("model.batch_per_gpu=" + std::to_string(c.get("batch_per_gpu").integer(1, 1 << 20))),
-        parse_override("cluster.nodes=" + std::to_string(nodes)),
-        parse_override("cluster.gpus_per_node=" + std::to_string(gpus / nodes))};
+    std::vector<Override> sets = {parse_override("cluster.nodes=" + std::to_string(nodes)),
+                                  parse_override("cluster.gpus_per_node=" + std::to_string(gpus / nodes))};
+    if (bench) {
+      const Scenario s = load_scenario(file, catalog, sets);
+      const auto bytes = static_cast<std::uint64_t>(c.get("bytes").positive_quantity(Quantity::Bytes));
+      if (bytes % 4 != 0) c.get("bytes").fail("expected a whole number of 4-byte floats");
+      const double seconds = std::stod(run_in_child([&] {
+        char out[64];
+        std::snprintf(out, sizeof out, "%.17g",
+                      simulate_allreduce(catalog, s, bytes, 4, default_fidelity(s)).duration_s);
+        return std::string(out);
+      }));
+      const double overhead = catalog.library(std::string(to_string(s.communication.library))).collective_overhead;
+      ValidationCase vc{c.get("name").str(), "busbw_gbps",
+                        busbw_gbps(bytes, seconds + overhead, static_cast<int>(gpus)),
+                        c.get("published_busbw_GBps").positive_number()};
+      vc.group = s.cluster.sku + " allreduce busbw";
+      vc.x = static_cast<double>(gpus);
+      r.cases.push_back(vc);
+      continue;
+    }
+    sets.push_back(parse_override("model.name=" + c.get("model").str()));
+    sets.push_back(parse_override("model.batch_per_gpu=" + std::to_string(c.get("batch_per_gpu").integer(1, 1 << 20))));
     if (auto f = c.find("parameter_servers"))  // as the published set-up ran, where it says
       sets.push_back(parse_override("communication.parameter_servers=" + std::to_string(f->integer(1, 65536))));
     const Scenario s = load_scenario(file, catalog, sets);
@@ -117,7 +158,6 @@ void add_bench_cases(const Catalog& catalog, const Scenario& scenario, const nlo
     s.cluster.gpus_per_node = ranks;
   }
   const double overhead = catalog.library(std::string(to_string(s.communication.library))).collective_overhead;
-  const double bus = 2.0 * (ranks - 1) / ranks;
   const std::string name = std::filesystem::path(f).filename().string();
   for (const auto& row : field(m, "rows")) {
     const auto bytes = field(row, "bytes").get<std::uint64_t>();
@@ -133,7 +173,7 @@ void add_bench_cases(const Catalog& catalog, const Scenario& scenario, const nlo
       std::snprintf(out, sizeof out, "%.17g", simulate_collective(catalog, s, *c, Fidelity::Flow).duration_s);
       return std::string(out);
     }));
-    const double predicted = static_cast<double>(bytes) / (seconds + overhead) / 1e9 * bus;
+    const double predicted = busbw_gbps(bytes, seconds + overhead, ranks);
     ValidationCase vc{name + " " + format_bytes(static_cast<double>(bytes)), "busbw_gbps", predicted,
                       field(row, "busbw_gbps").get<double>()};
     vc.group = algorithm + ", " + std::to_string(ranks) + " ranks";
@@ -268,10 +308,22 @@ std::string validation_json(const ValidationReport& r) {
 std::string validation_svg(const ValidationReport& r) {
   Chart chart;
   chart.title = "ringsim validate: " + r.title;
+  // Grouped cases share one y axis: those of the first case's metric are drawn, the others (the
+  // published bus-bandwidth cases beside images/s) are named in the title and left to the table.
   std::vector<std::string> groups;
-  for (const auto& c : r.cases)
-    if (!c.group.empty() && std::find(groups.begin(), groups.end(), c.group) == groups.end()) groups.push_back(c.group);
+  const std::string metric = r.cases.empty() ? std::string() : r.cases.front().metric;
+  int other_metric = 0;
+  for (const auto& c : r.cases) {
+    if (c.group.empty()) continue;
+    if (c.metric != metric) {
+      ++other_metric;
+      continue;
+    }
+    if (std::find(groups.begin(), groups.end(), c.group) == groups.end()) groups.push_back(c.group);
+  }
   if (!groups.empty()) {
+    if (other_metric > 0)
+      chart.title += " (" + std::to_string(other_metric) + " cases of other metrics: see the table)";
     chart.x_label = r.x_label;
     chart.y_label = r.cases.front().metric + " (line: predicted, circles: measured)";
     chart.log_x = true;
@@ -280,7 +332,7 @@ std::string validation_svg(const ValidationReport& r) {
       ChartSeries meas{groups[g] + " measured", {}, true, static_cast<int>(g)};
       std::vector<const ValidationCase*> cs;
       for (const auto& c : r.cases)
-        if (c.group == groups[g]) cs.push_back(&c);
+        if (c.group == groups[g] && c.metric == metric) cs.push_back(&c);
       std::stable_sort(cs.begin(), cs.end(), [](auto* a, auto* b) { return a->x < b->x; });
       for (const auto* c : cs) {
         pred.points.push_back({c->x, c->predicted});

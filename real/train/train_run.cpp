@@ -97,7 +97,10 @@ int run_train(const TrainOptions& o, MPI_Comm comm) {
   // Rings follow the fastest links inside a node, as predict's do (the same search, on the same graph).
   const Topology topology = Topology::build(catalog, cluster_shape(s.cluster));
   CommModel comm_model(catalog, s, topology);
-  const std::vector<int> local_order = comm_model.local_ring_order(), ring_order = comm_model.ring_order();
+  const std::vector<int> local_order = comm_model.local_ring_order();
+  const std::vector<std::vector<int>> ring_orders = s.communication.strategy == Strategy::Ring
+                                                        ? comm_model.ring_orders(s.communication.channels)
+                                                        : std::vector<std::vector<int>>{};
 
   // Gradients, values that make the allreduce checkable (servers hold none).
   std::vector<std::uint64_t> own_bytes(n, 0);
@@ -196,7 +199,7 @@ int run_train(const TrainOptions& o, MPI_Comm comm) {
         // The exchange's buffer is laid out shard by shard; the fusion buffer is in tensor order, so
         // the server-side layout differs but every rank agrees on it and sizes match.
         const BufferShards shards = ps ? buffer_shards(s, server_of, tensor_bytes, b.tensors) : BufferShards{};
-        const auto c = make_buffer_collective(s, {workers, space, ring_order, local_order}, b.bytes, 4, shards);
+        const auto c = make_buffer_collective(s, {workers, space, ring_orders, local_order}, b.bytes, 4, shards);
         rec.algorithm = std::string(c->algorithm());
         FaultyTransport t(backend->transport(fusion), o.fault, rank);
         collective::run_member(*c, rank, t);

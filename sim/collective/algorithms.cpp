@@ -29,15 +29,17 @@ int mod(int a, int n) { return ((a % n) + n) % n; }
 
 // Step `s` of a ring allreduce among `n` participants (reduce-scatter for s < n-1, then allgather), seen by
 // participant `i`; `member(k)` maps participant k to its collective member.
+// `base`: where the ring's buffer starts within the member's buffer (a channel's share of it).
 template <class MemberOf>
-void ring_allreduce_step(int i, int n, int s, const Chunking& ch, Space space, MemberOf member, RankStep& out) {
+void ring_allreduce_step(int i, int n, int s, const Chunking& ch, Space space, MemberOf member, RankStep& out,
+                         std::uint64_t base = 0) {
   const bool scatter = s < n - 1;
   const int t = scatter ? s : s - (n - 1);
   const int send_chunk = scatter ? mod(i - t, n) : mod(i + 1 - t, n);
   const int recv_chunk = scatter ? mod(i - t - 1, n) : mod(i - t, n);
   const int right = member(mod(i + 1, n)), left = member(mod(i - 1, n)), me = member(i);
-  out.sends.push_back({me, right, space, space, ch.offset(send_chunk), ch.size(send_chunk), scatter});
-  out.recvs.push_back({left, me, space, space, ch.offset(recv_chunk), ch.size(recv_chunk), scatter});
+  out.sends.push_back({me, right, space, space, base + ch.offset(send_chunk), ch.size(send_chunk), scatter});
+  out.recvs.push_back({left, me, space, space, base + ch.offset(recv_chunk), ch.size(recv_chunk), scatter});
 }
 
 // Recursive halving and doubling (Rabenseifner) among `n` participants: with P the largest power of two
@@ -172,21 +174,26 @@ enum class RingPart { Allreduce, ReduceScatter, Allgather };
 
 class RingAllreduce final : public Collective {
  public:
-  RingAllreduce(int p, std::uint64_t bytes, int element_bytes, Space space, RingPart part, std::vector<int> order = {})
-      : Collective(bytes),
-        p_(p),
-        space_(space),
-        part_(part),
-        chunks_(bytes, p, element_bytes),
-        order_(std::move(order)) {
-    if (order_.empty())
-      for (int i = 0; i < p; ++i) order_.push_back(i);
-    if (static_cast<int>(order_.size()) != p) throw std::invalid_argument("ring order: one position per member");
-    pos_.assign(p, -1);
-    for (int i = 0; i < p; ++i) {
-      if (order_[i] < 0 || order_[i] >= p || pos_[order_[i]] >= 0)
-        throw std::invalid_argument("ring order: not a permutation of the members");
-      pos_[order_[i]] = i;
+  // One ring per channel: channel c reduces its contiguous share of the buffer along orders[c].
+  RingAllreduce(int p, std::uint64_t bytes, int element_bytes, Space space, RingPart part,
+                std::vector<std::vector<int>> orders)
+      : Collective(bytes), p_(p), space_(space), part_(part), channel_split_(bytes, 1, element_bytes) {
+    if (orders.empty()) throw std::invalid_argument("ring: at least one channel");
+    if (part != RingPart::Allreduce && orders.size() > 1)
+      throw std::invalid_argument("ring: channels apply to the allreduce only");
+    channel_split_ = Chunking(bytes, static_cast<int>(orders.size()), element_bytes);
+    for (std::size_t c = 0; c < orders.size(); ++c) {
+      Ring r{std::move(orders[c]), {}, Chunking(channel_split_.size(static_cast<int>(c)), p, element_bytes)};
+      if (r.order.empty())
+        for (int i = 0; i < p; ++i) r.order.push_back(i);
+      if (static_cast<int>(r.order.size()) != p) throw std::invalid_argument("ring order: one position per member");
+      r.pos.assign(p, -1);
+      for (int i = 0; i < p; ++i) {
+        if (r.order[i] < 0 || r.order[i] >= p || r.pos[r.order[i]] >= 0)
+          throw std::invalid_argument("ring order: not a permutation of the members");
+        r.pos[r.order[i]] = i;
+      }
+      rings_.push_back(std::move(r));
     }
     const bool staged = space == Space::Host && p > 1;
     if (staged) phases_.add("copy_to_host", 1);
@@ -208,16 +215,24 @@ class RingAllreduce final : public Collective {
     auto [phase, i] = phases_.locate(s);
     if (staging_step(phase, m, bytes_, out)) return;
     const int ring_step = phase == "reduce_scatter" ? i : (p_ - 1) + i;
-    ring_allreduce_step(
-        pos_[m], p_, ring_step, chunks_, space_, [this](int k) { return order_[k]; }, out);
+    for (std::size_t c = 0; c < rings_.size(); ++c) {
+      const Ring& r = rings_[c];
+      ring_allreduce_step(
+          r.pos[m], p_, ring_step, r.chunks, space_, [&r](int k) { return r.order[k]; }, out,
+          channel_split_.offset(static_cast<int>(c)));
+    }
   }
 
  private:
+  struct Ring {
+    std::vector<int> order, pos;  // ring position -> member, member -> ring position
+    Chunking chunks;              // the channel's share in p chunks
+  };
   int p_;
   Space space_;
   RingPart part_;
-  Chunking chunks_;
-  std::vector<int> order_, pos_;  // ring position -> member, member -> ring position
+  Chunking channel_split_;  // the buffer in one share per channel
+  std::vector<Ring> rings_;
   Phases phases_;
 };
 
@@ -474,18 +489,25 @@ class NodeAggregatedParameterServer final : public Collective {
 
 std::unique_ptr<Collective> make_ring_allreduce(int members, std::uint64_t bytes, int element_bytes, Space space,
                                                 const std::vector<int>& order) {
+  return make_ring_allreduce(members, bytes, element_bytes, space, std::vector<std::vector<int>>{order});
+}
+
+std::unique_ptr<Collective> make_ring_allreduce(int members, std::uint64_t bytes, int element_bytes, Space space,
+                                                const std::vector<std::vector<int>>& orders) {
   if (members < 1) throw std::invalid_argument("ring allreduce needs at least one member");
-  return std::make_unique<RingAllreduce>(members, bytes, element_bytes, space, RingPart::Allreduce, order);
+  return std::make_unique<RingAllreduce>(members, bytes, element_bytes, space, RingPart::Allreduce, orders);
 }
 
 std::unique_ptr<Collective> make_ring_reduce_scatter(int members, std::uint64_t bytes, int element_bytes) {
   if (members < 1) throw std::invalid_argument("ring reduce-scatter needs at least one member");
-  return std::make_unique<RingAllreduce>(members, bytes, element_bytes, Space::Device, RingPart::ReduceScatter);
+  return std::make_unique<RingAllreduce>(members, bytes, element_bytes, Space::Device, RingPart::ReduceScatter,
+                                         std::vector<std::vector<int>>(1));
 }
 
 std::unique_ptr<Collective> make_ring_allgather(int members, std::uint64_t bytes, int element_bytes) {
   if (members < 1) throw std::invalid_argument("ring allgather needs at least one member");
-  return std::make_unique<RingAllreduce>(members, bytes, element_bytes, Space::Device, RingPart::Allgather);
+  return std::make_unique<RingAllreduce>(members, bytes, element_bytes, Space::Device, RingPart::Allgather,
+                                         std::vector<std::vector<int>>(1));
 }
 
 std::unique_ptr<Collective> make_hierarchical_allreduce(int nodes, int local, std::uint64_t bytes, int element_bytes,

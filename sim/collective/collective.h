@@ -81,6 +81,12 @@ struct Chunking {
 // means members in index order. NCCL likewise builds its rings along the fastest links.
 std::unique_ptr<Collective> make_ring_allreduce(int members, std::uint64_t bytes, int element_bytes, Space data_space,
                                                 const std::vector<int>& order = {});
+// Channels, as NCCL runs several rings at once: the buffer splits into one contiguous share per ring
+// (whole elements, differing by at most one), and ring c allreduces share c along orders[c] (an empty
+// order: index order). Every step carries one transfer per channel per member, so rings that leave a
+// node through different NICs use them all.
+std::unique_ptr<Collective> make_ring_allreduce(int members, std::uint64_t bytes, int element_bytes, Space data_space,
+                                                const std::vector<std::vector<int>>& orders);
 
 // The two halves of the ring on their own. After the reduce-scatter member m holds the reduced chunk
 // ring_chunk_owned(m, p); the allgather expects each member to hold that chunk and gives everyone all.

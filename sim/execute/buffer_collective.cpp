@@ -23,7 +23,10 @@ std::unique_ptr<collective::Collective> make_buffer_collective(const Scenario& s
   const auto& c = s.communication;
   switch (c.strategy) {
     case Strategy::Ring:
-      return collective::make_ring_allreduce(layout.workers, bytes, element_bytes, layout.space, layout.ring_order);
+      // No orders given: one channel in index order.
+      return collective::make_ring_allreduce(
+          layout.workers, bytes, element_bytes, layout.space,
+          layout.ring_orders.empty() ? std::vector<std::vector<int>>(1) : layout.ring_orders);
     case Strategy::Hierarchical:
       return collective::make_hierarchical_allreduce(s.cluster.nodes, s.cluster.gpus_per_node, bytes, element_bytes,
                                                      layout.space, layout.local_order, c.cross_node);

@@ -15,7 +15,7 @@ namespace ringsim {
 struct BufferCollectiveLayout {
   int workers = 0;                                      // GPU ranks, node-major
   collective::Space space = collective::Space::Device;  // the library's data path
-  std::vector<int> ring_order;                          // ring: the ring through every worker (empty: index order)
+  std::vector<std::vector<int>> ring_orders;            // ring: one ring through every worker per channel
   std::vector<int> local_order;                         // hierarchical: the ring inside each node (empty: index order)
 };
 

@@ -190,10 +190,20 @@ const Path& CommModel::path(VertexId src, VertexId dst) {
     if (na == nb) {
       r = intra(src, dst);
     } else {
-      const VertexId nic_a = topo_.fabric_nics().at(na), nic_b = topo_.fabric_nics().at(nb);
-      const Route& first = intra(src, nic_a);
+      // Each end leaves or enters its node by its nearest NIC (lowest latency; ties: the first rail), as
+      // NCCL gives each GPU the NIC closest to it on the PCIe tree.
+      auto nearest = [&](int node, auto&& route_to) {
+        const Route* best = nullptr;
+        for (VertexId nic : topo_.fabric_nics(node)) {
+          const Route& r = route_to(nic);
+          if (!best || r.latency < best->latency * (1 - 1e-12)) best = &r;
+        }
+        return best;
+      };
+      const Route& first = *nearest(na, [&](VertexId nic) -> const Route& { return intra(src, nic); });
+      const Route& last = *nearest(nb, [&](VertexId nic) -> const Route& { return intra(nic, dst); });
+      const VertexId nic_a = first.dst, nic_b = last.src;
       const Route& mid = fabric(nic_a, nic_b, nb);
-      const Route& last = intra(nic_b, dst);
       r.src = src;
       r.dst = dst;
       for (const Route* part : {&first, &mid, &last}) {
@@ -249,6 +259,97 @@ std::vector<int> CommModel::ring_order() {
   for (int node = 0; node < workers_ / ranks_per_node_; ++node)
     for (int l : local) order.push_back(node * ranks_per_node_ + l);
   return order;
+}
+
+std::vector<std::vector<int>> CommModel::ring_orders(int channels) {
+  if (channels < 1) throw std::invalid_argument("ring channels: at least one");
+  std::vector<std::vector<int>> rings{ring_order()};
+  if (channels == 1) return rings;
+  const std::vector<int> local = local_ring_order();
+  const int n = ranks_per_node_;
+  if (static_cast<int>(local.size()) != n || workers_ % n != 0) {  // index order: the same ring each channel
+    rings.assign(channels, rings.front());
+    return rings;
+  }
+  const int nodes = workers_ / n, sampled = std::min(nodes, 2);
+  const collective::Space space = data_space();
+  // Candidate rings inside a node: every cycle through the node's ranks (up to 8 of them), else the
+  // local ring and its reverse; each entered at any of its ranks.
+  std::vector<std::vector<int>> cycles;
+  if (n <= 8) {
+    std::vector<int> cur(n);
+    for (int i = 0; i < n; ++i) cur[i] = i;
+    do cycles.push_back(cur);
+    while (std::next_permutation(cur.begin() + 1, cur.end()));
+  } else {
+    cycles = {local, std::vector<int>(local.rbegin(), local.rend())};
+  }
+  auto entered_at = [&](const std::vector<int>& cycle, int r) {
+    std::vector<int> l(cycle.begin() + r, cycle.end());
+    l.insert(l.end(), cycle.begin(), cycle.begin() + r);
+    return l;
+  };
+  auto ring_of = [&](const std::vector<int>& l, int node_count) {
+    std::vector<int> order;
+    for (int node = 0; node < node_count; ++node)
+      for (int r : l) order.push_back(node * n + r);
+    return order;
+  };
+  // Per-step load of every edge: transfers over effective bandwidth, over `sampled` nodes' worth of ring.
+  std::vector<double> load(edges_.size(), 0), delta(edges_.size(), 0);
+  std::vector<int> touched;
+  double max_load = 0, sum_sq = 0;
+  auto stage = [&](const std::vector<int>& order) {  // the ring's loads into delta / touched
+    for (std::size_t i = 0; i < order.size(); ++i) {
+      const int a = order[i], b = order[(i + 1) % order.size()];
+      if (a == b) continue;
+      for (int e : path(endpoint(a, space), endpoint(b, space)).edges) {
+        if (delta[e] == 0) touched.push_back(e);
+        delta[e] += 1 / edge_bw_[e];
+      }
+    }
+  };
+  auto evaluate = [&](double& mx, double& sq) {  // with the staged ring added; clears the stage
+    mx = max_load;
+    sq = sum_sq;
+    for (int e : touched) {
+      const double after = load[e] + delta[e];
+      mx = std::max(mx, after);
+      sq += after * after - load[e] * load[e];
+      delta[e] = 0;
+    }
+    touched.clear();
+  };
+  auto commit = [&](const std::vector<int>& order) {
+    stage(order);
+    for (int e : touched) {
+      sum_sq += (load[e] + delta[e]) * (load[e] + delta[e]) - load[e] * load[e];
+      load[e] += delta[e];
+      max_load = std::max(max_load, load[e]);
+      delta[e] = 0;
+    }
+    touched.clear();
+  };
+  commit(ring_of(local, sampled));
+  for (int c = 1; c < channels; ++c) {
+    std::vector<int> best;
+    double best_max = 0, best_sq = 0;
+    for (const auto& cycle : cycles)
+      for (int r = 0; r < (sampled > 1 ? n : 1); ++r) {
+        const std::vector<int> l = entered_at(cycle, r);
+        stage(ring_of(l, sampled));
+        double mx = 0, sq = 0;
+        evaluate(mx, sq);
+        if (best.empty() || mx < best_max * (1 - 1e-9) || (mx <= best_max * (1 + 1e-9) && sq < best_sq * (1 - 1e-9))) {
+          best = l;
+          best_max = mx;
+          best_sq = sq;
+        }
+      }
+    commit(ring_of(best, sampled));
+    rings.push_back(ring_of(best, nodes));
+  }
+  return rings;
 }
 
 std::string CommModel::edge_name(int i) const {

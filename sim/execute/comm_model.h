@@ -69,6 +69,14 @@ class CommModel {
   // The ring through every worker: nodes in index order, each node's ranks in local_ring_order(). Index
   // order when the ranks per node differ from the scenario's GPUs per node.
   std::vector<int> ring_order();
+  // `channels` rings through every worker, for a ring allreduce with that many channels. The first is
+  // ring_order(); each further ring visits the nodes in index order and every node's ranks along one
+  // cycle (any cycle up to 8 ranks per node, else local_ring_order() or its reverse), entered at any
+  // rank. Rings are picked one after another, each the candidate that leaves the most loaded link (per-
+  // step transfers over effective bandwidth, counted over two nodes' worth of ring) least loaded, then
+  // the loads most even, then the first. So rings spread over a node's NVLinks and leave it from GPUs
+  // near different NICs, as NCCL's ring search does on a DGX-1.
+  std::vector<std::vector<int>> ring_orders(int channels);
 
   // Dense edge indices over the whole graph.
   int edge_count() const { return static_cast<int>(edges_.size()); }

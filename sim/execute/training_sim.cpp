@@ -53,13 +53,13 @@ class CollectiveFactory {
     if (s.communication.strategy == Strategy::ParameterServer) server_of_ = tensor_servers(s, tensor_bytes_);
     // Rings follow the fastest links inside a node, the same in every node, nodes in index order.
     local_order_ = cm.local_ring_order();
-    ring_order_ = cm.ring_order();
+    if (s.communication.strategy == Strategy::Ring) ring_orders_ = cm.ring_orders(s.communication.channels);
   }
   std::unique_ptr<Collective> make(const collective::FusionBuffer& b) const {
     BufferShards shards;
     if (s_.communication.strategy == Strategy::ParameterServer)
       shards = buffer_shards(s_, server_of_, tensor_bytes_, b.tensors);
-    return make_buffer_collective(s_, {cm_.workers(), cm_.data_space(), ring_order_, local_order_}, b.bytes,
+    return make_buffer_collective(s_, {cm_.workers(), cm_.data_space(), ring_orders_, local_order_}, b.bytes,
                                   b.element_bytes, shards);
   }
   const std::vector<std::uint64_t>& tensor_bytes() const { return tensor_bytes_; }
@@ -69,7 +69,8 @@ class CollectiveFactory {
   CommModel& cm_;
   std::vector<std::uint64_t> tensor_bytes_;
   std::vector<int> server_of_;
-  std::vector<int> local_order_, ring_order_;
+  std::vector<int> local_order_;
+  std::vector<std::vector<int>> ring_orders_;
 };
 
 // Per-collective shared state of the flow fidelity: which messages of which step have arrived.
@@ -153,6 +154,13 @@ class TrainingRun {
 
   Prediction run();
   CollectiveTiming run_alone(const Collective& c);
+  // The collective this scenario runs for one fusion buffer of `bytes`.
+  std::unique_ptr<Collective> buffer_collective(std::uint64_t bytes, int element_bytes) const {
+    collective::FusionBuffer b;
+    b.bytes = bytes;
+    b.element_bytes = element_bytes;
+    return factory_.make(b);
+  }
 
  private:
   void place_servers() { cm_.set_servers(parameter_server_places(s_, topo_)); }
@@ -665,6 +673,17 @@ CollectiveTiming simulate_collective(const Catalog& catalog, const Scenario& sce
                                      Fidelity fidelity) {
   TrainingRun run(catalog, scenario, fidelity);
   return run.run_alone(c);
+}
+
+CollectiveTiming simulate_allreduce(const Catalog& catalog, const Scenario& scenario, std::uint64_t bytes,
+                                    int element_bytes, Fidelity fidelity) {
+  if (scenario.communication.strategy == Strategy::ParameterServer)
+    throw InputError({},
+                     "an allreduce alone is simulated for strategy ring, hierarchical or halving_doubling; "
+                     "parameter servers exchange a model's tensors (use predict)");
+  TrainingRun run(catalog, scenario, fidelity);
+  const auto c = run.buffer_collective(bytes, element_bytes);
+  return run.run_alone(*c);
 }
 
 }  // namespace ringsim

@@ -37,5 +37,9 @@ struct CollectiveTiming {
 };
 CollectiveTiming simulate_collective(const Catalog& catalog, const Scenario& scenario, const collective::Collective& c,
                                      Fidelity fidelity);
+// The allreduce the scenario runs for one fusion buffer of `bytes` (its strategy, library, rings and
+// channels), alone on its cluster, as nccl-tests' all_reduce_perf times one. Not for parameter servers.
+CollectiveTiming simulate_allreduce(const Catalog& catalog, const Scenario& scenario, std::uint64_t bytes,
+                                    int element_bytes, Fidelity fidelity);
 
 }  // namespace ringsim

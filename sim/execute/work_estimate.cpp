@@ -113,7 +113,9 @@ WorkEstimate estimate_work(const Catalog& catalog, const Scenario& s, Fidelity f
   BufferShards shards;
   if (c.strategy == Strategy::ParameterServer)
     shards.bytes.assign(c.parameter_servers, bytes / elem / std::max(1, c.parameter_servers) * elem);
-  const auto coll = make_buffer_collective(s, {workers, space, {}, {}}, bytes, elem, shards);
+  // Index-order rings: the count of transfers does not depend on the order, only on the channels.
+  const std::vector<std::vector<int>> rings(c.strategy == Strategy::Ring ? c.channels : 0);
+  const auto coll = make_buffer_collective(s, {workers, space, rings, {}}, bytes, elem, shards);
   collective::RankStep st;
   for (const auto& run : coll->runs()) {
     double sends = 0;

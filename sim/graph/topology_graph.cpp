@@ -83,17 +83,22 @@ class TopologyBuilder {
     VertexId eth = add_device(DeviceKind::Nic, p + "eth0", node, 0);
     connect_class(parents.at(layout.ethernet_nic->parent), eth, layout.ethernet_nic->link);
     t_.all_nics_.push_back(eth);
-    std::optional<VertexId> ib;
+    std::vector<VertexId> ibs;  // one per rail: ib0, ib1, ...
     if (sku.infiniband_link) {
-      ib = add_device(DeviceKind::Nic, p + "ib0", node, 1);
-      connect_class(parents.at(layout.infiniband_nic->parent), *ib, layout.infiniband_nic->link);
-      t_.all_nics_.push_back(*ib);
+      for (std::size_t k = 0; k < layout.infiniband_nics.size(); ++k) {
+        const Attachment& a = layout.infiniband_nics[k];
+        ibs.push_back(add_device(DeviceKind::Nic, p + "ib" + std::to_string(k), node, 1 + static_cast<int>(k)));
+        connect_class(parents.at(a.parent), ibs.back(), a.link);
+        t_.all_nics_.push_back(ibs.back());
+      }
     }
     if (t_.shape_.fabric == FabricKind::InfiniBand) {
-      if (!ib) throw InputError({}, sku.name + " has no InfiniBand NIC; use --fabric ethernet");
-      t_.nics_.push_back(*ib);
+      if (ibs.empty()) throw InputError({}, sku.name + " has no InfiniBand NIC; use --fabric ethernet");
+      t_.nics_.insert(t_.nics_.end(), ibs.begin(), ibs.end());
+      t_.nics_per_node_ = static_cast<int>(ibs.size());
     } else {
       t_.nics_.push_back(eth);
+      t_.nics_per_node_ = 1;
     }
   }
 
@@ -125,19 +130,21 @@ class TopologyBuilder {
       for (VertexId nic : t_.nics_) connect(nic, root, fl.cls, fl.kind, fl.bandwidth, fl.latency, 1, 0, sw);
       return;
     }
-    // Two-level fat tree: L leaves of `nodes_per_leaf` nodes; S spines; every leaf has one uplink to every
-    // spine, sized so that a leaf's total uplink = its total downlink / oversubscription.
+    // Two-level fat tree: L leaves of `nodes_per_leaf` nodes (every NIC of a node on its node's leaf); S
+    // spines; every leaf has one uplink to every spine, sized so that a leaf's total uplink = its total
+    // downlink / oversubscription.
     const int per_leaf = s.nodes_per_leaf;
     t_.leaves_ = (s.nodes + per_leaf - 1) / per_leaf;
     t_.spines_ = std::max(1, static_cast<int>(std::ceil(per_leaf / s.oversubscription)));
-    const double uplink_bw = per_leaf * fl.bandwidth / s.oversubscription / t_.spines_;
+    const double uplink_bw = per_leaf * t_.nics_per_node_ * fl.bandwidth / s.oversubscription / t_.spines_;
     std::vector<VertexId> leaves, spines;
     for (int l = 0; l < t_.leaves_; ++l)
       leaves.push_back(add_device(DeviceKind::FabricSwitch, "leaf" + std::to_string(l), -1, l));
     for (int k = 0; k < t_.spines_; ++k)
       spines.push_back(add_device(DeviceKind::FabricSwitch, "spine" + std::to_string(k), -1, k));
     for (int n = 0; n < s.nodes; ++n)
-      connect(t_.nics_[n], leaves[n / per_leaf], fl.cls, fl.kind, fl.bandwidth, fl.latency, 1, 0, sw);
+      for (VertexId nic : t_.fabric_nics(n))
+        connect(nic, leaves[n / per_leaf], fl.cls, fl.kind, fl.bandwidth, fl.latency, 1, 0, sw);
     for (VertexId leaf : leaves)
       for (VertexId spine : spines) connect(leaf, spine, "fabric:" + fl.cls, fl.kind, uplink_bw, fl.latency, 1, sw, sw);
   }

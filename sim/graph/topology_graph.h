@@ -4,6 +4,7 @@
 #pragma once
 
 #include <boost/graph/adjacency_list.hpp>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -60,8 +61,13 @@ class Topology {
   int nodes() const { return shape_.nodes; }
   int gpus_per_node() const { return gpus_per_node_; }
   VertexId gpu(int node, int local_index) const { return gpus_.at(node * gpus_per_node_ + local_index); }
-  const std::vector<VertexId>& gpus() const { return gpus_; }          // node-major order
-  const std::vector<VertexId>& fabric_nics() const { return nics_; }   // one per node: the NIC on the fabric
+  const std::vector<VertexId>& gpus() const { return gpus_; }  // node-major order
+  // The NICs on the fabric, node-major: nics_per_node() per node (InfiniBand may have one per rail).
+  const std::vector<VertexId>& fabric_nics() const { return nics_; }
+  std::span<const VertexId> fabric_nics(int node) const {
+    return std::span<const VertexId>(nics_).subspan(static_cast<std::size_t>(node) * nics_per_node_, nics_per_node_);
+  }
+  int nics_per_node() const { return nics_per_node_; }
   const std::vector<VertexId>& all_nics() const { return all_nics_; }  // node-major, Ethernet then InfiniBand
   VertexId host_memory(int node, int socket) const;
   int sockets() const { return sockets_; }  // per node
@@ -75,6 +81,7 @@ class Topology {
   int sockets_ = 0;
   int leaves_ = 0;
   int spines_ = 0;
+  int nics_per_node_ = 1;
   std::vector<VertexId> gpus_, nics_, all_nics_, memories_;
   std::vector<std::pair<std::string, VertexId>> by_name_;  // sorted by name
   friend class TopologyBuilder;

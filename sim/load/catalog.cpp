@@ -229,10 +229,13 @@ Catalog Catalog::load(const std::string& dir) {
         require_link(e->get("link"), LinkKind::Pcie);
         check_parent(*e, *l.ethernet_nic);
       }
-      if (auto ib = nics.find("infiniband")) {
-        l.infiniband_nic = parse_attachment(*ib);
-        require_link(ib->get("link"), LinkKind::Pcie);
-        check_parent(*ib, *l.infiniband_nic);
+      if (auto ib = nics.find("infiniband")) {  // one NIC, or a list of them (one per rail)
+        for (const YamlField& item : ib->is_sequence() ? ib->items() : std::vector<YamlField>{*ib}) {
+          l.infiniband_nics.push_back(parse_attachment(item));
+          require_link(item.get("link"), LinkKind::Pcie);
+          check_parent(item, l.infiniband_nics.back());
+        }
+        if (l.infiniband_nics.empty()) ib->fail("expected a NIC ({parent, link}) or a list of them, not an empty list");
       }
       if (auto nv = f.find("nvlinks")) {
         for (auto& item : nv->items()) {
@@ -294,7 +297,7 @@ Catalog Catalog::load(const std::string& dir) {
       if (!layout.ethernet_nic) f.get("layout").fail("layout '" + s.layout + "' has no Ethernet NIC");
       if (auto ib = f.find("infiniband")) {
         s.infiniband_link = require_link(*ib, LinkKind::InfiniBand);
-        if (!layout.infiniband_nic) ib->fail("layout '" + s.layout + "' has no InfiniBand NIC slot");
+        if (layout.infiniband_nics.empty()) ib->fail("layout '" + s.layout + "' has no InfiniBand NIC slot");
       }
       c.skus_.emplace(name, s);
       c.sku_order_.push_back(name);

@@ -91,7 +91,8 @@ struct NodeLayout {
   std::vector<PcieSwitchSpec> pcie_switches;
   std::vector<Attachment> gpus;  // GPU index order
   std::optional<Attachment> ethernet_nic;
-  std::optional<Attachment> infiniband_nic;
+  // InfiniBand NICs, one per rail (a DGX-1 has four); empty when the layout has none.
+  std::vector<Attachment> infiniband_nics;
   std::string nvlink_class;  // link class of one NVLink brick, when nvlinks is not empty
   std::vector<NvLinkSpec> nvlinks;
 };

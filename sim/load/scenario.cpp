@@ -40,6 +40,9 @@ std::string_view to_string(PsPlacement v) {
 std::string_view to_string(PsAggregation v) { return v == PsAggregation::None ? "none" : "node"; }
 std::string_view to_string(CommLibrary v) { return v == CommLibrary::Nccl ? "nccl" : "mpi"; }
 std::string_view to_string(DataFormat v) { return v == DataFormat::Files ? "files" : "records"; }
+std::string_view to_string(collective::ServerAssignment v) {
+  return v == collective::ServerAssignment::Greedy ? "greedy" : "round_robin";
+}
 
 namespace {
 
@@ -59,6 +62,7 @@ const std::vector<std::string> kCommKeys = {"strategy",
                                             "fusion_threshold",
                                             "cycle_time",
                                             "concurrent_collectives",
+                                            "channels",
                                             "library"};
 
 const std::vector<std::string> kStorageKeys = {
@@ -278,6 +282,7 @@ Scenario parse(std::shared_ptr<YamlDocument> doc, const Catalog& catalog, const 
     s.training.dataset_images = catalog.dataset(model->dataset).training_images;
 
   // communication (the whole section may be omitted: Horovod's defaults)
+  int channels = 0;  // 0: auto
   if (auto co = root.find("communication")) {
     co->require_map(kCommKeys);
     if (auto f = co->find("strategy")) {
@@ -336,6 +341,15 @@ Scenario parse(std::shared_ptr<YamlDocument> doc, const Catalog& catalog, const 
     }
     if (auto f = co->find("library"))
       s.communication.library = f->choice({"nccl", "mpi"}) == "nccl" ? CommLibrary::Nccl : CommLibrary::Mpi;
+    if (auto f = co->find("channels")) {  // `auto` suits every strategy (one ring but for a ring), a number a ring
+      const std::string v = f->str();
+      if (v != "auto") {
+        if (v.empty() || !std::all_of(v.begin(), v.end(), [](unsigned char c) { return std::isdigit(c); }))
+          f->fail("expected 'auto' or a whole number of rings run at once (1 to 64), got '" + v + "'");
+        if (s.communication.strategy != Strategy::Ring) f->fail("a number of rings applies only to strategy: ring");
+        channels = static_cast<int>(f->integer(1, 64));
+      }
+    }
     if (ps && s.communication.ps_placement == PsPlacement::Gpus) {
       // One server per worker GPU: the count follows from the cluster.
       const int gpus = s.cluster.total_gpus();
@@ -352,6 +366,16 @@ Scenario parse(std::shared_ptr<YamlDocument> doc, const Catalog& catalog, const 
                 std::to_string(s.communication.parameter_servers) + " servers on " + std::to_string(s.cluster.nodes) +
                 " node(s)");
     }
+  }
+  s.communication.channels = channels;
+  if (channels == 0) {  // auto
+    const bool device_ring =
+        s.communication.strategy == Strategy::Ring &&
+        catalog.library(std::string(to_string(s.communication.library))).data_path == DataPath::Device;
+    const int rails = static_cast<int>(catalog.layout(sku->layout).infiniband_nics.size());
+    s.communication.channels = device_ring && s.cluster.nodes > 1 && s.cluster.fabric == FabricKind::InfiniBand
+                                   ? std::max(1, std::min(rails, s.cluster.gpus_per_node))
+                                   : 1;
   }
   if (auto st = root.find("storage")) s.storage = parse_storage(*st, s, *sku, *model, catalog);
   return s;
@@ -434,7 +458,7 @@ std::string to_yaml(const Scenario& s) {
     out << YAML::Key << "parameter_server_placement" << YAML::Value
         << std::string(to_string(s.communication.ps_placement));
     out << YAML::Key << "parameter_server_assignment" << YAML::Value
-        << (s.communication.ps_assignment == collective::ServerAssignment::Greedy ? "greedy" : "round_robin");
+        << std::string(to_string(s.communication.ps_assignment));
     out << YAML::Key << "parameter_server_aggregation" << YAML::Value
         << std::string(to_string(s.communication.ps_aggregation));
   }
@@ -445,6 +469,8 @@ std::string to_yaml(const Scenario& s) {
   out << YAML::Key << "cycle_time" << YAML::Value << format_time(s.communication.cycle_time_s);
   out << YAML::Key << "concurrent_collectives" << YAML::Value
       << concurrent_collectives_value(s.communication.concurrent_collectives);
+  if (s.communication.strategy == Strategy::Ring)
+    out << YAML::Key << "channels" << YAML::Value << s.communication.channels;
   out << YAML::Key << "library" << YAML::Value << std::string(to_string(s.communication.library));
   out << YAML::EndMap;
   if (s.storage) {

@@ -22,6 +22,7 @@ std::string_view to_string(FabricTopology v);
 std::string_view to_string(Strategy v);
 std::string_view to_string(PsPlacement v);
 std::string_view to_string(PsAggregation v);
+std::string_view to_string(collective::ServerAssignment v);
 std::string_view to_string(CommLibrary v);
 
 struct ClusterConfig {
@@ -59,6 +60,10 @@ struct CommunicationConfig {
   // Collectives in flight at once: 1 as Horovod's background thread runs them; 0 = unlimited, as a dataflow
   // framework (TensorFlow's parameter-server modes) sends every variable as soon as its gradient exists.
   int concurrent_collectives = 1;
+  // Rings a ring allreduce runs at once, each on its share of the buffer (NCCL's channels). `auto` in a
+  // scenario resolves at load: an NCCL-style (device data path) ring across InfiniBand nodes gets one
+  // per InfiniBand NIC of the node (at most one per GPU of the node); everything else one.
+  int channels = 1;
   // Collective members that are servers of their own (parameter servers not on the worker GPUs).
   int server_members() const {
     return strategy == Strategy::ParameterServer && ps_placement != PsPlacement::Gpus ? parameter_servers : 0;

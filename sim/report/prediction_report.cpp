@@ -30,6 +30,9 @@ ordered_json scenario_json(const Scenario& s) {
   j["communication"] = {{"strategy", std::string(to_string(s.communication.strategy))},
                         {"parameter_servers", s.communication.parameter_servers},
                         {"parameter_server_placement", std::string(to_string(s.communication.ps_placement))},
+                        {"parameter_server_assignment", std::string(to_string(s.communication.ps_assignment))},
+                        {"parameter_server_aggregation", std::string(to_string(s.communication.ps_aggregation))},
+                        {"channels", s.communication.channels},
                         {"fusion_threshold_bytes", s.communication.fusion_threshold_bytes},
                         {"cycle_time_s", s.communication.cycle_time_s},
                         {"concurrent_collectives", s.communication.concurrent_collectives},  // 0: unlimited
