@@ -16,25 +16,29 @@ using namespace ringsim;
 
 namespace {
 
-// nccl-tests all_reduce_perf output in its documented layout, for 2 ranks on 2 hosts, with times from a
-// ring of alpha = 20 us and 1/beta = 10 GB/s: t = 2(n-1) alpha + 2(n-1)/n S beta.
-std::string nccl_tests_text(double alpha, double bw) {
+// nccl-tests all_reduce_perf output in its documented layout, for `per_host` ranks on each of 2 hosts,
+// with times from a ring of latency alpha and bus bandwidth bw: t = 2(n-1) alpha + 2(n-1)/n S / bw.
+std::string nccl_tests_text(double alpha, double bw, int per_host = 1) {
   std::ostringstream o;
   o << "# nThread 1 nGpus 1 minBytes 8 maxBytes 134217728 step: 4(factor) warmup iters: 5 iters: 20 validation: 1\n"
-       "#\n# Using devices\n"
-       "#  Rank  0 Group  0 Pid  41234 on      node1 device  0 [0x1a] Tesla V100-SXM2-32GB\n"
-       "#  Rank  1 Group  0 Pid  51234 on      node2 device  0 [0x1a] Tesla V100-SXM2-32GB\n#\n"
+       "#\n# Using devices\n";
+  const int n = 2 * per_host;
+  for (int r = 0; r < n; ++r)
+    o << "#  Rank " << r << " Group  0 Pid  " << 41234 + r << " on      node" << 1 + r / per_host << " device  "
+      << r % per_host << " [0x1a] Tesla V100-SXM2-32GB\n";
+  o << "#\n"
        "#                                                              out-of-place                       in-place\n"
        "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw "
        "#wrong\n"
        "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  "
        "(GB/s)\n";
   for (double s = 8; s <= 134217728; s *= 4) {
-    const double t = 2 * alpha + s / bw;  // n = 2
+    const double bus = 2.0 * (n - 1) / n;  // busbw = algbw x 2(n-1)/n
+    const double t = 2 * (n - 1) * alpha + bus * s / bw;
     char row[256];
     std::snprintf(row, sizeof row,
                   "%12.0f %12.0f     float     sum      -1 %8.2f  %6.2f  %6.2f      0 %8.2f  %6.2f  %6.2f      0\n", s,
-                  s / 4, t * 1e6, s / t / 1e9, s / t / 1e9, t * 1e6, s / t / 1e9, s / t / 1e9);
+                  s / 4, t * 1e6, s / t / 1e9, bus * s / t / 1e9, t * 1e6, s / t / 1e9, bus * s / t / 1e9);
     o << row;
   }
   o << "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 5.1\n#\n";
@@ -71,6 +75,34 @@ TEST_CASE("calibrate: nccl-tests all_reduce_perf output is read and fitted as a 
   CHECK(1 / f.beta == Approx(10e9).epsilon(0.01));
   const std::string msg = test::input_error_of([] { parse_nccl_tests("hello\n", "x.txt"); });
   CHECK_THAT(msg, Catch::Contains("x.txt: error: no nccl-tests result rows found"));
+}
+
+TEST_CASE("calibrate: an allreduce across DGX-1 nodes shares its bus bandwidth among the four rails", "[calibrate]") {
+  const std::string nccl = temp("ringsim_nccl_tests_rails_");
+  std::ofstream(nccl) << nccl_tests_text(20e-6, 47e9, 8);  // 2 x 8 GPUs at 47 GB/s busbw
+  const NcclTestsData d = parse_nccl_tests(test::slurp(nccl), nccl);
+  CHECK(d.ranks == 16);
+  CHECK(d.hosts == 2);
+  auto overlay_of = [&](const std::string& comm) {
+    const Scenario s = load_scenario_text(
+        "cluster: {sku: DGX-1-V100, nodes: 2}\nmodel: {name: resnet50, batch_per_gpu: "
+        "64}\ntraining: {epochs: 1}\n" +
+            comm,
+        "cal.yaml", test::catalog());
+    return calibrate(test::catalog(), s, {{}, {nccl}});
+  };
+  // Four rings (channels: auto), one per EDR NIC of 12.5 GB/s: 47 / 4 / 12.5 = 0.94 of each.
+  const CalibrationResult four = overlay_of("");
+  INFO(four.overlay_yaml);
+  CHECK_THAT(four.overlay_yaml, Catch::Contains("infiniband: {bandwidth_fraction: 0.94"));
+  CHECK_THAT(four.overlay_yaml, Catch::Contains("shared by 4 rails"));
+  CHECK(four.notes.empty());
+  // One ring: all 47 GB/s through one NIC is more than it carries; capped, and said so.
+  const CalibrationResult one = overlay_of("communication: {channels: 1}\n");
+  CHECK_THAT(one.overlay_yaml, Catch::Contains("infiniband: {bandwidth_fraction: 1,"));
+  REQUIRE(one.notes.size() == 1);
+  CHECK_THAT(one.notes[0], Catch::Contains("capped at 1"));
+  std::remove(nccl.c_str());
 }
 
 TEST_CASE("calibrate: the overlay sets the library's path profile and predict applies it", "[calibrate]") {

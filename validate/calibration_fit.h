@@ -65,6 +65,7 @@ CalibrationResult calibrate(const Catalog& catalog, const Scenario& scenario, co
 struct NcclTestsData {
   std::string op;  // "all_reduce" or "sendrecv"
   int ranks = 0;
+  int hosts = 0;  // distinct host names in the rank lines
   bool spans_nodes = false;
   std::vector<FitPoint> points;
 };

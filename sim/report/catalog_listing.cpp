@@ -56,9 +56,12 @@ std::string catalog_listing(const Catalog& c, const std::string& section) {
     Table t({"SKU", "series", "GPU", "GPUs", "vCPUs", "memory", "local SSD", "Ethernet", "InfiniBand", "quota family"});
     for (const auto& n : c.sku_names()) {
       const SkuSpec& s = c.sku(n);
+      const auto rails = c.layout(s.layout).infiniband_nics.size();
+      const std::string ib =
+          !s.infiniband_link ? "-" : (rails > 1 ? std::to_string(rails) + " x " : std::string()) + *s.infiniband_link;
       t.add({s.name, s.series, s.gpu, std::to_string(s.gpus), std::to_string(s.vcpus), format_bytes(s.memory_bytes),
-             format_bytes(s.local_ssd_bytes), num(s.ethernet_bandwidth * 8 / 1e9, 1) + " Gb/s",
-             s.infiniband_link ? *s.infiniband_link : "-", s.quota_family.empty() ? "-" : s.quota_family});
+             format_bytes(s.local_ssd_bytes), num(s.ethernet_bandwidth * 8 / 1e9, 1) + " Gb/s", ib,
+             s.quota_family.empty() ? "-" : s.quota_family});
     }
     out << "SKUs (" << c.sku_names().size() << ")\n" << t.str() << "\n";
   }
