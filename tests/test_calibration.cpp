@@ -91,15 +91,21 @@ TEST_CASE("calibrate: an allreduce across DGX-1 nodes shares its bus bandwidth a
         "cal.yaml", test::catalog());
     return calibrate(test::catalog(), s, {{}, {nccl}});
   };
-  // Four rings (channels: auto), one per EDR NIC of 12.5 GB/s: 47 / 4 / 12.5 = 0.94 of each.
-  const CalibrationResult four = overlay_of("");
-  INFO(four.overlay_yaml);
-  CHECK_THAT(four.overlay_yaml, Catch::Contains("infiniband: {bandwidth_fraction: 0.94"));
-  CHECK_THAT(four.overlay_yaml, Catch::Contains("shared by 4 rails"));
-  CHECK(four.notes.empty());
-  // One ring: all 47 GB/s through one NIC is more than it carries; capped, and said so.
-  const CalibrationResult one = overlay_of("communication: {channels: 1}\n");
+  // Eight GPUs per host leave by four EDR NICs of 12.5 GB/s: 47 / 4 / 12.5 = 0.94 of each, whatever
+  // the scenario's own strategy.
+  for (const std::string& comm : {std::string(), std::string("communication: {strategy: hierarchical}\n")}) {
+    const CalibrationResult four = overlay_of(comm);
+    INFO(four.overlay_yaml);
+    CHECK_THAT(four.overlay_yaml, Catch::Contains("infiniband: {bandwidth_fraction: 0.94"));
+    CHECK_THAT(four.overlay_yaml, Catch::Contains("shared by 4 rails"));
+    CHECK(four.notes.empty());
+  }
+  // Two GPUs per host share one NIC (GPUs 0 and 1 sit on one PCIe switch with ib0): one rail, and 18 GB/s
+  // of busbw is more than it carries: capped, and said so.
+  std::ofstream(nccl) << nccl_tests_text(20e-6, 18e9, 2);
+  const CalibrationResult one = overlay_of("");
   CHECK_THAT(one.overlay_yaml, Catch::Contains("infiniband: {bandwidth_fraction: 1,"));
+  CHECK_THAT(one.overlay_yaml, !Catch::Contains("shared by"));
   REQUIRE(one.notes.size() == 1);
   CHECK_THAT(one.notes[0], Catch::Contains("capped at 1"));
   std::remove(nccl.c_str());

@@ -72,6 +72,15 @@ void require_matching_messages(const Collective& c) {
     std::sort(sends.begin(), sends.end());
     std::sort(recvs.begin(), recvs.end());
     REQUIRE(sends == recvs);
+    // Transports match a pair's messages in the order they are posted (one MPI tag per step): the sender
+    // lists its messages to each receiver in the order the receiver lists them from it.
+    std::map<std::pair<int, int>, std::vector<decltype(key(Transfer{}))>> sent, received;
+    for (int m = 0; m < c.members(); ++m) {
+      c.rank_step(m, s, st);
+      for (const auto& t : st.sends) sent[{t.src, t.dst}].push_back(key(t));
+      for (const auto& t : st.recvs) received[{t.src, t.dst}].push_back(key(t));
+    }
+    REQUIRE(sent == received);
   }
   // Runs partition the steps, and the steps of a run carry the same pairs with the same largest message.
   int next = 0;

@@ -61,10 +61,14 @@ TEST_CASE("scenario: channels: auto is one ring per InfiniBand NIC for NCCL acro
         "cluster: {" + cluster + "}\nmodel: {name: resnet50, batch_per_gpu: 64}\n" + "training: {epochs: 1}\n" + comm,
         "channels.yaml", test::catalog());
   };
-  CHECK(load("sku: DGX-1-V100, nodes: 4").communication.channels == 4);                    // four EDR NICs per node
-  CHECK(load("sku: DGX-1-V100, nodes: 4, gpus_per_node: 2").communication.channels == 2);  // one ring per GPU at most
-  CHECK(load("sku: DGX-1-V100, nodes: 1").communication.channels == 1);                    // no fabric to spread over
-  CHECK(load("sku: ND40rs_v2, nodes: 4").communication.channels == 1);                     // one NIC
+  CHECK(load("sku: DGX-1-V100, nodes: 4").communication.channels == 4);  // four EDR NICs per node
+  // GPUs 0 and 1 share plx0 and its NIC; GPUs 0-3 use ib0 and ib1.
+  CHECK(load("sku: DGX-1-V100, nodes: 4, gpus_per_node: 2").communication.channels == 1);
+  CHECK(load("sku: DGX-1-V100, nodes: 4, gpus_per_node: 4").communication.channels == 2);
+  CHECK(test::catalog().layout("nvlink_hybrid_cube_mesh_dgx1v").gpu_rail == std::vector<int>{0, 0, 1, 1, 2, 2, 3, 3});
+  CHECK(test::catalog().layout("nvlink_hybrid_cube_mesh_8gpu").gpu_rail == std::vector<int>(8, 0));
+  CHECK(load("sku: DGX-1-V100, nodes: 1").communication.channels == 1);  // no fabric to spread over
+  CHECK(load("sku: ND40rs_v2, nodes: 4").communication.channels == 1);   // one NIC
   CHECK(load("sku: DGX-1-V100, nodes: 4", "communication: {library: mpi}\n").communication.channels == 1);
   CHECK(load("sku: DGX-1-V100, nodes: 4, fabric: ethernet").communication.channels == 1);
   CHECK(load("sku: DGX-1-V100, nodes: 4", "communication: {strategy: hierarchical}\n").communication.channels == 1);

@@ -285,14 +285,13 @@ CalibrationResult calibrate(const Catalog& catalog, const Scenario& s, const Cal
     const std::string text((std::istreambuf_iterator<char>(t)), std::istreambuf_iterator<char>());
     NcclTestsData d = parse_nccl_tests(text, f);
     const std::string cls = d.spans_nodes ? "network" : "same_socket";
-    // An allreduce across nodes runs the scenario's rings at once, each through its own NIC where the
-    // node has several: the bus bandwidth is shared by that many rails, and the fit is one rail's.
+    // An allreduce across nodes runs NCCL's rings at once, each through its own NIC where the node has
+    // several: the bus bandwidth is shared by the rails the ranks of a host leave by (NodeLayout::gpu_rail,
+    // the scenario's SKU), and the fit is one rail's.
     int rails = 1;
-    if (d.spans_nodes && d.op == "all_reduce" && s.communication.strategy == Strategy::Ring &&
-        s.cluster.fabric == FabricKind::InfiniBand) {
-      const int nics = static_cast<int>(catalog.layout(catalog.sku(s.cluster.sku).layout).infiniband_nics.size());
-      rails = std::max(1, std::min({s.communication.channels, nics, d.ranks / std::max(d.hosts, 1)}));
-    }
+    if (d.spans_nodes && d.op == "all_reduce" && s.cluster.fabric == FabricKind::InfiniBand)
+      rails =
+          std::max(1, catalog.layout(catalog.sku(s.cluster.sku).layout).rails_of_first(d.ranks / std::max(d.hosts, 1)));
     for (auto& p : d.points) p.x_beta /= rails;
     by_class[cls].insert(by_class[cls].end(), d.points.begin(), d.points.end());
     sources[cls] += (sources[cls].empty() ? "" : ", ") + f + " (nccl-tests " + d.op + ", " + std::to_string(d.ranks) +

@@ -100,6 +100,10 @@ ValidationReport validate_published(const Catalog& catalog, const std::string& c
                                   parse_override("cluster.gpus_per_node=" + std::to_string(gpus / nodes))};
     if (bench) {
       const Scenario s = load_scenario(file, catalog, sets);
+      if (s.communication.strategy == Strategy::ParameterServer)
+        c.get("scenario")
+            .fail("a bus-bandwidth case times one allreduce; " + c.get("scenario").str() +
+                  " uses strategy parameter_server (expected ring, hierarchical or halving_doubling)");
       const auto bytes = static_cast<std::uint64_t>(c.get("bytes").positive_quantity(Quantity::Bytes));
       if (bytes % 4 != 0) c.get("bytes").fail("expected a whole number of 4-byte floats");
       const double seconds = std::stod(run_in_child([&] {

@@ -84,7 +84,9 @@ std::unique_ptr<Collective> make_ring_allreduce(int members, std::uint64_t bytes
 // Channels, as NCCL runs several rings at once: the buffer splits into one contiguous share per ring
 // (whole elements, differing by at most one), and ring c allreduces share c along orders[c] (an empty
 // order: index order). Every step carries one transfer per channel per member, so rings that leave a
-// node through different NICs use them all.
+// node through different NICs use them all. Two channels may send between the same pair in one step;
+// sends and receives are listed in channel order on both sides, so transports that match a pair's
+// messages in posting order (MPI with one tag per step, NCCL point-to-point) pair them correctly.
 std::unique_ptr<Collective> make_ring_allreduce(int members, std::uint64_t bytes, int element_bytes, Space data_space,
                                                 const std::vector<std::vector<int>>& orders);
 

@@ -16,6 +16,8 @@ CommModel::CommModel(const Catalog& catalog, const Scenario& s, const Topology& 
       lib_(catalog.library(std::string(to_string(s.communication.library)))),
       gpu_(catalog.gpu(catalog.sku(s.cluster.sku).gpu)),
       router_(topo) {
+  if (topo.shape().fabric == FabricKind::InfiniBand)
+    gpu_rail_ = catalog.layout(catalog.sku(topo.shape().sku).layout).gpu_rail;
   const TopologyGraph& g = topo.graph();
   for (auto e : boost::make_iterator_range(boost::edges(g))) {
     edge_index_.emplace(e.get_property(), static_cast<int>(edges_.size()));
@@ -190,18 +192,23 @@ const Path& CommModel::path(VertexId src, VertexId dst) {
     if (na == nb) {
       r = intra(src, dst);
     } else {
-      // Each end leaves or enters its node by its nearest NIC (lowest latency; ties: the first rail), as
-      // NCCL gives each GPU the NIC closest to it on the PCIe tree.
-      auto nearest = [&](int node, auto&& route_to) {
+      // Each end leaves or enters its node by its rail: a GPU by the NIC closest to it on the PCIe tree
+      // (NodeLayout::gpu_rail, as NCCL pairs them), any other endpoint by the NIC of lowest latency
+      // (ties: the first).
+      auto nearest = [&](VertexId end, int node, auto&& route_to) -> const Route& {
+        const auto nics = topo_.fabric_nics(node);
+        const Device& d = topo_.device(end);
+        if (nics.size() > 1 && d.kind == DeviceKind::Gpu && d.local_index < static_cast<int>(gpu_rail_.size()))
+          return route_to(nics[gpu_rail_[d.local_index]]);
         const Route* best = nullptr;
-        for (VertexId nic : topo_.fabric_nics(node)) {
+        for (VertexId nic : nics) {
           const Route& r = route_to(nic);
           if (!best || r.latency < best->latency * (1 - 1e-12)) best = &r;
         }
-        return best;
+        return *best;
       };
-      const Route& first = *nearest(na, [&](VertexId nic) -> const Route& { return intra(src, nic); });
-      const Route& last = *nearest(nb, [&](VertexId nic) -> const Route& { return intra(nic, dst); });
+      const Route& first = nearest(src, na, [&](VertexId nic) -> const Route& { return intra(src, nic); });
+      const Route& last = nearest(dst, nb, [&](VertexId nic) -> const Route& { return intra(nic, dst); });
       const VertexId nic_a = first.dst, nic_b = last.src;
       const Route& mid = fabric(nic_a, nic_b, nb);
       r.src = src;

@@ -236,7 +236,8 @@ void TrainingRun::plan_data_pipeline() {
   phases_ = static_cast<int>(sources_.size());
   if (nic_share().shared) {
     const TopologyGraph& g = topo_.graph();
-    for (VertexId nic : topo_.fabric_nics()) {
+    for (int n = 0; n < topo_.nodes(); ++n) {  // an Ethernet fabric: one NIC per node
+      const VertexId nic = topo_.fabric_nics(n).front();
       int found = -1;
       for (auto [e, end] = boost::in_edges(nic, g); e != end; ++e)
         if (found < 0 && g[boost::source(*e, g)].kind == DeviceKind::FabricSwitch) found = cm_.edge_index(*e);

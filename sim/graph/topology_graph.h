@@ -5,6 +5,7 @@
 
 #include <boost/graph/adjacency_list.hpp>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -65,6 +66,7 @@ class Topology {
   // The NICs on the fabric, node-major: nics_per_node() per node (InfiniBand may have one per rail).
   const std::vector<VertexId>& fabric_nics() const { return nics_; }
   std::span<const VertexId> fabric_nics(int node) const {
+    if (node < 0 || node >= shape_.nodes) throw std::out_of_range("fabric_nics: no node " + std::to_string(node));
     return std::span<const VertexId>(nics_).subspan(static_cast<std::size_t>(node) * nics_per_node_, nics_per_node_);
   }
   int nics_per_node() const { return nics_per_node_; }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <set>
 
@@ -249,6 +250,35 @@ Catalog Catalog::load(const std::string& dir) {
           l.nvlinks.push_back(s);
         }
         if (!l.nvlinks.empty()) l.nvlink_class = require_link(f.get("nvlink_class"), LinkKind::NvLink);
+      }
+      // Rails: the NIC whose PCIe path from the GPU meets it soonest. A device's chain is its parent, the
+      // parent's parent, ... up to its CPU socket; devices under different sockets meet past the socket
+      // link.
+      std::map<std::string, std::string> parent_of;
+      for (const auto& sw : l.pcie_switches) parent_of[sw.name] = sw.uplink.parent;
+      auto chain = [&](const std::string& parent) {
+        std::vector<std::string> c{parent};
+        while (parent_of.count(c.back())) c.push_back(parent_of.at(c.back()));
+        return c;
+      };
+      for (const auto& g : l.gpus) {
+        const auto cg = chain(g.parent);
+        int best = -1;
+        std::size_t best_hops = 0;
+        for (std::size_t k = 0; k < l.infiniband_nics.size(); ++k) {
+          const auto cn = chain(l.infiniband_nics[k].parent);
+          std::size_t hops = cg.size() + cn.size() + 1;  // beyond both sockets
+          for (std::size_t i = 0; i < cg.size(); ++i)
+            if (auto it = std::find(cn.begin(), cn.end(), cg[i]); it != cn.end()) {
+              hops = i + static_cast<std::size_t>(it - cn.begin());
+              break;
+            }
+          if (best < 0 || hops < best_hops) {
+            best = static_cast<int>(k);
+            best_hops = hops;
+          }
+        }
+        if (best >= 0) l.gpu_rail.push_back(best);
       }
       c.layouts_.emplace(name, l);
     }
@@ -581,6 +611,12 @@ const SkuSpec* Catalog::find_sku(const std::string& name) const {
 const ModelSpec* Catalog::find_model(const std::string& name) const {
   auto it = models_.find(name);
   return it == models_.end() ? nullptr : &it->second;
+}
+
+int NodeLayout::rails_of_first(int gpus) const {
+  std::set<int> rails;
+  for (int g = 0; g < gpus && g < static_cast<int>(gpu_rail.size()); ++g) rails.insert(gpu_rail[g]);
+  return static_cast<int>(rails.size());
 }
 
 }  // namespace ringsim

@@ -93,6 +93,11 @@ struct NodeLayout {
   std::optional<Attachment> ethernet_nic;
   // InfiniBand NICs, one per rail (a DGX-1 has four); empty when the layout has none.
   std::vector<Attachment> infiniband_nics;
+  // Per GPU, the InfiniBand NIC closest to it on the PCIe tree (fewest hops to their common parent; the
+  // first on a tie), as NCCL pairs a GPU with a NIC: the rail its traffic leaves by. Empty without NICs.
+  std::vector<int> gpu_rail;
+  // Distinct rails of GPUs [0, gpus): how many NICs that many GPUs of a node use.
+  int rails_of_first(int gpus) const;
   std::string nvlink_class;  // link class of one NVLink brick, when nvlinks is not empty
   std::vector<NvLinkSpec> nvlinks;
 };

@@ -372,10 +372,10 @@ Scenario parse(std::shared_ptr<YamlDocument> doc, const Catalog& catalog, const 
     const bool device_ring =
         s.communication.strategy == Strategy::Ring &&
         catalog.library(std::string(to_string(s.communication.library))).data_path == DataPath::Device;
-    const int rails = static_cast<int>(catalog.layout(sku->layout).infiniband_nics.size());
-    s.communication.channels = device_ring && s.cluster.nodes > 1 && s.cluster.fabric == FabricKind::InfiniBand
-                                   ? std::max(1, std::min(rails, s.cluster.gpus_per_node))
-                                   : 1;
+    // The rails the node's GPUs leave by: GPUs 0 and 1 of a DGX-1 share one NIC, four GPUs use two.
+    const int rails = catalog.layout(sku->layout).rails_of_first(s.cluster.gpus_per_node);
+    s.communication.channels =
+        device_ring && s.cluster.nodes > 1 && s.cluster.fabric == FabricKind::InfiniBand ? std::max(1, rails) : 1;
   }
   if (auto st = root.find("storage")) s.storage = parse_storage(*st, s, *sku, *model, catalog);
   return s;

@@ -62,7 +62,7 @@ struct CommunicationConfig {
   int concurrent_collectives = 1;
   // Rings a ring allreduce runs at once, each on its share of the buffer (NCCL's channels). `auto` in a
   // scenario resolves at load: an NCCL-style (device data path) ring across InfiniBand nodes gets one
-  // per InfiniBand NIC of the node (at most one per GPU of the node); everything else one.
+  // per rail its GPUs use (NodeLayout::gpu_rail); everything else one.
   int channels = 1;
   // Collective members that are servers of their own (parameter servers not on the worker GPUs).
   int server_members() const {
