@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -26,10 +27,18 @@ namespace ringsim {
 
 namespace {
 
-// nccl-tests' bus bandwidth of an allreduce of `bytes` over `ranks` in `seconds`, in GB/s:
+// The predicted nccl-tests bus bandwidth, in GB/s, of an allreduce of `bytes` over `ranks` that
+// `simulate` times (one SimGrid run, so in a child process), plus the library's per-call overhead:
 // algbw = bytes / seconds, busbw = algbw * 2(n-1)/n.
-double busbw_gbps(std::uint64_t bytes, double seconds, int ranks) {
-  return static_cast<double>(bytes) / seconds / 1e9 * 2.0 * (ranks - 1) / ranks;
+double predicted_busbw_gbps(const Catalog& catalog, const Scenario& s, std::uint64_t bytes, int ranks,
+                            const std::function<CollectiveTiming()>& simulate) {
+  const double seconds = std::stod(run_in_child([&] {
+    char out[64];
+    std::snprintf(out, sizeof out, "%.17g", simulate().duration_s);
+    return std::string(out);
+  }));
+  const double overhead = catalog.library(std::string(to_string(s.communication.library))).collective_overhead;
+  return static_cast<double>(bytes) / (seconds + overhead) / 1e9 * 2.0 * (ranks - 1) / ranks;
 }
 
 // predict() in a forked child (SimGrid allows one engine per process); returns the result JSON.
@@ -106,16 +115,10 @@ ValidationReport validate_published(const Catalog& catalog, const std::string& c
                   " uses strategy parameter_server (expected ring, hierarchical or halving_doubling)");
       const auto bytes = static_cast<std::uint64_t>(c.get("bytes").positive_quantity(Quantity::Bytes));
       if (bytes % 4 != 0) c.get("bytes").fail("expected a whole number of 4-byte floats");
-      const double seconds = std::stod(run_in_child([&] {
-        char out[64];
-        std::snprintf(out, sizeof out, "%.17g",
-                      simulate_allreduce(catalog, s, bytes, 4, default_fidelity(s)).duration_s);
-        return std::string(out);
-      }));
-      const double overhead = catalog.library(std::string(to_string(s.communication.library))).collective_overhead;
-      ValidationCase vc{c.get("name").str(), "busbw_gbps",
-                        busbw_gbps(bytes, seconds + overhead, static_cast<int>(gpus)),
-                        c.get("published_busbw_GBps").positive_number()};
+      const double predicted = predicted_busbw_gbps(catalog, s, bytes, static_cast<int>(gpus), [&] {
+        return simulate_allreduce(catalog, s, bytes, 4, default_fidelity(s));
+      });
+      ValidationCase vc{c.get("name").str(), "busbw_gbps", predicted, c.get("published_busbw_GBps").positive_number()};
       vc.group = s.cluster.sku + " allreduce busbw";
       vc.x = static_cast<double>(gpus);
       r.cases.push_back(vc);
@@ -161,7 +164,6 @@ void add_bench_cases(const Catalog& catalog, const Scenario& scenario, const nlo
            " nodes (one-node scenarios take any rank count up to the node's GPUs)");
     s.cluster.gpus_per_node = ranks;
   }
-  const double overhead = catalog.library(std::string(to_string(s.communication.library))).collective_overhead;
   const std::string name = std::filesystem::path(f).filename().string();
   for (const auto& row : field(m, "rows")) {
     const auto bytes = field(row, "bytes").get<std::uint64_t>();
@@ -169,15 +171,12 @@ void add_bench_cases(const Catalog& catalog, const Scenario& scenario, const nlo
     const std::string type = field(row, "type").get<std::string>();
     const int elem = type == "double" ? 8 : type == "float" || type == "int32" ? 4 : 0;
     if (elem == 0) fail("row type '" + type + "': expected float, int32 or double");
-    const double seconds = std::stod(run_in_child([&] {
+    const double predicted = predicted_busbw_gbps(catalog, s, bytes, ranks, [&] {
       auto c = algorithm == "ring"
                    ? collective::make_ring_allreduce(ranks, bytes, elem, collective::Space::Device)
                    : collective::make_halving_doubling_allreduce(ranks, bytes, elem, collective::Space::Device);
-      char out[64];
-      std::snprintf(out, sizeof out, "%.17g", simulate_collective(catalog, s, *c, Fidelity::Flow).duration_s);
-      return std::string(out);
-    }));
-    const double predicted = busbw_gbps(bytes, seconds + overhead, ranks);
+      return simulate_collective(catalog, s, *c, Fidelity::Flow);
+    });
     ValidationCase vc{name + " " + format_bytes(static_cast<double>(bytes)), "busbw_gbps", predicted,
                       field(row, "busbw_gbps").get<double>()};
     vc.group = algorithm + ", " + std::to_string(ranks) + " ranks";

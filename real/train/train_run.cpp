@@ -97,10 +97,7 @@ int run_train(const TrainOptions& o, MPI_Comm comm) {
   // Rings follow the fastest links inside a node, as predict's do (the same search, on the same graph).
   const Topology topology = Topology::build(catalog, cluster_shape(s.cluster));
   CommModel comm_model(catalog, s, topology);
-  const std::vector<int> local_order = comm_model.local_ring_order();
-  const std::vector<std::vector<int>> ring_orders = s.communication.strategy == Strategy::Ring
-                                                        ? comm_model.ring_orders(s.communication.channels)
-                                                        : std::vector<std::vector<int>>{};
+  BufferCollectiveLayout layout = buffer_collective_layout(s, comm_model);
 
   // Gradients, values that make the allreduce checkable (servers hold none).
   std::vector<std::uint64_t> own_bytes(n, 0);
@@ -116,6 +113,7 @@ int run_train(const TrainOptions& o, MPI_Comm comm) {
   char* const direct = static_cast<char*>(backend->host_address(fusion));
   char* const staging = direct ? direct : static_cast<char*>(backend->allocate_host(fusion_bytes));
   const collective::Space space = backend->collective_space();
+  layout.space = space;  // the transport's data path (host-staged CUDA, NCCL, host)
 
   IterationState st(n);
   std::vector<ComputeSpan> spans;
@@ -199,7 +197,7 @@ int run_train(const TrainOptions& o, MPI_Comm comm) {
         // The exchange's buffer is laid out shard by shard; the fusion buffer is in tensor order, so
         // the server-side layout differs but every rank agrees on it and sizes match.
         const BufferShards shards = ps ? buffer_shards(s, server_of, tensor_bytes, b.tensors) : BufferShards{};
-        const auto c = make_buffer_collective(s, {workers, space, ring_orders, local_order}, b.bytes, 4, shards);
+        const auto c = make_buffer_collective(s, layout, b.bytes, 4, shards);
         rec.algorithm = std::string(c->algorithm());
         FaultyTransport t(backend->transport(fusion), o.fault, rank);
         collective::run_member(*c, rank, t);

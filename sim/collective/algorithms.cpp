@@ -177,11 +177,14 @@ class RingAllreduce final : public Collective {
   // One ring per channel: channel c reduces its contiguous share of the buffer along orders[c].
   RingAllreduce(int p, std::uint64_t bytes, int element_bytes, Space space, RingPart part,
                 std::vector<std::vector<int>> orders)
-      : Collective(bytes), p_(p), space_(space), part_(part), channel_split_(bytes, 1, element_bytes) {
+      : Collective(bytes),
+        p_(p),
+        space_(space),
+        part_(part),
+        channel_split_(bytes, std::max<int>(1, static_cast<int>(orders.size())), element_bytes) {
     if (orders.empty()) throw std::invalid_argument("ring: at least one channel");
     if (part != RingPart::Allreduce && orders.size() > 1)
       throw std::invalid_argument("ring: channels apply to the allreduce only");
-    channel_split_ = Chunking(bytes, static_cast<int>(orders.size()), element_bytes);
     for (std::size_t c = 0; c < orders.size(); ++c) {
       Ring r{std::move(orders[c]), {}, Chunking(channel_split_.size(static_cast<int>(c)), p, element_bytes)};
       if (r.order.empty())

@@ -2,7 +2,15 @@
 
 #include <stdexcept>
 
+#include "execute/comm_model.h"
+
 namespace ringsim {
+
+BufferCollectiveLayout buffer_collective_layout(const Scenario& s, CommModel& cm) {
+  BufferCollectiveLayout l{cm.workers(), cm.data_space(), {}, cm.local_ring_order()};
+  if (s.communication.strategy == Strategy::Ring) l.ring_orders = cm.ring_orders(s.communication.channels);
+  return l;
+}
 
 std::vector<int> tensor_servers(const Scenario& s, const std::vector<std::uint64_t>& tensor_bytes) {
   return collective::assign_to_servers(tensor_bytes, s.communication.parameter_servers, s.communication.ps_assignment);

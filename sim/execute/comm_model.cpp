@@ -223,10 +223,11 @@ const Path& CommModel::path(VertexId src, VertexId dst) {
 }
 
 std::vector<int> CommModel::local_ring_order() {
+  if (!local_ring_.empty()) return local_ring_;  // searched once
   const int n = ranks_per_node_;
   std::vector<int> order(n);
   for (int i = 0; i < n; ++i) order[i] = i;
-  if (n <= 2 || n > 10) return order;
+  if (n <= 2 || n > 10) return local_ring_ = order;
   std::vector<std::vector<double>> bw(n, std::vector<double>(n)), lat(n, std::vector<double>(n));
   const collective::Space space = data_space();
   for (int a = 0; a < n; ++a)
@@ -253,7 +254,7 @@ std::vector<int> CommModel::local_ring_order() {
       best_lat = total;
     }
   } while (std::next_permutation(cur.begin() + 1, cur.end()));
-  return best;
+  return local_ring_ = best;
 }
 
 std::vector<int> CommModel::ring_order() {

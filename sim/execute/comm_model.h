@@ -117,8 +117,9 @@ class CommModel {
   const Topology& topo_;
   const LibraryProfile& lib_;
   const GpuSpec& gpu_;
-  double cpu_share_ = 1;       // of one core per process, for the processes of a CPU-only host
-  std::vector<int> gpu_rail_;  // InfiniBand fabrics: each local GPU's NIC (NodeLayout::gpu_rail)
+  double cpu_share_ = 1;         // of one core per process, for the processes of a CPU-only host
+  std::vector<int> gpu_rail_;    // InfiniBand fabrics: each local GPU's NIC (NodeLayout::gpu_rail)
+  std::vector<int> local_ring_;  // local_ring_order(), once searched
   Router router_;
   int workers_ = 0;
   int ranks_per_node_ = 0;

@@ -52,15 +52,13 @@ class CollectiveFactory {
       tensor_bytes_.push_back(static_cast<std::uint64_t>(t.numel) * model.dtype_bytes());
     if (s.communication.strategy == Strategy::ParameterServer) server_of_ = tensor_servers(s, tensor_bytes_);
     // Rings follow the fastest links inside a node, the same in every node, nodes in index order.
-    local_order_ = cm.local_ring_order();
-    if (s.communication.strategy == Strategy::Ring) ring_orders_ = cm.ring_orders(s.communication.channels);
+    layout_ = buffer_collective_layout(s, cm);
   }
   std::unique_ptr<Collective> make(const collective::FusionBuffer& b) const {
     BufferShards shards;
     if (s_.communication.strategy == Strategy::ParameterServer)
       shards = buffer_shards(s_, server_of_, tensor_bytes_, b.tensors);
-    return make_buffer_collective(s_, {cm_.workers(), cm_.data_space(), ring_orders_, local_order_}, b.bytes,
-                                  b.element_bytes, shards);
+    return make_buffer_collective(s_, layout_, b.bytes, b.element_bytes, shards);
   }
   const std::vector<std::uint64_t>& tensor_bytes() const { return tensor_bytes_; }
 
@@ -69,8 +67,7 @@ class CollectiveFactory {
   CommModel& cm_;
   std::vector<std::uint64_t> tensor_bytes_;
   std::vector<int> server_of_;
-  std::vector<int> local_order_;
-  std::vector<std::vector<int>> ring_orders_;
+  BufferCollectiveLayout layout_;
 };
 
 // Per-collective shared state of the flow fidelity: which messages of which step have arrived.

@@ -46,6 +46,11 @@ std::string_view to_string(collective::ServerAssignment v) {
 
 namespace {
 
+// Digits only: a count given where a word (`unlimited`, `auto`) could also stand.
+bool is_whole_number(const std::string& v) {
+  return !v.empty() && std::all_of(v.begin(), v.end(), [](unsigned char c) { return std::isdigit(c); });
+}
+
 const std::vector<std::string> kTopKeys = {
     "name",          "description", "cluster",     "model", "training",
     "communication", "storage",     "calibration", "sweep", "plan"};  // sweep, plan: read by those commands
@@ -331,7 +336,7 @@ Scenario parse(std::shared_ptr<YamlDocument> doc, const Catalog& catalog, const 
       const std::string v = f->str();
       if (v == "unlimited")
         s.communication.concurrent_collectives = 0;
-      else if (!v.empty() && std::all_of(v.begin(), v.end(), [](unsigned char c) { return std::isdigit(c); }))
+      else if (is_whole_number(v))
         s.communication.concurrent_collectives = static_cast<int>(f->integer(1, 1 << 20));
       else
         f->fail(
@@ -344,7 +349,7 @@ Scenario parse(std::shared_ptr<YamlDocument> doc, const Catalog& catalog, const 
     if (auto f = co->find("channels")) {  // `auto` suits every strategy (one ring but for a ring), a number a ring
       const std::string v = f->str();
       if (v != "auto") {
-        if (v.empty() || !std::all_of(v.begin(), v.end(), [](unsigned char c) { return std::isdigit(c); }))
+        if (!is_whole_number(v))
           f->fail("expected 'auto' or a whole number of rings run at once (1 to 64), got '" + v + "'");
         if (s.communication.strategy != Strategy::Ring) f->fail("a number of rings applies only to strategy: ring");
         channels = static_cast<int>(f->integer(1, 64));
