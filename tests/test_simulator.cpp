@@ -272,6 +272,38 @@ TEST_CASE("flow and step fidelities agree within 2 % on every bundled scenario u
   }
 }
 
+TEST_CASE("flow and step fidelities agree within 2 % on every bundled scenario, as bundled, up to 64 GPUs",
+          "[every_scenario]") {
+  // Every scenario in scenarios/ and validate/scenarios/, without variants (the test above varies four of
+  // them). Scenarios with collectives in flight at once are simulated by the flow fidelity only: the step
+  // fidelity refuses them, and the test checks that it does.
+  std::vector<std::filesystem::path> files;
+  for (const char* dir : {RINGSIM_TEST_SCENARIOS, RINGSIM_TEST_VALIDATION_SCENARIOS})
+    for (const auto& e : std::filesystem::directory_iterator(dir))
+      if (e.path().extension() == ".yaml") files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  REQUIRE(files.size() >= 20);
+  int compared = 0;
+  for (const auto& f : files) {
+    CAPTURE(f.filename().string());
+    const std::string step_cmd = std::string(RINGSIM_TEST_BINARY) + " --catalog " + RINGSIM_TEST_CATALOG + " predict " +
+                                 f.string() + " --fidelity step > /dev/null 2>&1";
+    if (WEXITSTATUS(std::system(step_cmd.c_str())) != 0) {
+      const auto flow = predict_json(f.string(), "--fidelity flow");
+      CHECK(flow["scenario"]["communication"]["concurrent_collectives"] != 1);
+      continue;
+    }
+    const auto step = predict_json(f.string(), "--fidelity step");
+    if (step["gpus"].get<int>() > 64) continue;
+    const auto flow = predict_json(f.string(), "--fidelity flow");
+    CHECK(step["iteration_time_s"].get<double>() == Approx(flow["iteration_time_s"].get<double>()).epsilon(0.02));
+    CHECK(step["communication_time_s"].get<double>() ==
+          Approx(flow["communication_time_s"].get<double>()).epsilon(0.05));
+    ++compared;
+  }
+  CHECK(compared >= 14);
+}
+
 TEST_CASE("concurrent collectives: never more in flight than the limit, and sharing links they overlap", "[sim]") {
   // Two NC24rs_v3 nodes, ResNet-50's 161 tensors each a collective of its own to one of two dedicated servers.
   const std::string file = std::string(RINGSIM_TEST_SCENARIOS) + "/resnet50_imagenet_8x_nc24rs_v3.yaml";
