@@ -664,14 +664,19 @@ Scenario local_host(int processes) {
 TEST_CASE("cpu processes: a ring on p processes sharing c cores copies and reduces at 1/ceil(p/c) of a core",
           "[simulator]") {
   // local-host: shm_process links of 10 GB/s and 0.2 us, two per route, mpi's 0.8 fraction and 0.5 us
-  // overhead, 8 GB/s host reduction, 2 cores (skus.yaml, links.yaml, libraries.yaml).
+  // overhead, 8 GB/s host reduction, 2 cores, and each message waits for the core to be handed over from
+  // the other ceil(p/c) - 1 processes on it (skus.yaml, links.yaml, libraries.yaml, gpus.yaml).
   const Catalog& cat = test::catalog();
   REQUIRE(cat.gpu("cpu-process").cpu_process);
   REQUIRE(cat.sku("local-host").vcpus == 2);
-  const double alpha = 2 * 0.2e-6 + 0.5e-6, bw = 10e9 * 0.8, reduce = 8e9;
+  const double handoff = cat.gpu("cpu-process").core_handoff;
+  REQUIRE(handoff > 0);
+  const double bw = 10e9 * 0.8, reduce = 8e9;
   const std::uint64_t bytes = 64ull << 20;
   for (int p : {2, 3, 4}) {
-    const double share = 1.0 / ((p + 1) / 2), chunk = static_cast<double>(bytes) / p;
+    const int per_core = (p + 1) / 2;
+    const double share = 1.0 / per_core, chunk = static_cast<double>(bytes) / p;
+    const double alpha = 2 * 0.2e-6 + 0.5e-6 + (per_core - 1) * handoff;
     const double expected = 2 * (p - 1) * (alpha + chunk / (bw * share)) + (p - 1) * chunk / (reduce * share);
     auto ring = collective::make_ring_allreduce(p, bytes, 4, Space::Device);
     for (Fidelity f : {Fidelity::Flow, Fidelity::Step}) {
@@ -787,5 +792,91 @@ TEST_CASE("calibrate: size regimes are found in ping-pong data and predict follo
     }
   }
   std::remove(file.c_str());
+  std::remove(overlay.c_str());
+}
+
+TEST_CASE("calibrate: exchanges set a class's figures, launches are merged by the median, copies set the memory rate",
+          "[calibrate]") {
+  // Three launches of ringsim-real calibrate on 2 processes. Exchanges (both ranks send and receive at once)
+  // take 1 us + S / 12 GB/s, ping-pong 1 us + S / 8 GB/s; one launch is 3x slower at every measurement (a
+  // state that lasts a launch on a shared VM), which the median per size drops. Copies run at 20 GB/s.
+  auto launch = [](double slow) {
+    nlohmann::json pp = nlohmann::json::array(), ex = nlohmann::json::array(), red = nlohmann::json::array(),
+                   cp = nlohmann::json::array();
+    for (double s = 8; s <= 64.0 * (1 << 20); s *= 2) {
+      pp.push_back({{"bytes", s}, {"seconds", slow * (1e-6 + s / 8e9)}});
+      ex.push_back({{"bytes", s}, {"seconds", slow * (1e-6 + s / 12e9)}});
+    }
+    for (double s = 4096; s <= 64.0 * (1 << 20); s *= 2) {
+      red.push_back({{"bytes", s}, {"seconds", slow * s / 16e9}});
+      if (s >= 65536) cp.push_back({{"bytes", s}, {"seconds", slow * s / 20e9}});
+    }
+    nlohmann::json one = nlohmann::json::array();  // both processes on one core: 7 us more, copies in turn
+    for (double s = 8; s <= 256.0 * 1024; s *= 2) one.push_back({{"bytes", s}, {"seconds", slow * (8e-6 + s / 6e9)}});
+    const nlohmann::json pair = {{"class", "same_socket"}, {"ranks", {0, 1}}};
+    nlohmann::json with_points = pair;
+    with_points["points"] = pp;
+    nlohmann::json exchanged = pair;
+    exchanged["points"] = ex;
+    return nlohmann::json{
+        {"schema", "ringsim.calibration-data/1"},
+        {"transport", "host"},
+        {"ranks", 2},
+        {"pingpong", {with_points}},
+        {"sendrecv", {exchanged}},
+        {"sendrecv_one_core", {{"class", "same_socket"}, {"ranks", {0, 1}}, {"cpu", 0}, {"points", one}}},
+        {"reduction", red},
+        {"copy", cp},
+        {"compute_stand_in", nlohmann::json::array()}};
+  };
+  std::vector<std::string> files;
+  for (double slow : {1.0, 3.0, 1.0}) {
+    files.push_back("/tmp/ringsim_launch" + std::to_string(files.size()) + "_" + std::to_string(getpid()) + ".json");
+    std::ofstream(files.back()) << launch(slow).dump();
+  }
+  const CalibrationResult r = calibrate(test::catalog(), local_host(2), {files, {}});
+  INFO(r.overlay_yaml);
+  auto fits_of = [&](const std::string& cls) {
+    std::vector<const LinearFit*> v;
+    for (const auto& f : r.fits)
+      if (f.path_class == cls) v.push_back(&f);
+    return v;
+  };
+  // The exchanges are the class's figures, the ping-pong is fitted beside them; both at the fast launches'
+  // rates: the slow launch is the odd one out at every size.
+  REQUIRE(fits_of("same_socket").size() == 1);
+  CHECK(1 / fits_of("same_socket")[0]->beta == Approx(12e9).epsilon(1e-6));
+  REQUIRE(fits_of("same_socket ping-pong").size() == 1);
+  CHECK(1 / fits_of("same_socket ping-pong")[0]->beta == Approx(8e9).epsilon(1e-6));
+  CHECK(r.overlay_yaml.find("shm_process: {bandwidth: 1.2e+10 B/s") != std::string::npos);
+  CHECK(r.overlay_yaml.find("host_reduction_rate: 1.6e+10 B/s") != std::string::npos);
+  // Copies read and write each byte: the processes' memory streams at twice the copy rate. Sharing a core
+  // costs each message the one-core exchanges' latency above the exchanges'.
+  CHECK(r.overlay_yaml.find("gpus:\n  cpu-process: {memory_bandwidth: 4e+10 B/s, core_handoff: 7e-06 s}") !=
+        std::string::npos);
+
+  const std::string overlay = files.front() + ".yaml";
+  std::ofstream(overlay) << r.overlay_yaml;
+  Catalog cat = test::catalog();
+  cat.apply_overlay(overlay);
+  CHECK(cat.gpu("cpu-process").memory_bandwidth == Approx(40e9));
+  CHECK(cat.gpu("cpu-process").core_handoff == Approx(7e-6));
+  // An exchange's message of 16 MiB costs what the exchanges measured; with 4 processes on the 2 cores,
+  // the core handoff more and half the core, in both fidelities.
+  const OneTransfer one(16u << 20);
+  for (Fidelity f : {Fidelity::Flow, Fidelity::Step}) {
+    CAPTURE(to_string(f));
+    CHECK(timed_with(cat, local_host(2), one, f) == Approx(1e-6 + (16u << 20) / 12e9).epsilon(0.001));
+    CHECK(timed_with(cat, local_host(4), one, f) == Approx(8e-6 + (16u << 20) / 6e9).epsilon(0.001));
+  }
+  // Ranks that are GPUs copy in GPU memory: the host's copies are not applied to them.
+  const Scenario gpus = scenario(
+      "cluster: {sku: NC24rs_v3, nodes: 1}\nmodel: {name: resnet50, batch_per_gpu: 64}\ntraining: {epochs: 1}\n"
+      "communication: {library: mpi}\n");
+  const CalibrationResult on_gpus = calibrate(test::catalog(), gpus, {files, {}});
+  CHECK(on_gpus.overlay_yaml.find("gpus:") == std::string::npos);
+  CHECK(std::any_of(on_gpus.notes.begin(), on_gpus.notes.end(),
+                    [](const std::string& n) { return n.find("copy, one core: V100-PCIe-16GB ranks") == 0; }));
+  for (const auto& f : files) std::remove(f.c_str());
   std::remove(overlay.c_str());
 }

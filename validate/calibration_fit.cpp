@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "execute/comm_model.h"
 #include "graph/topology_graph.h"
@@ -230,6 +231,43 @@ std::string fmt(double v) {
   return b;
 }
 
+// The class a pair's ping-pong is fitted under where the same file has its exchanges.
+constexpr const char* kPingPongSuffix = " ping-pong";
+// Exchanges of two processes on one core (the first pair within a host).
+constexpr const char* kOneCore = "one core";
+
+// The latency of exchanges from 1 KiB to 256 KiB (a line fitted over them; none: -1), where the
+// rendezvous protocol runs and bandwidth does not yet hide a few microseconds.
+double small_exchange_latency(const std::vector<FitPoint>& pts) {
+  std::vector<FitPoint> small;
+  for (const auto& p : pts)
+    if (p.x_alpha == 1 && p.x_beta >= 1024 && p.x_beta <= 256 * 1024) small.push_back(p);
+  return small.size() < 3 ? -1 : fit_linear(small).alpha;
+}
+
+// Several runs of one measurement (ringsim-real calibrate launched again, as validate --local does): per
+// size the median. Launches of the same program on a shared VM differed here by 30-50 % at one size
+// (ping-pong 9 or 15 GB/s at 1-4 MiB, the reduction 9 or 35 GB/s at 1 MiB), a state that lasts the whole
+// launch, so one launch would carry its state into every prediction.
+std::vector<FitPoint> median_per_size(std::vector<FitPoint> pts) {
+  std::stable_sort(pts.begin(), pts.end(), [](const FitPoint& a, const FitPoint& b) {
+    return std::tie(a.x_alpha, a.x_beta) < std::tie(b.x_alpha, b.x_beta);
+  });
+  std::vector<FitPoint> out;
+  for (std::size_t i = 0; i < pts.size();) {
+    std::size_t j = i;
+    std::vector<double> t;
+    for (; j < pts.size() && pts[j].x_alpha == pts[i].x_alpha && pts[j].x_beta == pts[i].x_beta; ++j)
+      t.push_back(pts[j].seconds);
+    std::sort(t.begin(), t.end());
+    FitPoint m = pts[i];
+    m.seconds = t.size() % 2 ? t[t.size() / 2] : (t[t.size() / 2 - 1] + t[t.size() / 2]) / 2;
+    out.push_back(m);
+    i = j;
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string calibration_svg(const CalibrationResult& r) {
@@ -259,22 +297,45 @@ std::string calibration_svg(const CalibrationResult& r) {
 CalibrationResult calibrate(const Catalog& catalog, const Scenario& s, const CalibrationInputs& in) {
   std::map<std::string, std::vector<FitPoint>> by_class;
   std::map<std::string, std::string> sources;
+  std::set<std::string> exchange_classes;  // fitted to exchanges (each rank sends and receives a message)
+  auto add_source = [&](const std::string& cls, const std::string& file) {
+    if (sources[cls].find(file) == std::string::npos) sources[cls] += (sources[cls].empty() ? "" : ", ") + file;
+  };
   for (const auto& f : in.data_files) {
     const auto j = read_json_file(f);
     try {
       if (!j.is_object() || !j.contains("schema") || j["schema"] != "ringsim.calibration-data/1")
         throw InputError({f, 0, 0, ""},
                          "expected \"schema\": \"ringsim.calibration-data/1\" (ringsim-real calibrate --json)");
-      for (const auto& pair : j.at("pingpong")) {
-        const std::string cls = pair.at("class");
-        for (const auto& p : pair.at("points"))
-          if (p.at("seconds").get<double>() > 0)
-            by_class[cls].push_back({1, p.at("bytes").get<double>(), p.at("seconds").get<double>()});
-        sources[cls] += (sources[cls].empty() ? "" : ", ") + f;
+      // Collectives move data as exchanges (every rank sends and receives at once), so where the file has
+      // them they are the class's figures; its ping-pong is then fitted and shown beside them only.
+      const bool exchanges = j.contains("sendrecv") && !j.at("sendrecv").empty();
+      auto add_pairs = [&](const char* key, const std::string& suffix) {
+        for (const auto& pair : j.at(key)) {
+          const std::string cls = pair.at("class").get<std::string>() + suffix;
+          for (const auto& p : pair.at("points"))
+            if (p.at("seconds").get<double>() > 0)
+              by_class[cls].push_back({1, p.at("bytes").get<double>(), p.at("seconds").get<double>()});
+          add_source(cls, f);
+        }
+      };
+      add_pairs("pingpong", exchanges ? kPingPongSuffix : "");
+      if (exchanges) {
+        add_pairs("sendrecv", "");
+        for (const auto& pair : j.at("sendrecv")) exchange_classes.insert(pair.at("class").get<std::string>());
       }
-      for (const auto& p : j.at("reduction"))
-        by_class["reduction"].push_back({0, p.at("bytes").get<double>(), p.at("seconds").get<double>()});
-      sources["reduction"] += (sources["reduction"].empty() ? "" : ", ") + f;
+      if (j.contains("sendrecv_one_core") && j.at("sendrecv_one_core").contains("points")) {
+        for (const auto& p : j.at("sendrecv_one_core").at("points"))
+          if (p.at("seconds").get<double>() > 0)
+            by_class[kOneCore].push_back({1, p.at("bytes").get<double>(), p.at("seconds").get<double>()});
+        add_source(kOneCore, f);
+      }
+      for (const char* kind : {"reduction", "copy"}) {
+        if (!j.contains(kind) && std::string(kind) == "copy") continue;  // files written before copies were timed
+        for (const auto& p : j.at(kind))
+          by_class[kind].push_back({0, p.at("bytes").get<double>(), p.at("seconds").get<double>()});
+        add_source(kind, f);
+      }
     } catch (const nlohmann::json::exception& e) {
       throw InputError({f, 0, 0, ""}, std::string("malformed calibration data: ") + e.what());
     }
@@ -299,6 +360,8 @@ CalibrationResult calibrate(const Catalog& catalog, const Scenario& s, const Cal
                     ")";
   }
 
+  for (auto& [cls, pts] : by_class) pts = median_per_size(std::move(pts));
+
   CalibrationResult r;
   // Per-message classes: the overlay's regimes are the measured curve itself, one per size measured, as
   // SMPI's piecewise factors are (a fitted line per size range misses the gradual fall of bandwidth as
@@ -311,7 +374,7 @@ CalibrationResult calibrate(const Catalog& catalog, const Scenario& s, const Cal
       r.notes.push_back(cls + ": fewer than two points, not fitted");
       continue;
     }
-    if (cls == "reduction")
+    if (cls == "reduction" || cls == "copy")
       for (auto& p : pts) p.x_alpha = 1;  // a fixed start-up cost plus gamma per byte
     // Size regimes where x_beta is the message size (ping-pong, sendrecv, reduction); one line for rings.
     const bool per_message = std::all_of(pts.begin(), pts.end(), [](const FitPoint& p) { return p.x_alpha == 1; });
@@ -393,8 +456,8 @@ CalibrationResult calibrate(const Catalog& catalog, const Scenario& s, const Cal
     for (const auto& g : table) regimes_of[cls].push_back(&g);
     fit_of[cls] = &table.back();
   }
-  auto regime_from = [](const LinearFit* f) {
-    return std::to_string(static_cast<long long>(std::max(f->from_bytes, 1.0))) + " B";
+  auto regime_from = [](const LinearFit* f, double scale = 1) {
+    return std::to_string(static_cast<long long>(std::max(f->from_bytes * scale, 1.0))) + " B";
   };
   if (auto it = fit_of.find("reduction"); it != fit_of.end() && it->second->beta > 0) {
     y << "    host_reduction_rate: " << fmt(1 / it->second->beta) << " B/s   # 1 / gamma\n";
@@ -409,16 +472,20 @@ CalibrationResult calibrate(const Catalog& catalog, const Scenario& s, const Cal
   }
   // The regimes line of a path: bandwidth relative to the base fit's, overhead above `latency_in_route`.
   // Copies between processes of one host are memory traffic, whose regimes are the caches' (buffer);
-  // elsewhere they are the library's protocol switches (message).
+  // elsewhere they are the library's protocol switches (message). Keyed by buffer, a measurement stands
+  // for the collectives whose buffer is its memory: a ping-pong's message, or twice an exchange's (each
+  // side sends one message and receives another, as a 2-process ring's step does with half its buffer).
   auto regimes_yaml = [&](const std::string& cls, double latency_in_route, bool by_buffer) {
     const auto& regs = regimes_of[cls];
     if (regs.size() < 2) return std::string();
     const LinearFit* base = regs.back();
+    const double buffer_per_message = by_buffer && exchange_classes.count(cls) ? 2 : 1;
     std::string out = by_buffer ? ", regimes_by: buffer, regimes: [" : ", regimes: [";
     for (std::size_t i = 0; i < regs.size(); ++i) {
       const LinearFit* g = regs[i];
       const double scale = g->beta > 0 ? std::clamp(base->beta / g->beta, 0.01, 100.0) : 100.0;
-      out += std::string(i ? ", " : "") + "{from: " + regime_from(g) + ", bandwidth_scale: " + fmt(scale) +
+      out += std::string(i ? ", " : "") + "{from: " + regime_from(g, buffer_per_message) +
+             ", bandwidth_scale: " + fmt(scale) +
              ", message_overhead: " + fmt(std::max(0.0, g->alpha - latency_in_route)) + " s}";
     }
     return out + "]";
@@ -473,6 +540,32 @@ CalibrationResult calibrate(const Catalog& catalog, const Scenario& s, const Cal
   if (!link_lines.empty()) {
     y << "link_classes:\n";
     for (const auto& l : link_lines) y << l << "\n";
+  }
+  // What the ranks themselves do, for CPU processes: the memory rate of their copies (fusion copies,
+  // optimizer update), where the largest copies' rate is the base, as for links (a fusion buffer's tensors
+  // were last touched an iteration ago); and the core handoff, what an exchange on one core took more than
+  // on two, at sizes where latency shows.
+  std::vector<std::string> rank_lines;
+  const std::string gpu = catalog.sku(s.cluster.sku).gpu;
+  if (auto c = fit_of.find("copy"); c != fit_of.end() && c->second->beta > 0)
+    rank_lines.push_back("memory_bandwidth: " + fmt(2 / c->second->beta) + " B/s");
+  if (by_class.count(kOneCore)) {
+    const std::string cls = members.count("same_socket") ? "same_socket" : "cross_socket";
+    const double shared = small_exchange_latency(by_class[kOneCore]);
+    const double apart = by_class.count(cls) ? small_exchange_latency(by_class[cls]) : -1;
+    if (shared >= 0 && apart >= 0)
+      rank_lines.push_back("core_handoff: " + fmt(std::max(0.0, shared - apart)) + " s");
+    else
+      r.notes.push_back(std::string(kOneCore) + ": too few exchanges from 1 KiB to 256 KiB to fit the core handoff");
+  }
+  if (!rank_lines.empty() && cpu_processes) {
+    y << "gpus:\n  " << gpu << ": {";
+    for (std::size_t i = 0; i < rank_lines.size(); ++i) y << (i ? ", " : "") << rank_lines[i];
+    y << "}   # memory_bandwidth: 2 x the largest copies' rate (a copy reads and writes each byte); core_handoff: "
+         "the one-core exchanges' latency above the exchanges' (1 KiB-256 KiB)\n";
+  } else if (!rank_lines.empty()) {
+    r.notes.push_back("copy, one core: " + gpu +
+                      " ranks copy in GPU memory and do not share cores, not as the host measured; not applied");
   }
   r.overlay_yaml = y.str();
   return r;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "report/output_file.h"
+#include "transport/mpi_host_transport.h"
 #include "transport/transport_base.h"
 
 namespace ringsim::real {
@@ -60,8 +62,12 @@ int run_calibrate(const CalibrateOptions& o, MPI_Comm comm) {
     partner.emplace(cls, r);
   }
 
-  nlohmann::ordered_json pairs = nlohmann::ordered_json::array();
-  std::vector<char> buf(o.max_bytes ? o.max_bytes : 1);
+  nlohmann::ordered_json pairs = nlohmann::ordered_json::array(), exchanges = nlohmann::ordered_json::array();
+  nlohmann::ordered_json one_core = nlohmann::ordered_json::object();  // the first class within one host
+  // Ping-pong uses the first half; an exchange sends from the first half and receives into the second, as a
+  // ring step sends one chunk of its buffer and receives another.
+  const std::uint64_t half = std::max<std::uint64_t>(o.max_bytes, 1);
+  std::vector<char> buf(2 * half);
   // Every power of two, so that size regimes (caches, protocol switches) are located to a factor of 2.
   std::vector<std::uint64_t> sizes;
   for (std::uint64_t b = o.min_bytes; b <= o.max_bytes; b = b ? b * 2 : 8) {
@@ -98,36 +104,119 @@ int run_calibrate(const CalibrateOptions& o, MPI_Comm comm) {
                      {"hosts", {host_of(0), host_of(peer)}},
                      {"sockets", {sockets[0], sockets[peer]}},
                      {"points", points}});
+
+    // The exchange a collective step makes: both ranks post a receive and a send to each other and wait for
+    // both, through the host transport the collectives run on (MPI_Irecv + MPI_Isend, completed by polling).
+    // Collectives move their data this way, not one message at a time: here, on 2 processes of one host,
+    // an exchange of 1-8 MiB took 0.6-0.7 of a ping-pong's one-way time (validate/README.md).
+    MpiHostTransport transport(comm, DataType::Float32, 300);
+    transport.bind({buf.data(), buf.data(), buf.size()});
+    // Each exchange sends what the one before received, as a ring step sends what it has just received
+    // or reduced: the receiver's copy left those bytes in its own cache, where its partner's next copy
+    // reads them (measured here, a ring's exchanges ran 20-30 % slower than exchanges of bytes written
+    // long before, in the launches where the processes' caches were far apart).
+    std::vector<collective::RankStep> steps(2);
+    auto exchange = [&](std::uint64_t b) {
+      for (int k = 0; k < 2; ++k) {
+        collective::RankStep& step = steps[k];
+        step.clear();
+        if (rank != 0 && rank != peer) continue;
+        const int me = rank, other = rank == 0 ? peer : 0;
+        const std::uint64_t from = k == 0 ? 0 : half, into = k == 0 ? half : 0;
+        step.sends.push_back({me, other, collective::Space::Device, collective::Space::Device, from, b, false});
+        step.recvs.push_back({other, me, collective::Space::Device, collective::Space::Device, into, b, false});
+      }
+      // A barrier that yields the core while it waits: on one core, MPI_Barrier's busy polling kept the
+      // core from the other process for a whole scheduler time slice (every exchange then took 4 ms).
+      MPI_Request arrived;
+      MPI_Ibarrier(comm, &arrived);
+      for (int done = 0; MPI_Test(&arrived, &done, MPI_STATUS_IGNORE), !done;) sched_yield();
+      // Back to back, as a collective's steps follow one another, so that the ranks' skew in leaving the
+      // barrier (a few microseconds) is spread over several exchanges: up to 16, 8 MiB in all.
+      const int count =
+          static_cast<int>(std::clamp<std::uint64_t>((8ull << 20) / std::max<std::uint64_t>(b, 1), 1, 16));
+      const double t0 = MPI_Wtime();
+      for (int i = 0; i < count && !steps[0].sends.empty(); ++i) {
+        transport.post(i, steps[i % 2]);
+        transport.wait(i, steps[i % 2]);
+      }
+      return (MPI_Wtime() - t0) / count;
+    };
+    std::vector<std::vector<double>> both_ways(sizes.size());
+    for (int rep = 0; rep < o.repetitions; ++rep)
+      for (std::size_t i = 0; i < sizes.size(); ++i) {
+        for (int w = 0; w < 3; ++w) exchange(sizes[i]);
+        both_ways[i].push_back(exchange(sizes[i]));
+      }
+    nlohmann::ordered_json exchanged = nlohmann::ordered_json::array();
+    for (std::size_t i = 0; rank == 0 && i < sizes.size(); ++i)
+      exchanged.push_back({{"bytes", sizes[i]}, {"seconds", median(both_ways[i])}});
+    exchanges.push_back({{"class", cls}, {"ranks", {0, peer}}, {"points", exchanged}});
+
+    // The same exchange with both processes on rank 0's core, up to 256 KiB: each message waits for the
+    // scheduler to hand the core to its receiver, what processes outnumbering the cores pay.
+    if (cls == "network" || !one_core.empty()) continue;
+    int cpu = rank == 0 ? sched_getcpu() : 0;
+    MPI_Bcast(&cpu, 1, MPI_INT, 0, comm);
+    cpu_set_t own, pinned;
+    const bool pin = (rank == 0 || rank == peer) && cpu >= 0 && sched_getaffinity(0, sizeof own, &own) == 0;
+    if (pin) {
+      CPU_ZERO(&pinned);
+      CPU_SET(cpu, &pinned);
+      sched_setaffinity(0, sizeof pinned, &pinned);
+    }
+    std::vector<std::vector<double>> shared(sizes.size());
+    std::size_t small = 0;
+    while (small < sizes.size() && sizes[small] <= 256 * 1024) ++small;
+    for (int rep = 0; rep < o.repetitions; ++rep)
+      for (std::size_t i = 0; i < small; ++i) {
+        for (int w = 0; w < 3; ++w) exchange(sizes[i]);
+        shared[i].push_back(exchange(sizes[i]));
+      }
+    if (pin) sched_setaffinity(0, sizeof own, &own);
+    nlohmann::ordered_json points_one_core = nlohmann::ordered_json::array();
+    for (std::size_t i = 0; rank == 0 && i < small; ++i)
+      points_one_core.push_back({{"bytes", sizes[i]}, {"seconds", median(shared[i])}});
+    one_core = {{"class", cls}, {"ranks", {0, peer}}, {"cpu", cpu}, {"points", points_one_core}};
   }
 
+  // Reductions and memory copies are timed on both processes of a same-host pair at once, as every rank
+  // of a collective step reduces, and every rank copies its fusion buffer, at once; the slower of the two
+  // counts, as a step ends with its slowest rank. Measured here, two processes copying at once did so at
+  // 19 and 10.5 GB/s, where either alone copied at 16-18 GB/s.
+  const int sender = partner.count("same_socket") ? partner.at("same_socket") : partner.begin()->second;
+  const bool in_pair = rank == 0 || rank == sender;
+  auto slower = [&](double seconds) {  // of the pair; rank 0 gets it
+    double worst = 0;
+    MPI_Reduce(&seconds, &worst, 1, MPI_DOUBLE, MPI_MAX, 0, comm);
+    return worst;
+  };
+
   // Host reduction throughput (float sum, the host transport's reduce), timed as a ring step leaves its
-  // buffers: rank 0 has just sent the span it reduces into (so its partner has read it) and received the
-  // span it adds. Measured here inside a 2-process ring, a 512 KiB reduction took 60 us, the same
+  // buffers: each process has just sent the span it reduces into (so its partner has read it) and received
+  // the span it adds. Measured here inside a 2-process ring, a 512 KiB reduction took 60 us, the same
   // reduction repeated at once 13 us, and one after a receive alone as fast: the reduction first takes
-  // back the cache lines the partner read. Only the reduction is timed, on rank 0.
+  // back the cache lines the partner read. Only the reduction is timed.
   nlohmann::ordered_json reduction = nlohmann::ordered_json::array();
   nlohmann::ordered_json compute = nlohmann::ordered_json::array();
-  const int sender = partner.count("same_socket") ? partner.at("same_socket") : partner.begin()->second;
   {
     std::vector<std::uint64_t> red_sizes;
     for (std::uint64_t b = 4 * 1024; b <= std::max<std::uint64_t>(o.max_bytes, 256 * 1024); b *= 2)
       red_sizes.push_back(b);
-    std::vector<float> dst(rank == 0 ? red_sizes.back() / 4 : 0, 1.0f);
-    std::vector<char> src(rank == 0 || rank == sender ? 2 * red_sizes.back() : 0, 0);
+    std::vector<float> dst(in_pair ? red_sizes.back() / 4 : 0, 1.0f);
+    std::vector<char> src(in_pair ? red_sizes.back() : 0, 0);
     std::vector<std::vector<double>> t(red_sizes.size());
     auto received_then_reduced = [&](std::uint64_t b) {
       const int n = static_cast<int>(b);
       double seconds = 0;
-      if (rank == sender) {
-        MPI_Sendrecv(src.data(), n, MPI_BYTE, 0, 8, src.data() + b, n, MPI_BYTE, 0, 8, comm, MPI_STATUS_IGNORE);
-      } else if (rank == 0) {
-        MPI_Sendrecv(dst.data(), n, MPI_BYTE, sender, 8, src.data(), n, MPI_BYTE, sender, 8, comm, MPI_STATUS_IGNORE);
+      if (in_pair) {
+        const int other = rank == 0 ? sender : 0;
+        MPI_Sendrecv(dst.data(), n, MPI_BYTE, other, 8, src.data(), n, MPI_BYTE, other, 8, comm, MPI_STATUS_IGNORE);
         const double t0 = MPI_Wtime();
         host_reduce_sum(dst.data(), src.data(), b, DataType::Float32);
         seconds = MPI_Wtime() - t0;
       }
-      MPI_Barrier(comm);
-      return seconds;
+      return slower(seconds);
     };
     for (int rep = 0; rep < o.repetitions; ++rep)  // interleaved, as the ping-pong
       for (std::size_t i = 0; i < red_sizes.size(); ++i) {
@@ -137,6 +226,40 @@ int run_calibrate(const CalibrateOptions& o, MPI_Comm comm) {
     for (std::size_t i = 0; rank == 0 && i < red_sizes.size(); ++i)
       reduction.push_back({{"bytes", red_sizes[i]}, {"seconds", median(t[i])}});
   }
+
+  // Memory copies, as the fusion buffer's MEMCPY_IN/OUT make them: from tensors last touched an iteration
+  // ago into a fusion buffer, or back. Here each copy reads a part of one pool and writes a part of
+  // another, each twice the largest size, that were not touched since the pools' last pass.
+  nlohmann::ordered_json copies = nlohmann::ordered_json::array();
+  {
+    std::vector<std::uint64_t> copy_sizes;
+    for (std::uint64_t b = 64 * 1024; b <= std::max<std::uint64_t>(o.max_bytes, 256 * 1024); b *= 2)
+      copy_sizes.push_back(b);
+    const std::uint64_t pool_bytes = in_pair ? 2 * copy_sizes.back() : 0;
+    std::vector<char> from(pool_bytes, 1), into(pool_bytes, 0);
+    std::uint64_t next = 0;
+    auto copy_once = [&](std::uint64_t b) {
+      double seconds = 0;
+      MPI_Barrier(comm);
+      if (in_pair) {
+        if (next + b > pool_bytes) next = 0;
+        const double t0 = MPI_Wtime();
+        std::memcpy(into.data() + next, from.data() + next, b);
+        seconds = MPI_Wtime() - t0;
+        next += b;
+      }
+      return slower(seconds);
+    };
+    std::vector<std::vector<double>> t(copy_sizes.size());
+    for (int rep = 0; rep < o.repetitions; ++rep)
+      for (std::size_t i = 0; i < copy_sizes.size(); ++i) {
+        copy_once(copy_sizes[i]);  // warm-up
+        t[i].push_back(copy_once(copy_sizes[i]));
+      }
+    for (std::size_t i = 0; rank == 0 && i < copy_sizes.size(); ++i)
+      copies.push_back({{"bytes", copy_sizes[i]}, {"seconds", median(t[i])}});
+  }
+  MPI_Barrier(comm);
   if (rank == 0) {
     for (double want : {1e-4, 1e-3, 1e-2}) {
       const double t0 = MPI_Wtime();
@@ -149,12 +272,16 @@ int run_calibrate(const CalibrateOptions& o, MPI_Comm comm) {
                                 {"transport", "host"},
                                 {"ranks", size},
                                 {"pingpong", pairs},
+                                {"sendrecv", exchanges},
+                                {"sendrecv_one_core", one_core},
                                 {"reduction_of_data_received_from", sender},
                                 {"reduction", reduction},
+                                {"copy", copies},
                                 {"compute_stand_in", compute}};
     write_file_atomically(o.json_file, j.dump(2) + "\n");
-    std::printf("ringsim-real calibrate: %zu pair classes, %zu reduction points -> %s\n", pairs.size(),
-                reduction.size(), o.json_file.c_str());
+    std::printf(
+        "ringsim-real calibrate: %zu pair classes (ping-pong, sendrecv), %zu reduction and %zu copy points -> %s\n",
+        pairs.size(), reduction.size(), copies.size(), o.json_file.c_str());
   }
   return 0;
 }

@@ -1,7 +1,11 @@
-// `ringsim-real calibrate`: the microbenchmarks `ringsim calibrate` fits the simulator to. Ping-pong
-// over message sizes between one pair of ranks of each class present in the launch (same socket,
-// across sockets, across the network), the host reduction's throughput, and the compute stand-in's
-// accuracy. Rank 0 writes the points as JSON (schema ringsim.calibration-data/1).
+// `ringsim-real calibrate`: the microbenchmarks `ringsim calibrate` fits the simulator to. Between one pair
+// of ranks of each class present in the launch (same socket, across sockets, across the network), over
+// message sizes: ping-pong, and the exchange a collective step makes (both ranks send and receive at once
+// through the host transport, as nccl-tests' sendrecv_perf), and that exchange again with both processes
+// on one core up to 256 KiB (the cost of the scheduler handing the core over). Then the host reduction's
+// throughput and memory copies as the fusion buffer's, each timed on both processes of a pair at once
+// (the slower counts), and the compute stand-in's accuracy. Rank 0 writes the points as JSON
+// (schema ringsim.calibration-data/1).
 #pragma once
 
 #include <mpi.h>

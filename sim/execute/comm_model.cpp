@@ -78,7 +78,12 @@ CommModel::CommModel(const Catalog& catalog, const Scenario& s, const Topology& 
     // so the busiest core runs ceil(processes / cores) of them and each of those copies and reduces at
     // that fraction of one core's rate (3 processes on 2 cores: 1/2, not 2/3; see validate/README.md).
     const int vcpus = std::max(1, catalog.sku(s.cluster.sku).vcpus);
-    cpu_share_ = 1.0 / ((gpn + vcpus - 1) / vcpus);
+    const int per_core = (gpn + vcpus - 1) / vcpus;
+    cpu_share_ = 1.0 / per_core;
+    // A message is received when its receiver runs: with k processes on a core, its turn comes after the
+    // scheduler has handed the core over to it from up to k - 1 others (measured with 2 processes on one
+    // core: ringsim-real calibrate's sendrecv_one_core).
+    handoff_ = (per_core - 1) * gpu_.core_handoff;
     for (int i = 0; i < edge_count(); ++i) {
       const EdgeId e = edges_[i];
       if (g[boost::source(e, g)].kind == DeviceKind::Gpu || g[boost::target(e, g)].kind == DeviceKind::Gpu)
@@ -167,7 +172,8 @@ Path CommModel::make_path(const Route& r) const {
     if (is_fabric(topo_.link(e).kind)) p.crosses_fabric = true;
   }
   p.profile = p.crosses_fabric ? &lib_.fabric(topo_.shape().fabric) : &lib_.intra_node;
-  p.overhead = p.profile->message_overhead;
+  p.handoff = r.src == r.dst ? 0 : handoff_;
+  p.overhead = p.profile->message_overhead + p.handoff;
   p.latency += p.overhead;
   return p;
 }

@@ -36,7 +36,8 @@ inline collective::Space collective_data_space(const LibraryProfile& lib, const 
 struct Path {
   std::vector<int> edges;  // dense edge indices (CommModel::edge)
   double latency = 0;      // route latency + message overhead
-  double overhead = 0;     // the library's per-message overhead included in `latency`
+  double overhead = 0;     // the library's per-message overhead included in `latency`, with `handoff`
+  double handoff = 0;      // CPU processes outnumbering cores: the scheduler handing a core over, per message
   bool crosses_fabric = false;
   const PathProfile* profile = nullptr;  // the library's profile for this path
 };
@@ -97,7 +98,7 @@ class CommModel {
   }
   static double message_overhead(const Path& p, double bytes, double buffer_bytes) {
     const SizeRegime* r = regime(p, bytes, buffer_bytes);
-    return r ? r->message_overhead : p.overhead;
+    return r ? r->message_overhead + p.handoff : p.overhead;
   }
 
   // Seconds to reduce `bytes` received into a buffer in `space` of member m (part of a collective over
@@ -118,6 +119,7 @@ class CommModel {
   const LibraryProfile& lib_;
   const GpuSpec& gpu_;
   double cpu_share_ = 1;         // of one core per process, for the processes of a CPU-only host
+  double handoff_ = 0;           // per message between them, when they outnumber the cores
   std::vector<int> gpu_rail_;    // InfiniBand fabrics: each local GPU's NIC (NodeLayout::gpu_rail)
   std::vector<int> local_ring_;  // local_ring_order(), once searched
   Router router_;

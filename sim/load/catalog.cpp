@@ -144,10 +144,15 @@ Catalog Catalog::load(const std::string& dir) {
   {
     YamlField root = open_root(base / "gpus.yaml", {"gpus"});
     for (auto& [name, f] : root.get("gpus").entries()) {
-      f.require_map({"description", "kind", "fp32_peak", "memory_bandwidth", "memory", "gpus_per_board"});
+      f.require_map(
+          {"description", "kind", "fp32_peak", "memory_bandwidth", "memory", "gpus_per_board", "core_handoff"});
       GpuSpec g;
       g.name = name;
       if (auto k = f.find("kind")) g.cpu_process = k->choice({"gpu", "cpu_process"}) == "cpu_process";
+      if (g.cpu_process)
+        g.core_handoff = f.get("core_handoff").nonnegative_quantity(Quantity::Time);
+      else if (auto h = f.find("core_handoff"))
+        h->fail("only ranks of kind cpu_process share cores with other ranks");
       g.description = f.get("description").str();
       g.fp32_peak_flops = f.get("fp32_peak").positive_quantity(Quantity::FlopRate);
       g.memory_bandwidth = f.get("memory_bandwidth").positive_quantity(Quantity::Bandwidth);
@@ -512,7 +517,7 @@ RegimeKey regime_key(const YamlField& f) {
 }  // namespace
 
 void Catalog::apply_overlay(const std::string& file) {
-  YamlField root = open_root(file, {"libraries", "link_classes", "skus"});
+  YamlField root = open_root(file, {"libraries", "link_classes", "gpus", "skus"});
   if (auto libs = root.find("libraries")) {
     libs->require_map();
     for (auto& [name, f] : libs->entries()) {
@@ -566,6 +571,19 @@ void Catalog::apply_overlay(const std::string& file) {
       f.require_map({"bandwidth", "latency"});
       if (auto v = f.find("bandwidth")) it->second.bandwidth = v->positive_quantity(Quantity::Bandwidth);
       if (auto v = f.find("latency")) it->second.latency = v->nonnegative_quantity(Quantity::Time);
+    }
+  }
+  if (auto gpus = root.find("gpus")) {  // measured on the ranks (validate --local: a core's copies, its handoff)
+    gpus->require_map();
+    for (auto& [name, f] : gpus->entries()) {
+      auto it = gpus_.find(name);
+      if (it == gpus_.end()) f.fail("unknown GPU '" + name + "'" + suggestion_suffix(name, gpu_order_));
+      f.require_map({"memory_bandwidth", "core_handoff"});
+      if (auto v = f.find("memory_bandwidth")) it->second.memory_bandwidth = v->positive_quantity(Quantity::Bandwidth);
+      if (auto v = f.find("core_handoff")) {
+        if (!it->second.cpu_process) v->fail("only ranks of kind cpu_process share cores with other ranks");
+        it->second.core_handoff = v->nonnegative_quantity(Quantity::Time);
+      }
     }
   }
   if (auto skus = root.find("skus")) {  // what a machine reports about itself (validate --local: its cores)
