@@ -78,6 +78,11 @@ int main(int argc, char** argv) {
       ->add_option("--compute-scale", to.compute_scale,
                    "Multiply the modelled per-layer compute time (e.g. 0.01 for a quick functional run)")
       ->check(CLI::Range(0.0, 1e6));
+  train
+      ->add_option("--compute-stand-in", to.compute_stand_in,
+                   "Host transport: the compute stand-in spins on the CPU (a CPU computing) or sleeps (a GPU "
+                   "computing, leaving the cores to the communication)")
+      ->check(CLI::IsMember({"spin", "sleep"}));
   train->add_option("--timeout", to.timeout_s, "Seconds a step may wait before the run is aborted")
       ->check(CLI::Range(0.1, 1e6));
   train->add_option("--json", to.json_file, "Write the measured result (schema ringsim.result/1)");
@@ -86,9 +91,9 @@ int main(int argc, char** argv) {
 
   ringsim::real::CalibrateOptions co;
   std::string cal_max = "64M";
-  auto* calibrate =
-      app.add_subcommand("calibrate", "Ping-pong per rank-pair class, reduction and compute rates, as JSON");
-  calibrate->add_option("-e,--maxbytes", cal_max, "Largest ping-pong message");
+  auto* calibrate = app.add_subcommand(
+      "calibrate", "Ping-pong and sendrecv per rank-pair class, reduction, copy and compute rates, as JSON");
+  calibrate->add_option("-e,--maxbytes", cal_max, "Largest message (ping-pong, sendrecv), reduction and copy");
   calibrate->add_option("-n,--repetitions", co.repetitions, "Timed repetitions per size (median kept)")
       ->check(CLI::Range(1, 100000));
   calibrate->add_option("--json", co.json_file, "Output file (rank 0)")->required();

@@ -68,10 +68,13 @@ int run_train(const TrainOptions& o, MPI_Comm comm) {
   int rank = 0, size = 1;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
-  const Catalog catalog = Catalog::load(o.catalog_dir);
+  Catalog catalog = Catalog::load(o.catalog_dir);
   std::vector<Override> overrides;
   for (const auto& s : o.sets) overrides.push_back(parse_override(s));
   const Scenario s = load_scenario(o.scenario, catalog, overrides);
+  // The scenario's calibration, as predict and emulate apply it: the compute stand-ins last what the
+  // calibrated model says (the optimizer update streams at the calibrated memory rate).
+  if (!s.calibration.empty()) catalog.apply_overlay(s.calibration);
   const auto& comm_cfg = s.communication;
   const bool ps = comm_cfg.strategy == Strategy::ParameterServer;
   const int workers = s.cluster.total_gpus();
@@ -88,6 +91,13 @@ int run_train(const TrainOptions& o, MPI_Comm comm) {
   if (model.dtype_bytes() != 4) throw UsageError("ringsim-real trains float32 models only");
   if (const std::string why = real_run_refusal(s); !why.empty()) throw UsageError(why);
   auto backend = make_backend(o.transport, comm, type, o.timeout_s);
+  if (o.compute_stand_in == "sleep") {
+    if (o.transport != "host")
+      throw UsageError(
+          "--compute-stand-in sleep applies to the host transport (a GPU transport's stand-in is a "
+          "timed kernel on the GPU)");
+    backend->set_stand_in(ComputeStandIn::Mode::Sleep);
+  }
 
   const std::size_t n = model.tensors.size();
   std::vector<std::uint64_t> tensor_bytes(n);

@@ -1,9 +1,9 @@
 // `ringsim-real train SCENARIO.yaml`: training iterations of the scenario's model with the simulator's
 // fusion planner and collectives on a real transport. Per layer a compute stand-in of the layer's
-// modelled duration (a timed busy loop on the CPU), gradients of the model's real tensor sizes announced
-// in backward order, a coordinator that every cycle agrees with all ranks on which tensors are ready
-// (MPI_Iallreduce of ready flags), fuses them and runs one collective per buffer. Rank 0 writes the
-// measured result in the schema `ringsim predict --json` writes.
+// modelled duration (on the CPU a timed busy loop, or a sleep standing for a GPU's compute), gradients of the model's
+// real tensor sizes announced in backward order, a coordinator that every cycle agrees with all ranks on which tensors
+// are ready (MPI_Iallreduce of ready flags), fuses them and runs one collective per buffer. Rank 0 writes the measured
+// result in the schema `ringsim predict --json` writes.
 #pragma once
 
 #include <mpi.h>
@@ -24,6 +24,7 @@ struct TrainOptions {
   int warmup = 1;
   std::string transport = "host";
   double compute_scale = 1.0;
+  std::string compute_stand_in = "spin";  // host transport: "spin" (a CPU computing) or "sleep" (a GPU)
   double timeout_s = 300;
   std::optional<std::string> json_file, trace_file;
   Fault fault;

@@ -32,9 +32,11 @@ class Backend {
   // The transport, bound to `b`, for the member this process runs.
   virtual collective::Transport& transport(const MemberBuffers& b) = 0;
   virtual void synchronize() {}
-  // The compute stand-in for `seconds` of a layer's work, called from the training compute thread: a
-  // timed busy loop on the CPU (host), a timed kernel on the rank's GPU (CUDA backends).
-  virtual void compute_stand_in(double seconds);
+  // The compute stand-in for `seconds` of a layer's work, called from the training compute thread: on the
+  // CPU (host) a timed busy loop or, with set_stand_in(Sleep), a sleep; a timed kernel on the rank's GPU
+  // (CUDA backends).
+  virtual void compute_stand_in(double seconds) { stand_in_.run(seconds); }
+  void set_stand_in(ComputeStandIn::Mode m) { stand_in_ = ComputeStandIn(m); }
   // The library's own collective, in place on b's Space::Device buffer ("allreduce"), or b.device ->
   // b.host ("reduce_scatter": this rank's chunk of `counts`; "allgather": counts per rank, in place).
   virtual void baseline(std::string_view op, const MemberBuffers& b, const std::vector<int>& counts) = 0;
@@ -60,6 +62,9 @@ class Backend {
   // time): the library's per-collective overhead, and one fusion-buffer copy (in or out) of `bytes`.
   virtual void charge_collective_call() {}
   virtual void charge_fusion_copy(std::uint64_t bytes) { (void)bytes; }
+
+ private:
+  ComputeStandIn stand_in_;
 };
 
 // transport: "host", "cuda-staged" or "nccl". Throws UsageError when this build or machine cannot run it.

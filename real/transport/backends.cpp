@@ -18,8 +18,6 @@ std::unique_ptr<Backend> make_cuda_staged_backend(MPI_Comm comm, DataType type, 
 std::unique_ptr<Backend> make_nccl_backend(MPI_Comm comm, DataType type, double timeout_s);
 #endif
 
-void Backend::compute_stand_in(double seconds) { busy_for(seconds); }
-
 void* Backend::allocate_host(std::size_t bytes) {
   void* p = std::calloc(bytes ? bytes : 1, 1);
   if (!p) throw std::bad_alloc();

@@ -1,5 +1,7 @@
 #include "transport/transport_base.h"
 
+#include <thread>
+
 namespace ringsim::real {
 
 void busy_for(double seconds) {
@@ -9,6 +11,16 @@ void busy_for(double seconds) {
   volatile double sink = 0;
   while (Clock::now() < end)
     for (int i = 0; i < 256; ++i) sink = sink * 0.5 + i;
+}
+
+void ComputeStandIn::run(double seconds) {
+  if (seconds <= 0) return;
+  if (mode_ == Mode::Spin) return busy_for(seconds);
+  // A stand-in called within 1 ms of the last one's planned end continues from that end, not from now.
+  const auto now = Clock::now();
+  if (now - planned_end_ > std::chrono::milliseconds(1)) planned_end_ = now;
+  planned_end_ += std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+  std::this_thread::sleep_until(planned_end_);
 }
 
 std::size_t element_size(DataType t) {

@@ -24,6 +24,22 @@ void host_reduce_sum(void* dst, const void* src, std::size_t bytes, DataType t);
 // Keeps the calling CPU core busy for `seconds` (the host compute stand-in).
 void busy_for(double seconds);
 
+// The host compute stand-in: `seconds` of a layer's work, as a busy loop (a CPU computing) or asleep (a
+// GPU computing, which leaves the host's cores to the communication). Asleep, stand-ins that follow one
+// another without a pause (a backward pass's layers) end on a chain of absolute deadlines, so that the
+// wake-up latency of each sleep (tens of microseconds on a VM) does not add up over a pass.
+class ComputeStandIn {
+ public:
+  enum class Mode { Spin, Sleep };
+  explicit ComputeStandIn(Mode m = Mode::Spin) : mode_(m) {}
+  void run(double seconds);
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  Mode mode_;
+  Clock::time_point planned_end_{};
+};
+
 // A wait that did not complete in time: names the rank, the step and the peers it waited for.
 struct TimeoutError : std::runtime_error {
   using std::runtime_error::runtime_error;

@@ -108,16 +108,18 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.0, 1e6));
   validate->add_option("--json", val_opts.json_file, "Write the cases and errors as JSON");
   validate->add_option("--plot", val_opts.plot_file, "Draw predicted vs measured as SVG");
-  validate->add_flag("--local", val_opts.local,
-                     "Measure this machine with ringsim-real (calibrate on ping-pong, then allreduce and train) and "
-                     "predict it");
+  validate->add_flag(
+      "--local", val_opts.local,
+      "Measure this machine with ringsim-real (calibrate on 2-process exchanges, then allreduce and train) and "
+      "predict it");
   validate->add_option("-n,--ranks", val_opts.local_ranks, "--local: allreduce on 2..N processes")
       ->check(CLI::Range(2, 64));
-  validate->add_option("--max-bytes", val_opts.local_max_bytes, "--local: largest allreduce and ping-pong size");
+  validate->add_option("--max-bytes", val_opts.local_max_bytes, "--local: largest allreduce and calibration message");
   validate->add_option("--work", val_opts.work_dir, "--local: folder for the measurements and the overlay");
   validate
       ->add_option("--repeats", val_opts.local_repeats,
-                   "--local: runs of each measurement, in turn; the median is compared and the spread shown")
+                   "--local: launches of the calibration and runs of each measurement, in turn; medians are used and "
+                   "the spread shown")
       ->check(CLI::Range(1, 20));
 
   ringsim::CalibrateOptions cal_opts;
