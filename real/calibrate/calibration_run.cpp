@@ -108,7 +108,7 @@ int run_calibrate(const CalibrateOptions& o, MPI_Comm comm) {
     // The exchange a collective step makes: both ranks post a receive and a send to each other and wait for
     // both, through the host transport the collectives run on (MPI_Irecv + MPI_Isend, completed by polling).
     // Collectives move their data this way, not one message at a time: here, on 2 processes of one host,
-    // an exchange of 1-8 MiB took 0.6-0.7 of a ping-pong's one-way time (validate/README.md).
+    // the two differed by up to 40 %, by size and by launch (validate/README.md).
     MpiHostTransport transport(comm, DataType::Float32, 300);
     transport.bind({buf.data(), buf.data(), buf.size()});
     // Each exchange sends what the one before received, as a ring step sends what it has just received
