@@ -114,6 +114,39 @@ TEST_CASE("catalog: models sum to their reference parameter counts", "[catalog]"
   CHECK(c.dataset("imagenet").training_images == 1281167);
 }
 
+TEST_CASE("catalog: tensors are listed in forward order, so backward makes them ready in reverse", "[catalog]") {
+  // torchvision registers GoogLeNet's aux heads after inception5b; its forward runs aux1 after inception4a and
+  // aux2 after inception4d, so their gradients become ready there in backward, not first.
+  const ModelSpec& m = test::catalog().model("googlenet");
+  auto first = [&](const std::string& prefix) {
+    for (std::size_t i = 0; i < m.tensors.size(); ++i)
+      if (m.tensors[i].name.rfind(prefix, 0) == 0) return static_cast<int>(i);
+    return -1;
+  };
+  auto last = [&](const std::string& prefix) {
+    int at = -1;
+    for (std::size_t i = 0; i < m.tensors.size(); ++i)
+      if (m.tensors[i].name.rfind(prefix, 0) == 0) at = static_cast<int>(i);
+    return at;
+  };
+  CHECK(last("inception4a.") + 1 == first("aux1."));
+  CHECK(last("aux1.") + 1 == first("inception4b."));
+  CHECK(last("inception4d.") + 1 == first("aux2."));
+  CHECK(last("aux2.") + 1 == first("inception4e."));
+  CHECK(m.tensors.back().name == "fc.bias");
+  // Inception v3's aux head is registered where its forward runs it: after Mixed_6e, before Mixed_7a.
+  const ModelSpec& v3 = test::catalog().model("inception_v3");
+  int aux = -1, mixed_6e = -1, mixed_7a = -1;
+  for (std::size_t i = 0; i < v3.tensors.size(); ++i) {
+    const std::string& n = v3.tensors[i].name;
+    if (n.rfind("AuxLogits.", 0) == 0 && aux < 0) aux = static_cast<int>(i);
+    if (n.rfind("Mixed_6e.", 0) == 0) mixed_6e = static_cast<int>(i);
+    if (n.rfind("Mixed_7a.", 0) == 0 && mixed_7a < 0) mixed_7a = static_cast<int>(i);
+  }
+  CHECK(mixed_6e < aux);
+  CHECK(aux < mixed_7a);
+}
+
 TEST_CASE("catalog: ND40rs_v2 NVLink wiring is the DGX-1V hybrid cube-mesh", "[catalog]") {
   const NodeLayout& l = test::catalog().layout("nvlink_hybrid_cube_mesh_8gpu");
   std::vector<int> bricks(8, 0);
