@@ -99,6 +99,8 @@ int run_predict(const std::string& catalog_dir, const PredictOptions& o) {
   if (o.calibration) overrides.push_back(parse_override("calibration=" + *o.calibration));
   const Scenario s = load_scenario(o.scenario, catalog, overrides);
   if (!s.calibration.empty()) catalog.apply_overlay(s.calibration);
+  for (const auto& f : {o.json_file, o.trace_file, o.links_file})
+    if (f) check_output_path(*f);
   const Fidelity fidelity =
       o.fidelity ? (*o.fidelity == "flow" ? Fidelity::Flow : Fidelity::Step) : default_fidelity(s);
   check_work_limits(estimate_work(catalog, s, fidelity), fidelity, o.max_transfers, "predict");

@@ -36,6 +36,16 @@ void write_file_atomically(const std::string& path, const std::string& content) 
   }
 }
 
+void check_output_path(const std::string& path) {
+  namespace fs = std::filesystem;
+  const fs::path folder = fs::path(path).parent_path().empty() ? fs::path(".") : fs::path(path).parent_path();
+  std::error_code ec;
+  if (!fs::is_directory(folder, ec))
+    throw InputError({path, 0, 0, ""}, std::string("cannot write the output file: ") + std::strerror(ENOENT));
+  if (::access(folder.c_str(), W_OK) != 0)
+    throw InputError({path, 0, 0, ""}, std::string("cannot write the output file: ") + std::strerror(errno));
+}
+
 std::string csv_field(const std::string& s) {
   if (s.find_first_of(",\"\n") == std::string::npos) return s;
   std::string o = "\"";
