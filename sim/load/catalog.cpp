@@ -64,6 +64,12 @@ const MeasuredRate* ComputeSpec::find(const std::string& gpu, const std::string&
 
 namespace {
 
+// A rank kind's core handoff (`core_handoff`, a time): only CPU processes share cores with other ranks.
+double core_handoff_of(const GpuSpec& g, const YamlField& value) {
+  if (!g.cpu_process) value.fail("only ranks of kind cpu_process share cores with other ranks");
+  return value.nonnegative_quantity(Quantity::Time);
+}
+
 const std::vector<std::string> kLinkKinds = {"pcie", "nvlink", "socket", "memory", "ethernet", "infiniband"};
 
 LinkKind parse_link_kind(const YamlField& f) {
@@ -149,10 +155,9 @@ Catalog Catalog::load(const std::string& dir) {
       GpuSpec g;
       g.name = name;
       if (auto k = f.find("kind")) g.cpu_process = k->choice({"gpu", "cpu_process"}) == "cpu_process";
-      if (g.cpu_process)
-        g.core_handoff = f.get("core_handoff").nonnegative_quantity(Quantity::Time);
-      else if (auto h = f.find("core_handoff"))
-        h->fail("only ranks of kind cpu_process share cores with other ranks");
+      // Required of CPU processes, refused for GPUs.
+      const auto h = g.cpu_process ? std::optional<YamlField>(f.get("core_handoff")) : f.find("core_handoff");
+      if (h) g.core_handoff = core_handoff_of(g, *h);
       g.description = f.get("description").str();
       g.fp32_peak_flops = f.get("fp32_peak").positive_quantity(Quantity::FlopRate);
       g.memory_bandwidth = f.get("memory_bandwidth").positive_quantity(Quantity::Bandwidth);
@@ -580,10 +585,7 @@ void Catalog::apply_overlay(const std::string& file) {
       if (it == gpus_.end()) f.fail("unknown GPU '" + name + "'" + suggestion_suffix(name, gpu_order_));
       f.require_map({"memory_bandwidth", "core_handoff"});
       if (auto v = f.find("memory_bandwidth")) it->second.memory_bandwidth = v->positive_quantity(Quantity::Bandwidth);
-      if (auto v = f.find("core_handoff")) {
-        if (!it->second.cpu_process) v->fail("only ranks of kind cpu_process share cores with other ranks");
-        it->second.core_handoff = v->nonnegative_quantity(Quantity::Time);
-      }
+      if (auto v = f.find("core_handoff")) it->second.core_handoff = core_handoff_of(it->second, *v);
     }
   }
   if (auto skus = root.find("skus")) {  // what a machine reports about itself (validate --local: its cores)
