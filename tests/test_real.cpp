@@ -351,7 +351,7 @@ TEST_CASE("real + validate --local: each run calibrates, then measures and predi
   const std::string overlay((std::istreambuf_iterator<char>(ov)), std::istreambuf_iterator<char>());
   CHECK(overlay.find("shm_process: {bandwidth:") != std::string::npos);            // the processes' copy link, fitted
   CHECK(overlay.find("vcpus: ") != std::string::npos);                             // this machine's cores
-  CHECK(overlay.find("regimes_by: buffer") != std::string::npos);                  // copies between processes: caches
+  CHECK(overlay.find("regimes_by: footprint") != std::string::npos);               // copies between processes: caches
   CHECK(overlay.find("host_reduction_regimes_by: message") != std::string::npos);  // the reduction's own size
   CHECK(overlay.find("gpus:\n  cpu-process: {memory_bandwidth: ") != std::string::npos);  // copies, core handoff
   CHECK(overlay.find("core_handoff: ") != std::string::npos);

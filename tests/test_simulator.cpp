@@ -2,6 +2,7 @@
 // properties of `ringsim predict`: fidelities agree, outputs are deterministic, bottlenecks are where
 // the topology says.
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -744,8 +745,49 @@ TEST_CASE("size regimes keyed by buffer follow the collective's buffer, not its 
     CHECK(what.find(":3:") != std::string::npos);
     CHECK(what.find("buffer") != std::string::npos);
     CHECK(what.find("message") != std::string::npos);
+    CHECK(what.find("footprint") != std::string::npos);
   }
   std::remove(bad.c_str());
+}
+
+TEST_CASE("size regimes keyed by footprint follow what the host's processes hold, interpolated", "[simulator]") {
+  // A 2-process ring of 16 MiB: each process holds its buffer and receives 8 MiB a step, so the two hold
+  // 48 MiB. Regimes measured at 32 MiB (copies at 1.5x the link, reductions at 12 GB/s) and 64 MiB (1x,
+  // 8 GB/s): keyed by footprint, a cache curve, 48 MiB lies between them in log(size), log(48/32) /
+  // log(64/32) = 0.585 of the way. shm_process: 10 GB/s and 0.2 us, two per route (links.yaml).
+  const std::uint64_t bytes = 16ull << 20;
+  const double chunk = static_cast<double>(bytes) / 2, latency = 2 * 0.2e-6;
+  const std::string file = "/tmp/ringsim_regime_footprint_" + std::to_string(getpid()) + ".yaml";
+  std::ofstream(file) << "libraries:\n  mpi:\n    host_reduction_regimes_by: footprint\n"
+                         "    host_reduction_regimes:\n      - {from: 1 B, rate: 16 GB/s}\n"
+                         "      - {from: 32 MiB, rate: 12 GB/s}\n      - {from: 64 MiB, rate: 8 GB/s}\n"
+                         "    paths:\n      intra_node: {bandwidth_fraction: 1, message_overhead: 0 s, "
+                         "regimes_by: footprint, regimes: [{from: 1 B, bandwidth_scale: 2, message_overhead: 0 s}, "
+                         "{from: 32 MiB, bandwidth_scale: 1.5, message_overhead: 0 s}, {from: 64 MiB, "
+                         "bandwidth_scale: 1, message_overhead: 0 s}]}\n";
+  Catalog cat = test::catalog();
+  cat.apply_overlay(file);
+  std::remove(file.c_str());
+  const double t = std::log(1.5) / std::log(2.0);
+  const double scale = 1.5 * std::pow(1 / 1.5, t), reduce = 12e9 * std::pow(8.0 / 12.0, t);
+  const double expected = 2 * (latency + chunk / (10e9 * scale)) + chunk / reduce;
+  auto ring = collective::make_ring_allreduce(2, bytes, 4, Space::Device);
+  for (Fidelity f : {Fidelity::Flow, Fidelity::Step}) {
+    CAPTURE(to_string(f));
+    CHECK(timed_with(cat, local_host(2), *ring, f) == Approx(expected).epsilon(0.001));
+  }
+  // Three processes of a 12 MiB ring hold 3 x (12 + 4) MiB = 48 MiB too, though their messages are smaller.
+  Scenario three = local_host(3);
+  Topology topo = Topology::build(cat, cluster_shape(three.cluster));
+  CommModel cm(cat, three, topo);
+  auto ring3 = collective::make_ring_allreduce(3, 12ull << 20, 4, Space::Device);
+  const CollectiveSize size = cm.collective_size(*ring3);
+  CHECK(size.buffer == Approx(12.0 * (1 << 20)));
+  CHECK(size.footprint == Approx(48.0 * (1 << 20)));
+  // Without regimes keyed by footprint it is not computed (a ring over thousands of GPUs need not walk it).
+  Catalog plain = test::catalog();
+  CommModel cm_plain(plain, three, topo);
+  CHECK(cm_plain.collective_size(*ring3).footprint == 0);
 }
 
 TEST_CASE("calibrate: size regimes are found in ping-pong data and predict follows them", "[calibrate]") {

@@ -471,16 +471,17 @@ CalibrationResult calibrate(const Catalog& catalog, const Scenario& s, const Cal
     }
   }
   // The regimes line of a path: bandwidth relative to the base fit's, overhead above `latency_in_route`.
-  // Copies between processes of one host are memory traffic, whose regimes are the caches' (buffer);
-  // elsewhere they are the library's protocol switches (message). Keyed by buffer, a measurement stands
-  // for the collectives whose buffer is its memory: a ping-pong's message, or twice an exchange's (each
-  // side sends one message and receives another, as a 2-process ring's step does with half its buffer).
+  // Copies between processes of one host are memory traffic, whose regimes are the caches' (footprint:
+  // what the host's processes hold, as they share its last-level cache); elsewhere they are the library's
+  // protocol switches (message). A measurement stands for the collectives that hold as much as it did:
+  // the 2 processes of an exchange each send one message and receive another (4 messages' bytes), of a
+  // ping-pong each hold one (2); a ring of p processes holds p x (buffer + buffer / p).
   auto regimes_yaml = [&](const std::string& cls, double latency_in_route, bool by_buffer) {
     const auto& regs = regimes_of[cls];
     if (regs.size() < 2) return std::string();
     const LinearFit* base = regs.back();
-    const double buffer_per_message = by_buffer && exchange_classes.count(cls) ? 2 : 1;
-    std::string out = by_buffer ? ", regimes_by: buffer, regimes: [" : ", regimes: [";
+    const double buffer_per_message = by_buffer ? (exchange_classes.count(cls) ? 4 : 2) : 1;
+    std::string out = by_buffer ? ", regimes_by: footprint, regimes: [" : ", regimes: [";
     for (std::size_t i = 0; i < regs.size(); ++i) {
       const LinearFit* g = regs[i];
       const double scale = g->beta > 0 ? std::clamp(base->beta / g->beta, 0.01, 100.0) : 100.0;

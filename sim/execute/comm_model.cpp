@@ -16,6 +16,9 @@ CommModel::CommModel(const Catalog& catalog, const Scenario& s, const Topology& 
       lib_(catalog.library(std::string(to_string(s.communication.library)))),
       gpu_(catalog.gpu(catalog.sku(s.cluster.sku).gpu)),
       router_(topo) {
+  footprint_keyed_ = lib_.host_reduction_regimes_by == RegimeKey::Footprint;
+  for (const PathProfile* p : {&lib_.intra_node, &lib_.infiniband, &lib_.ethernet})
+    footprint_keyed_ = footprint_keyed_ || p->regimes_by == RegimeKey::Footprint;
   if (topo.shape().fabric == FabricKind::InfiniBand)
     gpu_rail_ = catalog.layout(catalog.sku(topo.shape().sku).layout).gpu_rail;
   const TopologyGraph& g = topo.graph();
@@ -372,11 +375,28 @@ std::string CommModel::edge_name(int i) const {
   return g[boost::source(e, g)].name + "->" + g[boost::target(e, g)].name;
 }
 
-double CommModel::reduce_time(int m, collective::Space space, std::uint64_t bytes, std::uint64_t buffer_bytes) const {
+CollectiveSize CommModel::collective_size(const collective::Collective& c) const {
+  const double buffer = static_cast<double>(c.bytes());
+  if (!footprint_keyed_) return {buffer, 0};
+  std::uint64_t most_received = 0;  // of a member in one step, to be reduced
+  collective::RankStep st;
+  for (const auto& run : c.runs())
+    for (int m = 0; m < c.members(); ++m) {
+      c.rank_step(m, run.first, st);
+      std::uint64_t received = 0;
+      for (const auto& r : st.recvs)
+        if (r.reduce && r.src != r.dst) received += r.bytes;  // into scratch; other receives land in the buffer
+      most_received = std::max(most_received, received);
+    }
+  const int on_node = std::max(1, std::min(c.members(), ranks_per_node_));
+  return {buffer, on_node * (buffer + static_cast<double>(most_received))};
+}
+
+double CommModel::reduce_time(int m, collective::Space space, std::uint64_t bytes, const CollectiveSize& c) const {
   const bool on_gpu = space == collective::Space::Device && places_.at(m).gpu;
   if (on_gpu) return 3.0 * static_cast<double>(bytes) / gpu_.memory_bandwidth;
   const double b = static_cast<double>(bytes);
-  const double key = regime_size(lib_.host_reduction_regimes_by, b, static_cast<double>(buffer_bytes));
+  const double key = regime_size(lib_.host_reduction_regimes_by, b, c);
   return b / (lib_.host_reduction_rate_for(key) * (places_.at(m).gpu ? 1.0 : cpu_share_));
 }
 

@@ -86,25 +86,29 @@ class CommModel {
   double edge_bandwidth(int i) const { return edge_bw_[i]; }  // effective for this library
   std::string edge_name(int i) const;
 
-  // A message of `bytes`, part of a collective over `buffer_bytes`, on path p under the profile's size
-  // regimes: the bytes that cost the same at the path's base effective bandwidth, and its per-message
-  // overhead.
-  static const SizeRegime* regime(const Path& p, double bytes, double buffer_bytes) {
-    return p.profile ? p.profile->regime(regime_size(p.profile->regimes_by, bytes, buffer_bytes)) : nullptr;
+  // The sizes of collective c that size regimes may be keyed by: its buffer, and its footprint, what the
+  // members on one node hold while it runs: each its buffer, and the scratch that the most it receives to
+  // reduce in one step lands in (as ringsim-real's host transport receives).
+  CollectiveSize collective_size(const collective::Collective& c) const;
+
+  // A message of `bytes`, part of collective `c`, on path p under the profile's size regimes: the bytes
+  // that cost the same at the path's base effective bandwidth, and its per-message overhead.
+  static bool regime(const Path& p, double bytes, const CollectiveSize& c, SizeRegime& out) {
+    return p.profile && p.profile->regime(regime_size(p.profile->regimes_by, bytes, c), out);
   }
-  static double wire_bytes(const Path& p, double bytes, double buffer_bytes) {
-    const SizeRegime* r = regime(p, bytes, buffer_bytes);
-    return r ? bytes / r->bandwidth_scale : bytes;
+  static double wire_bytes(const Path& p, double bytes, const CollectiveSize& c) {
+    SizeRegime r;
+    return regime(p, bytes, c, r) ? bytes / r.bandwidth_scale : bytes;
   }
-  static double message_overhead(const Path& p, double bytes, double buffer_bytes) {
-    const SizeRegime* r = regime(p, bytes, buffer_bytes);
-    return r ? r->message_overhead + p.handoff : p.overhead;
+  static double message_overhead(const Path& p, double bytes, const CollectiveSize& c) {
+    SizeRegime r;
+    return regime(p, bytes, c, r) ? r.message_overhead + p.handoff : p.overhead;
   }
 
-  // Seconds to reduce `bytes` received into a buffer in `space` of member m (part of a collective over
-  // `buffer_bytes`, which picks the reduction's size regime where they are keyed by buffer); to apply an
-  // update there.
-  double reduce_time(int m, collective::Space space, std::uint64_t bytes, std::uint64_t buffer_bytes = 0) const;
+  // Seconds to reduce `bytes` received into a buffer in `space` of member m (part of collective `c`, whose
+  // sizes pick the reduction's regime where they are keyed by buffer or footprint); to apply an update
+  // there.
+  double reduce_time(int m, collective::Space space, std::uint64_t bytes, const CollectiveSize& c = {}) const;
   double update_time(int m, std::uint64_t bytes) const;
   double device_copy_time(std::uint64_t bytes) const;  // a GPU memory-to-memory copy (fusion buffer)
 
@@ -118,10 +122,11 @@ class CommModel {
   const Topology& topo_;
   const LibraryProfile& lib_;
   const GpuSpec& gpu_;
-  double cpu_share_ = 1;         // of one core per process, for the processes of a CPU-only host
-  double handoff_ = 0;           // per message between them, when they outnumber the cores
-  std::vector<int> gpu_rail_;    // InfiniBand fabrics: each local GPU's NIC (NodeLayout::gpu_rail)
-  std::vector<int> local_ring_;  // local_ring_order(), once searched
+  double cpu_share_ = 1;          // of one core per process, for the processes of a CPU-only host
+  double handoff_ = 0;            // per message between them, when they outnumber the cores
+  bool footprint_keyed_ = false;  // some regime is keyed by footprint (collective_size computes it)
+  std::vector<int> gpu_rail_;     // InfiniBand fabrics: each local GPU's NIC (NodeLayout::gpu_rail)
+  std::vector<int> local_ring_;   // local_ring_order(), once searched
   Router router_;
   int workers_ = 0;
   int ranks_per_node_ = 0;

@@ -99,7 +99,7 @@ double collective_duration(const collective::Collective& c, CommModel& cm, std::
   double total = 0;
   collective::RankStep st;
   std::vector<Flow> flows;
-  const double buffer = static_cast<double>(c.bytes());
+  const CollectiveSize size = cm.collective_size(c);
   for (const auto& run : c.runs()) {
     flows.clear();
     double slowest_local = 0;
@@ -109,11 +109,11 @@ double collective_duration(const collective::Collective& c, CommModel& cm, std::
         const Path& p = cm.path(t);
         const double b = static_cast<double>(t.bytes);
         flows.push_back(
-            {&p, CommModel::wire_bytes(p, b, buffer), CommModel::message_overhead(p, b, buffer) - p.overhead, b});
+            {&p, CommModel::wire_bytes(p, b, size), CommModel::message_overhead(p, b, size) - p.overhead, b});
       }
       double local = 0;
       for (const auto& r : st.recvs)
-        if (r.reduce) local += cm.reduce_time(m, r.dst_space, r.bytes, c.bytes());
+        if (r.reduce) local += cm.reduce_time(m, r.dst_space, r.bytes, size);
       if (st.update_bytes > 0) local += cm.update_time(m, st.update_bytes);
       slowest_local = std::max(slowest_local, local);
     }

@@ -80,22 +80,22 @@ struct FlowRendezvous {
 
 class SimgridTransport final : public collective::Transport {
  public:
-  // `buffer_bytes`: the collective's buffer, which picks size regimes keyed by buffer.
-  SimgridTransport(int member, double buffer_bytes, CommModel& cm, FlowRendezvous& rv,
+  // `size`: the collective's sizes, which pick size regimes keyed by buffer or footprint.
+  SimgridTransport(int member, const CollectiveSize& size, CommModel& cm, FlowRendezvous& rv,
                    const std::vector<sg4::Host*>& host_of_vertex, std::int64_t& activities)
-      : me_(member), buffer_(buffer_bytes), cm_(cm), rv_(rv), hosts_(host_of_vertex), activities_(activities) {}
+      : me_(member), size_(size), cm_(cm), rv_(rv), hosts_(host_of_vertex), activities_(activities) {}
 
   void post(int, const RankStep& step) override {
     double overhead = 0;
     for (const auto& t : step.sends)
-      overhead = std::max(overhead, CommModel::message_overhead(cm_.path(t), static_cast<double>(t.bytes), buffer_));
+      overhead = std::max(overhead, CommModel::message_overhead(cm_.path(t), static_cast<double>(t.bytes), size_));
     if (overhead > 0) sleep(overhead);
     comms_.clear();
     for (const auto& t : step.sends) {
       sg4::Host* from = hosts_[cm_.endpoint(t.src, t.src_space)];
       sg4::Host* to = hosts_[cm_.endpoint(t.dst, t.dst_space)];
       comms_.push_back(
-          sg4::Comm::sendto_async(from, to, CommModel::wire_bytes(cm_.path(t), static_cast<double>(t.bytes), buffer_)));
+          sg4::Comm::sendto_async(from, to, CommModel::wire_bytes(cm_.path(t), static_cast<double>(t.bytes), size_)));
       ++activities_;
     }
   }
@@ -107,9 +107,7 @@ class SimgridTransport final : public collective::Transport {
     const std::size_t slot = static_cast<std::size_t>(me_) * rv_.steps + index;
     while (rv_.arrived[slot] < static_cast<int>(step.recvs.size())) rv_.cv->wait(lock);
   }
-  void reduce(const Transfer& r) override {
-    sleep(cm_.reduce_time(me_, r.dst_space, r.bytes, static_cast<std::uint64_t>(buffer_)));
-  }
+  void reduce(const Transfer& r) override { sleep(cm_.reduce_time(me_, r.dst_space, r.bytes, size_)); }
   void update(std::uint64_t bytes) override { sleep(cm_.update_time(me_, bytes)); }
 
  private:
@@ -119,7 +117,7 @@ class SimgridTransport final : public collective::Transport {
     ++activities_;
   }
   int me_;
-  double buffer_;
+  CollectiveSize size_;
   CommModel& cm_;
   FlowRendezvous& rv_;
   const std::vector<sg4::Host*>& hosts_;
@@ -451,10 +449,11 @@ void TrainingRun::run_members(const Collective& c, int tag) {
   rv.steps = c.steps();
   rv.arrived.assign(static_cast<std::size_t>(c.members()) * std::max(1, rv.steps), 0);
   std::vector<sg4::ActorPtr> actors;
+  const CollectiveSize size = cm_.collective_size(c);
   for (int m = 0; m < c.members(); ++m) {
     sg4::Host* h = host_of_vertex_[cm_.member(m).device];
     actors.push_back(sg4::Actor::create("c" + std::to_string(tag) + "." + std::to_string(m), h, [&, m] {
-      SimgridTransport t(m, static_cast<double>(c.bytes()), cm_, rv, host_of_vertex_, activities_);
+      SimgridTransport t(m, size, cm_, rv, host_of_vertex_, activities_);
       collective::run_member(c, m, t);
     }));
   }

@@ -517,7 +517,8 @@ const GpuSpec& Catalog::gpu(const std::string& n) const { return lookup(gpus_, n
 
 namespace {
 RegimeKey regime_key(const YamlField& f) {
-  return f.choice({"message", "buffer"}) == "buffer" ? RegimeKey::Buffer : RegimeKey::Message;
+  const std::string k = f.choice({"message", "buffer", "footprint"});
+  return k == "buffer" ? RegimeKey::Buffer : k == "footprint" ? RegimeKey::Footprint : RegimeKey::Message;
 }
 }  // namespace
 

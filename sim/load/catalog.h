@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -171,23 +172,56 @@ struct SizeRegime {
   double bandwidth_scale = 1;
   double message_overhead = 0;
 };
-// What picks a message's regime: its own size (protocol switches: eager, rendezvous), or the size of the
-// collective buffer it is a part of (caches: a ring streams its whole buffer through them, while a
-// ping-pong of the same size streams only the message). `regimes_by: message | buffer` in an overlay.
-enum class RegimeKey { Message, Buffer };
-inline double regime_size(RegimeKey k, double message_bytes, double buffer_bytes) {
-  return k == RegimeKey::Buffer ? std::max(message_bytes, buffer_bytes) : message_bytes;
+// What picks a message's regime: its own size (protocol switches: eager, rendezvous), the size of the
+// collective buffer it is a part of, or the collective's footprint: the bytes that the collective's
+// processes on one host hold while it runs (caches: a ring streams its buffers through them, and the
+// processes of a host share its last-level cache, while a ping-pong of the same size streams only its
+// message). `regimes_by: message | buffer | footprint` in an overlay.
+enum class RegimeKey { Message, Buffer, Footprint };
+// A collective's sizes that regimes may be keyed by (CommModel::collective_size).
+struct CollectiveSize {
+  double buffer = 0;     // bytes of the collective's buffer, per member
+  double footprint = 0;  // bytes its members on one host hold: buffers and receive scratch
+};
+inline double regime_size(RegimeKey k, double message_bytes, const CollectiveSize& c) {
+  switch (k) {
+    case RegimeKey::Buffer:
+      return std::max(message_bytes, c.buffer);
+    case RegimeKey::Footprint:
+      return std::max(message_bytes, c.footprint);
+    case RegimeKey::Message:
+      break;
+  }
+  return message_bytes;
+}
+// Regimes keyed by footprint are a measured curve (one regime per size measured) of cache effects, which
+// change gradually with the bytes held: between two regimes' sizes, their figures are interpolated in
+// log(size). The others are steps (protocol switches).
+inline double log_interpolated(double x, double x0, double y0, double x1, double y1) {
+  if (!(x > x0) || !(x1 > x0) || !(y0 > 0) || !(y1 > 0)) return y0;
+  if (x >= x1) return y1;
+  const double t = std::log(x / x0) / std::log(x1 / x0);
+  return std::exp(std::log(y0) + t * (std::log(y1) - std::log(y0)));
 }
 struct PathProfile {
   double bandwidth_fraction = 1;    // of the nominal link bandwidth
   double message_overhead = 0;      // seconds per message (one transfer of one collective step)
   std::vector<SizeRegime> regimes;  // ascending from_bytes; none: one regime for all sizes
   RegimeKey regimes_by = RegimeKey::Message;
-  const SizeRegime* regime(double bytes) const {
-    const SizeRegime* r = nullptr;
-    for (const auto& g : regimes)
-      if (bytes >= g.from_bytes) r = &g;
-    return r;
+  // The regime of a message whose key (regime_size) is `bytes`; false where no regime applies.
+  bool regime(double bytes, SizeRegime& out) const {
+    std::size_t i = 0;
+    while (i < regimes.size() && bytes >= regimes[i].from_bytes) ++i;
+    if (i == 0) return false;
+    out = regimes[i - 1];
+    if (regimes_by == RegimeKey::Footprint && i < regimes.size()) {
+      const SizeRegime& a = regimes[i - 1];
+      const SizeRegime& b = regimes[i];
+      out.bandwidth_scale = log_interpolated(bytes, a.from_bytes, a.bandwidth_scale, b.from_bytes, b.bandwidth_scale);
+      const double t = std::log(bytes / a.from_bytes) / std::log(b.from_bytes / a.from_bytes);
+      out.message_overhead = a.message_overhead + t * (b.message_overhead - a.message_overhead);
+    }
+    return true;
   }
 };
 struct LibraryProfile {
@@ -200,8 +234,14 @@ struct LibraryProfile {
   RegimeKey host_reduction_regimes_by = RegimeKey::Message;
   double host_reduction_rate_for(double bytes) const {
     double rate = host_reduction_rate;
-    for (const auto& [from, r] : host_reduction_regimes)
-      if (bytes >= from) rate = r;
+    std::size_t i = 0;
+    for (; i < host_reduction_regimes.size() && bytes >= host_reduction_regimes[i].first; ++i)
+      rate = host_reduction_regimes[i].second;
+    if (host_reduction_regimes_by == RegimeKey::Footprint && i > 0 && i < host_reduction_regimes.size()) {
+      const auto& [x0, y0] = host_reduction_regimes[i - 1];
+      const auto& [x1, y1] = host_reduction_regimes[i];
+      rate = log_interpolated(bytes, x0, y0, x1, y1);
+    }
     return rate;
   }
   PathProfile intra_node, infiniband, ethernet;
