@@ -28,6 +28,11 @@ namespace ringsim {
 
 namespace {
 
+// "1 value", "2 values".
+std::string count_of(std::size_t n, const std::string& noun) {
+  return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
+}
+
 std::string scalar_text(const YamlField& f) {
   if (!f.is_scalar()) f.fail("expected a value (number, size, name)");
   return f.node().Scalar();
@@ -211,9 +216,9 @@ std::vector<SweepPoint> expand_sweep(const std::vector<SweepAxis>& axes, bool zi
   if (zip) {
     for (const auto& a : axes)
       if (a.values.size() != axes[0].values.size())
-        throw InputError(a.where, "--zip: axis '" + a.key + "' has " + std::to_string(a.values.size()) +
-                                      " values, axis '" + axes[0].key + "' has " +
-                                      std::to_string(axes[0].values.size()));
+        throw InputError(a.where, "--zip: axis '" + a.key + "' has " + count_of(a.values.size(), "value") + ", axis '" +
+                                      axes[0].key + "' has " + count_of(axes[0].values.size(), "value") +
+                                      "; zipped axes need as many values each");
     for (std::size_t i = 0; i < axes[0].values.size(); ++i) {
       SweepPoint p{static_cast<int>(i), {}};
       for (const auto& a : axes) p.values.push_back(a.values[i]);
