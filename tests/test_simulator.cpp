@@ -790,6 +790,80 @@ TEST_CASE("size regimes keyed by footprint follow what the host's processes hold
   CHECK(cm_plain.collective_size(*ring3).footprint == 0);
 }
 
+TEST_CASE("protocol overheads follow a message's own size, whatever its regimes are keyed by", "[simulator]") {
+  // A 2-process ring of 512 KiB sends 256 KiB messages and holds 1.5 MiB. Messages pay 2 us more from
+  // 4 KiB (a rendezvous) and 10 us more from 1 MiB: these pay 2 us, though the footprint that picks their
+  // copies' regime is above 1 MiB. shm_process: 10 GB/s and 0.2 us, two per route (links.yaml).
+  const std::uint64_t bytes = 512 * 1024;
+  const double chunk = static_cast<double>(bytes) / 2, latency = 2 * 0.2e-6;
+  const std::string file = "/tmp/ringsim_protocol_" + std::to_string(getpid()) + ".yaml";
+  std::ofstream(file) << "libraries:\n  mpi:\n    host_reduction_rate: 16 GB/s\n    paths:\n      intra_node: "
+                         "{bandwidth_fraction: 1, message_overhead: 0 s, regimes_by: footprint, regimes: [{from: 1 B, "
+                         "bandwidth_scale: 1, message_overhead: 0 s}], protocol_overheads: [{from: 4 KiB, overhead: "
+                         "2 us}, {from: 1 MiB, overhead: 10 us}]}\n";
+  Catalog cat = test::catalog();
+  cat.apply_overlay(file);
+  const double expected = 2 * (latency + 2e-6 + chunk / 10e9) + chunk / 16e9;
+  auto ring = collective::make_ring_allreduce(2, bytes, 4, Space::Device);
+  for (Fidelity f : {Fidelity::Flow, Fidelity::Step}) {
+    CAPTURE(to_string(f));
+    CHECK(timed_with(cat, local_host(2), *ring, f) == Approx(expected).epsilon(0.001));
+  }
+  // Out of order is refused where it is written.
+  std::ofstream(file) << "libraries:\n  mpi:\n    paths:\n      intra_node:\n        protocol_overheads:\n"
+                         "          - {from: 1 MiB, overhead: 10 us}\n          - {from: 4 KiB, overhead: 2 us}\n";
+  Catalog bad = test::catalog();
+  try {
+    bad.apply_overlay(file);
+    FAIL("descending protocol overheads were accepted");
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    CHECK(what.find(":7:") != std::string::npos);
+    CHECK(what.find("ascending") != std::string::npos);
+  }
+  std::remove(file.c_str());
+}
+
+TEST_CASE("calibrate: a protocol switch stays a message's own cost where copies are keyed by footprint",
+          "[calibrate]") {
+  // Exchanges of 2 processes take 1 us + S / 12 GB/s below 4 KiB and 3 us + S / 12 GB/s from 4 KiB (the
+  // library's rendezvous). A 2-process ring of 256 KiB sends 128 KiB messages and holds 768 KiB, what an
+  // exchange of 192 KiB holds: keyed by footprint, it is costed at that exchange's rate per byte, but each
+  // message still pays its own rendezvous, 2 us, not 2 us x 128 / 192 spread over the bytes.
+  nlohmann::json ex = nlohmann::json::array(), red = nlohmann::json::array();
+  for (double s = 8; s <= 64.0 * (1 << 20); s *= 2)
+    ex.push_back({{"bytes", s}, {"seconds", (s < 4096 ? 1e-6 : 3e-6) + s / 12e9}});
+  for (double s = 4096; s <= 64.0 * (1 << 20); s *= 2) red.push_back({{"bytes", s}, {"seconds", s / 16e9}});
+  const nlohmann::json data = {
+      {"schema", "ringsim.calibration-data/1"},
+      {"transport", "host"},
+      {"ranks", 2},
+      {"pingpong",
+       {{{"class", "same_socket"}, {"ranks", {0, 1}}, {"hosts", {"h", "h"}}, {"sockets", {0, 0}}, {"points", ex}}}},
+      {"sendrecv", {{{"class", "same_socket"}, {"ranks", {0, 1}}, {"points", ex}}}},
+      {"reduction", red},
+      {"compute_stand_in", nlohmann::json::array()}};
+  const std::string file = "/tmp/ringsim_protocol_data_" + std::to_string(getpid()) + ".json";
+  std::ofstream(file) << data.dump();
+  const CalibrationResult r = calibrate(test::catalog(), local_host(2), {{file}, {}});
+  INFO(r.overlay_yaml);
+  CHECK(r.overlay_yaml.find("regimes_by: footprint") != std::string::npos);
+  CHECK(r.overlay_yaml.find("protocol_overheads: [{from: 4096 B, overhead: 2e-06 s}]") != std::string::npos);
+  const std::string overlay = file + ".yaml";
+  std::ofstream(overlay) << r.overlay_yaml;
+  Catalog cat = test::catalog();
+  cat.apply_overlay(overlay);
+  const double chunk = 128 * 1024;
+  const double expected = 2 * (3e-6 + chunk / 12e9) + chunk / 16e9;
+  auto ring = collective::make_ring_allreduce(2, 256 * 1024, 4, Space::Device);
+  for (Fidelity f : {Fidelity::Flow, Fidelity::Step}) {
+    CAPTURE(to_string(f));
+    CHECK(timed_with(cat, local_host(2), *ring, f) == Approx(expected).epsilon(0.001));
+  }
+  std::remove(file.c_str());
+  std::remove(overlay.c_str());
+}
+
 TEST_CASE("calibrate: size regimes are found in ping-pong data and predict follows them", "[calibrate]") {
   // Two processes whose copies run at 10 GB/s with 1 us up to 4 MiB and at 5 GB/s with 20 us from 8 MiB
   // (buffers outgrowing the caches): ringsim-real calibrate's layout, sizes 8 B - 256 MiB by factors of 2.

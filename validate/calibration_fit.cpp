@@ -363,12 +363,20 @@ CalibrationResult calibrate(const Catalog& catalog, const Scenario& s, const Cal
   for (auto& [cls, pts] : by_class) pts = median_per_size(std::move(pts));
 
   CalibrationResult r;
+  // CPU processes' copies are memory traffic, whose regimes are the caches' (keyed by footprint, below).
+  const bool cpu_processes = catalog.gpu(catalog.sku(s.cluster.sku).gpu).cpu_process;
+  auto footprint_keyed = [&](const std::string& cls) { return cpu_processes && cls != "network"; };
   // Per-message classes: the overlay's regimes are the measured curve itself, one per size measured, as
   // SMPI's piecewise factors are (a fitted line per size range misses the gradual fall of bandwidth as
   // buffers outgrow each cache level by up to 20-50 %). Each keeps the first range's latency and puts
   // the rest of the measured time into its bandwidth, so a message of a measured size costs what it
   // measured; the fits above stay the summary (alpha, beta, R^2, worst residual).
+  // Where the regimes are keyed by footprint, a message's fixed costs above the first range's latency
+  // (the library's protocol switches: each fitted range's alpha, never falling as sizes grow) stay keyed
+  // by its own size, as protocol overheads: a ring's message of m in a collective that holds 20 m pays the
+  // rendezvous of an m message, not the share of it that an exchange of 5 m spread over its bytes.
   std::map<std::string, std::vector<LinearFit>> tables;
+  std::map<std::string, std::vector<std::pair<double, double>>> protocol_of;  // (from bytes, seconds)
   for (auto& [cls, pts] : by_class) {
     if (pts.size() < 2) {
       r.notes.push_back(cls + ": fewer than two points, not fitted");
@@ -383,12 +391,24 @@ CalibrationResult calibrate(const Catalog& catalog, const Scenario& s, const Cal
       std::stable_sort(pts.begin(), pts.end(),
                        [](const FitPoint& a, const FitPoint& b) { return a.x_beta < b.x_beta; });
       fits = fit_regimes(pts);
+      auto& protocol = protocol_of[cls];
+      if (footprint_keyed(cls) && cls != "reduction" && cls != "copy")
+        for (std::size_t i = 1; i < fits.size(); ++i) {
+          const double above = fits[i].alpha - fits.front().alpha;
+          if (above > (protocol.empty() ? 0 : protocol.back().second)) protocol.emplace_back(fits[i].from_bytes, above);
+        }
+      auto protocol_at = [&](double bytes) {
+        double o = 0;
+        for (const auto& [from, seconds] : protocol)
+          if (bytes >= from) o = seconds;
+        return o;
+      };
       auto& table = tables[cls];
       for (const auto& p : pts) {
         if (p.x_beta <= 0 || (!table.empty() && p.x_beta == table.back().from_bytes)) continue;
         LinearFit g;
         g.alpha = fits.front().alpha;
-        g.beta = std::max(0.0, p.seconds - g.alpha) / p.x_beta;
+        g.beta = std::max(0.0, p.seconds - g.alpha - protocol_at(p.x_beta)) / p.x_beta;
         g.from_bytes = table.empty() ? 0 : p.x_beta;
         table.push_back(g);
       }
@@ -418,7 +438,6 @@ CalibrationResult calibrate(const Catalog& catalog, const Scenario& s, const Cal
     }
     return std::make_pair(bw, lat);
   };
-  const bool cpu_processes = catalog.gpu(catalog.sku(s.cluster.sku).gpu).cpu_process;
   // Pick member pairs for each class.
   const int gpn = s.cluster.gpus_per_node;
   std::map<std::string, std::pair<int, int>> members;
@@ -489,7 +508,15 @@ CalibrationResult calibrate(const Catalog& catalog, const Scenario& s, const Cal
              ", bandwidth_scale: " + fmt(scale) +
              ", message_overhead: " + fmt(std::max(0.0, g->alpha - latency_in_route)) + " s}";
     }
-    return out + "]";
+    out += "]";
+    if (const auto& protocol = protocol_of[cls]; by_buffer && !protocol.empty()) {
+      out += ", protocol_overheads: [";
+      for (std::size_t i = 0; i < protocol.size(); ++i)
+        out += std::string(i ? ", " : "") + "{from: " + std::to_string(static_cast<long long>(protocol[i].first)) +
+               " B, overhead: " + fmt(protocol[i].second) + " s}";
+      out += "]";
+    }
+    return out;
   };
   std::vector<std::string> path_lines, link_lines;
   auto path_profile = [&](const char* key, const char* cls) {

@@ -102,7 +102,8 @@ class CommModel {
   }
   static double message_overhead(const Path& p, double bytes, const CollectiveSize& c) {
     SizeRegime r;
-    return regime(p, bytes, c, r) ? r.message_overhead + p.handoff : p.overhead;
+    const double protocol = p.profile ? p.profile->protocol_overhead(bytes) : 0;
+    return protocol + (regime(p, bytes, c, r) ? r.message_overhead + p.handoff : p.overhead);
   }
 
   // Seconds to reduce `bytes` received into a buffer in `space` of member m (part of collective `c`, whose

@@ -549,7 +549,7 @@ void Catalog::apply_overlay(const std::string& file) {
         paths->require_map({"intra_node", "infiniband", "ethernet"});
         for (auto& [pname, p] : paths->entries()) {
           PathProfile& prof = pname == "intra_node" ? l.intra_node : pname == "infiniband" ? l.infiniband : l.ethernet;
-          p.require_map({"bandwidth_fraction", "message_overhead", "regimes", "regimes_by"});
+          p.require_map({"bandwidth_fraction", "message_overhead", "regimes", "regimes_by", "protocol_overheads"});
           if (auto v = p.find("bandwidth_fraction")) prof.bandwidth_fraction = v->number(0.01, 1.0);
           if (auto v = p.find("message_overhead")) prof.message_overhead = v->nonnegative_quantity(Quantity::Time);
           if (auto v = p.find("regimes")) {
@@ -565,6 +565,16 @@ void Catalog::apply_overlay(const std::string& file) {
             }
           }
           if (auto v = p.find("regimes_by")) prof.regimes_by = regime_key(*v);
+          if (auto v = p.find("protocol_overheads")) {
+            prof.protocol_overheads.clear();
+            for (auto& item : v->items()) {
+              item.require_map({"from", "overhead"});
+              const double from = item.get("from").positive_quantity(Quantity::Bytes);
+              if (!prof.protocol_overheads.empty() && from <= prof.protocol_overheads.back().first)
+                item.get("from").fail("protocol overheads must be in ascending order of size");
+              prof.protocol_overheads.emplace_back(from, item.get("overhead").nonnegative_quantity(Quantity::Time));
+            }
+          }
         }
       }
     }

@@ -208,6 +208,16 @@ struct PathProfile {
   double message_overhead = 0;      // seconds per message (one transfer of one collective step)
   std::vector<SizeRegime> regimes;  // ascending from_bytes; none: one regime for all sizes
   RegimeKey regimes_by = RegimeKey::Message;
+  // (from bytes, seconds), ascending: what a message of at least `from` bytes costs more by its own size,
+  // whatever its regimes are keyed by: the library's protocol (eager, rendezvous handshakes). Calibration
+  // writes these where the regimes are the caches' (footprint), whose per-byte costs must not carry them.
+  std::vector<std::pair<double, double>> protocol_overheads;
+  double protocol_overhead(double message_bytes) const {
+    double s = 0;
+    for (std::size_t i = 0; i < protocol_overheads.size() && message_bytes >= protocol_overheads[i].first; ++i)
+      s = protocol_overheads[i].second;
+    return s;
+  }
   // The regime of a message whose key (regime_size) is `bytes`; false where no regime applies.
   bool regime(double bytes, SizeRegime& out) const {
     std::size_t i = 0;
