@@ -256,6 +256,10 @@ TEST_CASE("real + calibrate: ringsim-real's measurements fit into an overlay pre
     CHECK(j["sendrecv"][0]["points"].size() == j["pingpong"][0]["points"].size());
     for (const auto& p : j["sendrecv"][0]["points"]) CHECK(p["seconds"].get<double>() > 0);
     CHECK(j["sendrecv_one_core"]["points"].size() == 16);  // 8 B - 256 KiB
+    // A ring allreduce's calls, 16 B - 1 KiB, on the same pair.
+    CHECK(j["allreduce_small"]["class"] == j["sendrecv"][0]["class"]);
+    REQUIRE(j["allreduce_small"]["points"].size() == 7);
+    for (const auto& p : j["allreduce_small"]["points"]) CHECK(p["seconds"].get<double>() > 0);
     // Memory copies, 64 KiB up to -e.
     REQUIRE(j["copy"].size() == 5);
     for (const auto& p : j["copy"]) CHECK(p["seconds"].get<double>() > 0);
@@ -274,7 +278,8 @@ TEST_CASE("real + calibrate: ringsim-real's measurements fit into an overlay pre
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   CHECK(text.find("intra_node: {bandwidth_fraction:") != std::string::npos);  // same-socket pair fitted
   CHECK(text.find("host_reduction_rate:") != std::string::npos);
-  CHECK(text.find("gpus:") == std::string::npos);  // GPUs copy in their own memory and do not share cores
+  CHECK(text.find("gpus:") == std::string::npos);                // GPUs copy in their own memory and do not share cores
+  CHECK(text.find("collective_overhead") == std::string::npos);  // nor are their calls the host ring's
   const std::string predict =
       std::string(RINGSIM_TEST_BINARY) + kCatalog + " predict " + s + " --calibration " + overlay + " > /dev/null";
   CHECK(std::system(predict.c_str()) == 0);
@@ -355,6 +360,7 @@ TEST_CASE("real + validate --local: each run calibrates, then measures and predi
   CHECK(overlay.find("host_reduction_regimes_by: message") != std::string::npos);  // the reduction's own size
   CHECK(overlay.find("gpus:\n  cpu-process: {memory_bandwidth: ") != std::string::npos);  // copies, core handoff
   CHECK(overlay.find("core_handoff: ") != std::string::npos);
+  CHECK(overlay.find("    collective_overhead: ") != std::string::npos);  // a call's own cost, measured
   // --local measures this machine: a scenario or --measured with it is refused.
   const auto bad = ringsim::test::run_command(std::string(RINGSIM_TEST_BINARY) + kCatalog + " validate --local " +
                                               kScenarios + "/landolakes_cifar10_2x_nc24rs_v3.yaml 2>&1");

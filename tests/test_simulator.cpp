@@ -834,6 +834,11 @@ TEST_CASE("calibrate: a protocol switch stays a message's own cost where copies 
   for (double s = 8; s <= 64.0 * (1 << 20); s *= 2)
     ex.push_back({{"bytes", s}, {"seconds", (s < 4096 ? 1e-6 : 3e-6) + s / 12e9}});
   for (double s = 4096; s <= 64.0 * (1 << 20); s *= 2) red.push_back({{"bytes", s}, {"seconds", s / 16e9}});
+  // A ring allreduce of 16 B - 1 KiB: its two exchanges of half the buffer, the reduction of that half, and
+  // 0.3 us a call.
+  nlohmann::json calls = nlohmann::json::array();
+  for (double s = 16; s <= 1024; s *= 2)
+    calls.push_back({{"bytes", s}, {"seconds", 2 * (1e-6 + s / 2 / 12e9) + s / 2 / 16e9 + 0.3e-6}});
   const nlohmann::json data = {
       {"schema", "ringsim.calibration-data/1"},
       {"transport", "host"},
@@ -841,6 +846,7 @@ TEST_CASE("calibrate: a protocol switch stays a message's own cost where copies 
       {"pingpong",
        {{{"class", "same_socket"}, {"ranks", {0, 1}}, {"hosts", {"h", "h"}}, {"sockets", {0, 0}}, {"points", ex}}}},
       {"sendrecv", {{{"class", "same_socket"}, {"ranks", {0, 1}}, {"points", ex}}}},
+      {"allreduce_small", {{"class", "same_socket"}, {"ranks", {0, 1}}, {"points", calls}}},
       {"reduction", red},
       {"compute_stand_in", nlohmann::json::array()}};
   const std::string file = "/tmp/ringsim_protocol_data_" + std::to_string(getpid()) + ".json";
@@ -849,6 +855,9 @@ TEST_CASE("calibrate: a protocol switch stays a message's own cost where copies 
   INFO(r.overlay_yaml);
   CHECK(r.overlay_yaml.find("regimes_by: footprint") != std::string::npos);
   CHECK(r.overlay_yaml.find("protocol_overheads: [{from: 4096 B, overhead: 2e-06 s}]") != std::string::npos);
+  // The calls' own cost replaces the library's assumed one.
+  CHECK(r.collective_overhead == Approx(0.3e-6).epsilon(1e-6));
+  CHECK(r.overlay_yaml.find("    collective_overhead: 3e-07 s") != std::string::npos);
   const std::string overlay = file + ".yaml";
   std::ofstream(overlay) << r.overlay_yaml;
   Catalog cat = test::catalog();
@@ -860,6 +869,7 @@ TEST_CASE("calibrate: a protocol switch stays a message's own cost where copies 
     CAPTURE(to_string(f));
     CHECK(timed_with(cat, local_host(2), *ring, f) == Approx(expected).epsilon(0.001));
   }
+  CHECK(cat.library("mpi").collective_overhead == Approx(0.3e-6).epsilon(1e-6));
   std::remove(file.c_str());
   std::remove(overlay.c_str());
 }

@@ -298,6 +298,8 @@ CalibrationResult calibrate(const Catalog& catalog, const Scenario& s, const Cal
   std::map<std::string, std::vector<FitPoint>> by_class;
   std::map<std::string, std::string> sources;
   std::set<std::string> exchange_classes;  // fitted to exchanges (each rank sends and receives a message)
+  std::vector<FitPoint> small_calls;       // 2-process ring allreduce of small buffers (a call's own cost)
+  std::string call_class;                  // the pair class they ran on
   auto add_source = [&](const std::string& cls, const std::string& file) {
     if (sources[cls].find(file) == std::string::npos) sources[cls] += (sources[cls].empty() ? "" : ", ") + file;
   };
@@ -329,6 +331,13 @@ CalibrationResult calibrate(const Catalog& catalog, const Scenario& s, const Cal
           if (p.at("seconds").get<double>() > 0)
             by_class[kOneCore].push_back({1, p.at("bytes").get<double>(), p.at("seconds").get<double>()});
         add_source(kOneCore, f);
+      }
+      if (j.contains("allreduce_small") && j.at("allreduce_small").contains("points")) {
+        const auto& calls = j.at("allreduce_small");
+        call_class = calls.at("class").get<std::string>();
+        for (const auto& p : calls.at("points"))
+          if (p.at("seconds").get<double>() > 0)
+            small_calls.push_back({1, p.at("bytes").get<double>(), p.at("seconds").get<double>()});
       }
       for (const char* kind : {"reduction", "copy"}) {
         if (!j.contains(kind) && std::string(kind) == "copy") continue;  // files written before copies were timed
@@ -462,6 +471,37 @@ CalibrationResult calibrate(const Catalog& catalog, const Scenario& s, const Cal
       << fmt(f.worst_residual_pct) << " % over " << f.points << " points\n";
   y << "# Use: ringsim predict SCENARIO --calibration THIS_FILE, or the scenario key `calibration:`.\n";
   y << "libraries:\n  " << lib.name << ":\n";
+  // A collective call's own cost: a 2-process ring allreduce of S is two exchanges of S / 2 and a reduction
+  // of S / 2; what it took more, at sizes where latency is all there is, is the call's (the median over
+  // sizes). The validation's sizes are 64 times larger and up. Measured with the host's processes, it is
+  // theirs: GPU ranks' calls launch kernels and streams besides.
+  if (!small_calls.empty() && !cpu_processes) {
+    r.notes.push_back("allreduce_small: " + catalog.sku(s.cluster.sku).gpu +
+                      " ranks call the library on GPU buffers, not as the host's processes measured; not applied");
+  } else if (!small_calls.empty()) {
+    const std::vector<FitPoint> calls = median_per_size(small_calls);
+    const auto& ex = by_class[call_class];
+    const LinearFit* red = nullptr;
+    for (const auto& f : r.fits)
+      if (f.path_class == "reduction" && !red) red = &f;
+    std::vector<double> extra;
+    for (const auto& c : calls) {
+      const double half = c.x_beta / 2;
+      auto e = std::find_if(ex.begin(), ex.end(), [&](const FitPoint& p) { return p.x_beta == half; });
+      if (e == ex.end() || !exchange_classes.count(call_class)) continue;
+      extra.push_back(c.seconds - 2 * e->seconds - (red ? red->alpha + red->beta * half : 0));
+    }
+    if (extra.empty()) {
+      r.notes.push_back("allreduce_small: no exchanges of half its sizes in class " + call_class +
+                        " to take out; the library's collective_overhead is kept");
+    } else {
+      std::sort(extra.begin(), extra.end());
+      r.collective_overhead = std::max(0.0, extra[extra.size() / 2]);
+      y << "    collective_overhead: " << fmt(r.collective_overhead) << " s   # 2-process ring allreduce of "
+        << format_bytes(calls.front().x_beta) << "-" << format_bytes(calls.back().x_beta)
+        << " less its two exchanges and reduction (median over " << extra.size() << " sizes)\n";
+    }
+  }
   // Per class its size regimes, ascending. The largest messages' regime is the base (their bandwidth is
   // what contention shares); the others are regimes of the overlay, the first one from 1 byte.
   std::map<std::string, std::vector<const LinearFit*>> regimes_of;

@@ -52,7 +52,8 @@ struct CalibrationInputs {
 
 struct CalibrationResult {
   std::vector<LinearFit> fits;
-  std::string overlay_yaml;  // the overlay for the scenario
+  std::string overlay_yaml;         // the overlay for the scenario
+  double collective_overhead = -1;  // seconds per collective call, where measured (allreduce_small)
   std::vector<std::string> notes;
 };
 

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "collective/collective.h"
+#include "collective/transport.h"
 #include "report/output_file.h"
 #include "transport/mpi_host_transport.h"
 #include "transport/transport_base.h"
@@ -180,6 +182,51 @@ int run_calibrate(const CalibrateOptions& o, MPI_Comm comm) {
     one_core = {{"class", cls}, {"ranks", {0, peer}}, {"cpu", cpu}, {"points", points_one_core}};
   }
 
+  // A collective call's own cost, beyond its steps: ringsim's ring allreduce (the collective code the
+  // bench runs, on the host transport) of 16 B to 1 KiB between rank 0 and its first partner of one host
+  // (or of the network where it has none), back to back as a loop of collectives runs them. Its 2 steps
+  // are exchanges of half the buffer, measured above; `ringsim calibrate` takes them and the reduction out.
+  nlohmann::ordered_json calls = nlohmann::ordered_json::object();
+  {
+    const std::string cls = partner.count("same_socket")    ? "same_socket"
+                            : partner.count("cross_socket") ? "cross_socket"
+                                                            : "network";
+    const int peer = partner.at(cls);
+    MPI_Comm pair_comm;
+    MPI_Comm_split(comm, rank == 0 || rank == peer ? 0 : MPI_UNDEFINED, rank, &pair_comm);
+    std::vector<std::uint64_t> call_sizes;
+    for (std::uint64_t b = 16; b <= 1024; b *= 2) call_sizes.push_back(b);
+    std::vector<std::vector<double>> t(call_sizes.size());
+    std::vector<float> data(call_sizes.back() / sizeof(float), 1.0f);
+    for (int rep = 0; rep < o.repetitions; ++rep)
+      for (std::size_t i = 0; i < call_sizes.size(); ++i) {
+        double seconds = 0;
+        if (pair_comm != MPI_COMM_NULL) {
+          const int me = rank == 0 ? 0 : 1;
+          auto ring = collective::make_ring_allreduce(2, call_sizes[i], sizeof(float), collective::Space::Device);
+          MpiHostTransport transport(pair_comm, DataType::Float32, 300);
+          transport.bind({data.data(), data.data(), call_sizes[i]});
+          for (int w = 0; w < 3; ++w) collective::run_member(*ring, me, transport);
+          MPI_Request arrived;  // a barrier that yields the core while it waits, as the exchanges' above
+          MPI_Ibarrier(pair_comm, &arrived);
+          for (int done = 0; MPI_Test(&arrived, &done, MPI_STATUS_IGNORE), !done;) sched_yield();
+          constexpr int kCalls = 16;
+          const double t0 = MPI_Wtime();
+          for (int k = 0; k < kCalls; ++k) collective::run_member(*ring, me, transport);
+          seconds = (MPI_Wtime() - t0) / kCalls;
+          std::fill(data.begin(), data.end(), 1.0f);  // the sums doubled them 19 times
+        }
+        double slowest = 0;
+        MPI_Reduce(&seconds, &slowest, 1, MPI_DOUBLE, MPI_MAX, 0, comm);
+        t[i].push_back(slowest);
+      }
+    if (pair_comm != MPI_COMM_NULL) MPI_Comm_free(&pair_comm);
+    nlohmann::ordered_json points = nlohmann::ordered_json::array();
+    for (std::size_t i = 0; rank == 0 && i < call_sizes.size(); ++i)
+      points.push_back({{"bytes", call_sizes[i]}, {"seconds", median(t[i])}});
+    calls = {{"class", cls}, {"ranks", {0, peer}}, {"algorithm", "ring"}, {"points", points}};
+  }
+
   // Reductions and memory copies are timed on both processes of a same-host pair at once, as every rank
   // of a collective step reduces, and every rank copies its fusion buffer, at once; the slower of the two
   // counts, as a step ends with its slowest rank. Measured here, two processes copying at once did so at
@@ -274,6 +321,7 @@ int run_calibrate(const CalibrateOptions& o, MPI_Comm comm) {
                                 {"pingpong", pairs},
                                 {"sendrecv", exchanges},
                                 {"sendrecv_one_core", one_core},
+                                {"allreduce_small", calls},
                                 {"reduction_of_data_received_from", sender},
                                 {"reduction", reduction},
                                 {"copy", copies},

@@ -230,6 +230,9 @@ int run_calibrate(const std::string& catalog_dir, const CalibrateOptions& o) {
     throw InputError({}, "calibrate: give measurements with --data FILE (ringsim-real calibrate) or --nccl-tests FILE");
   const CalibrationResult r = calibrate(catalog, s, {o.data_files, o.nccl_tests_files});
   for (const auto& f : r.fits) std::cout << "  " << fit_summary(f) << "\n";
+  if (r.collective_overhead >= 0)
+    std::cout << "  collective call: " << format_time(r.collective_overhead)
+              << " beyond its steps (2-process ring allreduce of small buffers)\n";
   for (const auto& n : r.notes) std::cout << "  note: " << n << "\n";
   if (o.plot_file) write_file_atomically(*o.plot_file, calibration_svg(r));
   if (o.out_file)
