@@ -70,6 +70,21 @@ double core_handoff_of(const GpuSpec& g, const YamlField& value) {
   return value.nonnegative_quantity(Quantity::Time);
 }
 
+// Size steps: a list of {from: BYTES, <key>: VALUE}, in ascending order of `from` (`what` names them).
+template <class Value>
+std::vector<std::pair<double, double>> size_steps(const YamlField& list, const std::string& key, Value value,
+                                                  const std::string& what) {
+  std::vector<std::pair<double, double>> steps;
+  for (auto& item : list.items()) {
+    item.require_map({"from", key});
+    const double from = item.get("from").positive_quantity(Quantity::Bytes);
+    if (!steps.empty() && from <= steps.back().first)
+      item.get("from").fail(what + " must be in ascending order of size");
+    steps.emplace_back(from, value(item.get(key)));
+  }
+  return steps;
+}
+
 const std::vector<std::string> kLinkKinds = {"pcie", "nvlink", "socket", "memory", "ethernet", "infiniband"};
 
 LinkKind parse_link_kind(const YamlField& f) {
@@ -534,16 +549,9 @@ void Catalog::apply_overlay(const std::string& file) {
                      "host_reduction_regimes_by", "paths"});
       if (auto v = f.find("collective_overhead")) l.collective_overhead = v->nonnegative_quantity(Quantity::Time);
       if (auto v = f.find("host_reduction_rate")) l.host_reduction_rate = v->positive_quantity(Quantity::Bandwidth);
-      if (auto v = f.find("host_reduction_regimes")) {
-        l.host_reduction_regimes.clear();
-        for (auto& item : v->items()) {
-          item.require_map({"from", "rate"});
-          const double from = item.get("from").positive_quantity(Quantity::Bytes);
-          if (!l.host_reduction_regimes.empty() && from <= l.host_reduction_regimes.back().first)
-            item.get("from").fail("regimes must be in ascending order of size");
-          l.host_reduction_regimes.emplace_back(from, item.get("rate").positive_quantity(Quantity::Bandwidth));
-        }
-      }
+      if (auto v = f.find("host_reduction_regimes"))
+        l.host_reduction_regimes = size_steps(
+            *v, "rate", [](const YamlField& r) { return r.positive_quantity(Quantity::Bandwidth); }, "regimes");
       if (auto v = f.find("host_reduction_regimes_by")) l.host_reduction_regimes_by = regime_key(*v);
       if (auto paths = f.find("paths")) {
         paths->require_map({"intra_node", "infiniband", "ethernet"});
@@ -565,16 +573,10 @@ void Catalog::apply_overlay(const std::string& file) {
             }
           }
           if (auto v = p.find("regimes_by")) prof.regimes_by = regime_key(*v);
-          if (auto v = p.find("protocol_overheads")) {
-            prof.protocol_overheads.clear();
-            for (auto& item : v->items()) {
-              item.require_map({"from", "overhead"});
-              const double from = item.get("from").positive_quantity(Quantity::Bytes);
-              if (!prof.protocol_overheads.empty() && from <= prof.protocol_overheads.back().first)
-                item.get("from").fail("protocol overheads must be in ascending order of size");
-              prof.protocol_overheads.emplace_back(from, item.get("overhead").nonnegative_quantity(Quantity::Time));
-            }
-          }
+          if (auto v = p.find("protocol_overheads"))
+            prof.protocol_overheads = size_steps(
+                *v, "overhead", [](const YamlField& o) { return o.nonnegative_quantity(Quantity::Time); },
+                "protocol overheads");
         }
       }
     }
