@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
+#include <thread>
 
 #include "test_support.h"
 
@@ -256,6 +257,14 @@ TEST_CASE("real + calibrate: ringsim-real's measurements fit into an overlay pre
     CHECK(j["sendrecv"][0]["points"].size() == j["pingpong"][0]["points"].size());
     for (const auto& p : j["sendrecv"][0]["points"]) CHECK(p["seconds"].get<double>() > 0);
     CHECK(j["sendrecv_one_core"]["points"].size() == 16);  // 8 B - 256 KiB
+    // And on two cores, each shared with a yielding thread, where this machine has two.
+    if (std::thread::hardware_concurrency() >= 2) {
+      const auto& cpus = j["sendrecv_shared_cores"]["cpus"];
+      CHECK(cpus[0] != cpus[1]);
+      CHECK(cpus[1].get<int>() >= 0);
+      REQUIRE(j["sendrecv_shared_cores"]["points"].size() == 16);
+      for (const auto& p : j["sendrecv_shared_cores"]["points"]) CHECK(p["seconds"].get<double>() > 0);
+    }
     // A ring allreduce's calls, 16 B - 1 KiB, on the same pair.
     CHECK(j["allreduce_small"]["class"] == j["sendrecv"][0]["class"]);
     REQUIRE(j["allreduce_small"]["points"].size() == 7);
@@ -360,6 +369,7 @@ TEST_CASE("real + validate --local: each run calibrates, then measures and predi
   CHECK(overlay.find("host_reduction_regimes_by: message") != std::string::npos);  // the reduction's own size
   CHECK(overlay.find("gpus:\n  cpu-process: {memory_bandwidth: ") != std::string::npos);  // copies, core handoff
   CHECK(overlay.find("core_handoff: ") != std::string::npos);
+  if (std::thread::hardware_concurrency() >= 2) CHECK(overlay.find("cross_core_handoff: ") != std::string::npos);
   CHECK(overlay.find("    collective_overhead: ") != std::string::npos);  // a call's own cost, measured
   // --local measures this machine: a scenario or --measured with it is refused.
   const auto bad = ringsim::test::run_command(std::string(RINGSIM_TEST_BINARY) + kCatalog + " validate --local " +

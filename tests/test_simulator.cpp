@@ -666,12 +666,13 @@ TEST_CASE("cpu processes: a ring on p processes sharing c cores copies and reduc
           "[simulator]") {
   // local-host: shm_process links of 10 GB/s and 0.2 us, two per route, mpi's 0.8 fraction and 0.5 us
   // overhead, 8 GB/s host reduction, 2 cores, and each message waits for the core to be handed over from
-  // the other ceil(p/c) - 1 processes on it (skus.yaml, links.yaml, libraries.yaml, gpus.yaml).
+  // the other ceil(p/c) - 1 processes on it, at both ends (skus.yaml, links.yaml, libraries.yaml, gpus.yaml).
   const Catalog& cat = test::catalog();
   REQUIRE(cat.gpu("cpu-process").cpu_process);
   REQUIRE(cat.sku("local-host").vcpus == 2);
-  const double handoff = cat.gpu("cpu-process").core_handoff;
-  REQUIRE(handoff > 0);
+  // Both handoffs: the processes are spread over the 2 cores.
+  const double handoff = cat.gpu("cpu-process").core_handoff + cat.gpu("cpu-process").cross_core_handoff;
+  REQUIRE(cat.gpu("cpu-process").cross_core_handoff > 0);
   const double bw = 10e9 * 0.8, reduce = 8e9;
   const std::uint64_t bytes = 64ull << 20;
   for (int p : {2, 3, 4}) {
@@ -938,7 +939,11 @@ TEST_CASE("calibrate: exchanges set a class's figures, launches are merged by th
       if (s >= 65536) cp.push_back({{"bytes", s}, {"seconds", slow * s / 20e9}});
     }
     nlohmann::json one = nlohmann::json::array();  // both processes on one core: 7 us more, copies in turn
-    for (double s = 8; s <= 256.0 * 1024; s *= 2) one.push_back({{"bytes", s}, {"seconds", slow * (8e-6 + s / 6e9)}});
+    nlohmann::json two = nlohmann::json::array();  // on two cores, each shared with a yielding thread: 4 us more
+    for (double s = 8; s <= 256.0 * 1024; s *= 2) {
+      one.push_back({{"bytes", s}, {"seconds", slow * (8e-6 + s / 6e9)}});
+      two.push_back({{"bytes", s}, {"seconds", slow * (5e-6 + s / 12e9)}});
+    }
     const nlohmann::json pair = {{"class", "same_socket"}, {"ranks", {0, 1}}};
     nlohmann::json with_points = pair;
     with_points["points"] = pp;
@@ -951,6 +956,7 @@ TEST_CASE("calibrate: exchanges set a class's figures, launches are merged by th
         {"pingpong", {with_points}},
         {"sendrecv", {exchanged}},
         {"sendrecv_one_core", {{"class", "same_socket"}, {"ranks", {0, 1}}, {"cpu", 0}, {"points", one}}},
+        {"sendrecv_shared_cores", {{"class", "same_socket"}, {"ranks", {0, 1}}, {"cpus", {0, 1}}, {"points", two}}},
         {"reduction", red},
         {"copy", cp},
         {"compute_stand_in", nlohmann::json::array()}};
@@ -977,9 +983,10 @@ TEST_CASE("calibrate: exchanges set a class's figures, launches are merged by th
   CHECK(r.overlay_yaml.find("shm_process: {bandwidth: 1.2e+10 B/s") != std::string::npos);
   CHECK(r.overlay_yaml.find("host_reduction_rate: 1.6e+10 B/s") != std::string::npos);
   // Copies read and write each byte: the processes' memory streams at twice the copy rate. Sharing a core
-  // costs each message the one-core exchanges' latency above the exchanges'.
-  CHECK(r.overlay_yaml.find("gpus:\n  cpu-process: {memory_bandwidth: 4e+10 B/s, core_handoff: 7e-06 s}") !=
-        std::string::npos);
+  // costs each message the one-core exchanges' latency above the exchanges', and sharing cores that the
+  // processes are spread over the shared-cores exchanges' latency above them as well.
+  CHECK(r.overlay_yaml.find("gpus:\n  cpu-process: {memory_bandwidth: 4e+10 B/s, core_handoff: 7e-06 s, "
+                            "cross_core_handoff: 4e-06 s}") != std::string::npos);
 
   const std::string overlay = files.front() + ".yaml";
   std::ofstream(overlay) << r.overlay_yaml;
@@ -987,14 +994,35 @@ TEST_CASE("calibrate: exchanges set a class's figures, launches are merged by th
   cat.apply_overlay(overlay);
   CHECK(cat.gpu("cpu-process").memory_bandwidth == Approx(40e9));
   CHECK(cat.gpu("cpu-process").core_handoff == Approx(7e-6));
+  CHECK(cat.gpu("cpu-process").cross_core_handoff == Approx(4e-6));
   // An exchange's message of 16 MiB costs what the exchanges measured; with 4 processes on the 2 cores,
-  // the core handoff more and half the core, in both fidelities.
+  // both handoffs more and half the core, in both fidelities. On a host of one core, whose processes all
+  // share it, only the core handoff: no message crosses cores.
+  const std::string one_cpu = files.front() + ".cores.yaml";
+  std::ofstream(one_cpu) << "skus:\n  local-host:\n    vcpus: 1\n";
+  Catalog single = cat;
+  single.apply_overlay(one_cpu);
   const OneTransfer one(16u << 20);
   for (Fidelity f : {Fidelity::Flow, Fidelity::Step}) {
     CAPTURE(to_string(f));
     CHECK(timed_with(cat, local_host(2), one, f) == Approx(1e-6 + (16u << 20) / 12e9).epsilon(0.001));
-    CHECK(timed_with(cat, local_host(4), one, f) == Approx(8e-6 + (16u << 20) / 6e9).epsilon(0.001));
+    CHECK(timed_with(cat, local_host(4), one, f) == Approx(12e-6 + (16u << 20) / 6e9).epsilon(0.001));
+    CHECK(timed_with(single, local_host(2), one, f) == Approx(8e-6 + (16u << 20) / 6e9).epsilon(0.001));
   }
+  std::remove(one_cpu.c_str());
+  // Data without the shared-cores exchanges (one CPU, or an older ringsim-real): the catalog's figure stays,
+  // and a note says so.
+  const std::string older = files.front() + ".older.json";
+  auto without = launch(1.0);
+  without.erase("sendrecv_shared_cores");
+  std::ofstream(older) << without.dump();
+  const CalibrationResult r_older = calibrate(test::catalog(), local_host(2), {{older}, {}});
+  CHECK(r_older.overlay_yaml.find("core_handoff: 7e-06 s}") != std::string::npos);
+  CHECK(r_older.overlay_yaml.find("cross_core_handoff") == std::string::npos);
+  CHECK(std::any_of(r_older.notes.begin(), r_older.notes.end(), [](const std::string& n) {
+    return n.find("two shared cores: none measured") == 0 && n.find("the catalog's cross_core_handoff stays") != n.npos;
+  }));
+  std::remove(older.c_str());
   // Ranks that are GPUs copy in GPU memory: the host's copies are not applied to them.
   const Scenario gpus = scenario(
       "cluster: {sku: NC24rs_v3, nodes: 1}\nmodel: {name: resnet50, batch_per_gpu: 64}\ntraining: {epochs: 1}\n"

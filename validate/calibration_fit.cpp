@@ -235,6 +235,8 @@ std::string fmt(double v) {
 constexpr const char* kPingPongSuffix = " ping-pong";
 // Exchanges of two processes on one core (the first pair within a host).
 constexpr const char* kOneCore = "one core";
+// The same pair's exchanges on two cores, each core shared with another thread that yields.
+constexpr const char* kSharedCores = "two shared cores";
 
 // The latency of exchanges from 1 KiB to 256 KiB (a line fitted over them; none: -1), where the
 // rendezvous protocol runs and bandwidth does not yet hide a few microseconds.
@@ -326,12 +328,13 @@ CalibrationResult calibrate(const Catalog& catalog, const Scenario& s, const Cal
         add_pairs("sendrecv", "");
         for (const auto& pair : j.at("sendrecv")) exchange_classes.insert(pair.at("class").get<std::string>());
       }
-      if (j.contains("sendrecv_one_core") && j.at("sendrecv_one_core").contains("points")) {
-        for (const auto& p : j.at("sendrecv_one_core").at("points"))
-          if (p.at("seconds").get<double>() > 0)
-            by_class[kOneCore].push_back({1, p.at("bytes").get<double>(), p.at("seconds").get<double>()});
-        add_source(kOneCore, f);
-      }
+      for (const auto& [key, cls] : {std::pair{"sendrecv_one_core", kOneCore}, {"sendrecv_shared_cores", kSharedCores}})
+        if (j.contains(key) && j.at(key).contains("points")) {
+          for (const auto& p : j.at(key).at("points"))
+            if (p.at("seconds").get<double>() > 0)
+              by_class[cls].push_back({1, p.at("bytes").get<double>(), p.at("seconds").get<double>()});
+          add_source(cls, f);
+        }
       if (j.contains("allreduce_small") && j.at("allreduce_small").contains("points")) {
         const auto& calls = j.at("allreduce_small");
         call_class = calls.at("class").get<std::string>();
@@ -611,26 +614,44 @@ CalibrationResult calibrate(const Catalog& catalog, const Scenario& s, const Cal
   }
   // What the ranks themselves do, for CPU processes: the memory rate of their copies (fusion copies,
   // optimizer update), where the largest copies' rate is the base, as for links (a fusion buffer's tensors
-  // were last touched an iteration ago); and the core handoff, what an exchange on one core took more than
-  // on two, at sizes where latency shows.
-  std::vector<std::string> rank_lines;
+  // were last touched an iteration ago); and the core handoffs, what an exchange on one core, and one on
+  // two cores each shared with another thread, took more than on two cores of their own, at sizes where
+  // latency shows.
+  std::vector<std::pair<std::string, std::string>> rank_lines;  // key: value, and where it comes from
   const std::string gpu = catalog.sku(s.cluster.sku).gpu;
   if (auto c = fit_of.find("copy"); c != fit_of.end() && c->second->beta > 0)
-    rank_lines.push_back("memory_bandwidth: " + fmt(2 / c->second->beta) + " B/s");
-  if (by_class.count(kOneCore)) {
-    const std::string cls = members.count("same_socket") ? "same_socket" : "cross_socket";
-    const double shared = small_exchange_latency(by_class[kOneCore]);
-    const double apart = by_class.count(cls) ? small_exchange_latency(by_class[cls]) : -1;
+    rank_lines.push_back({"memory_bandwidth: " + fmt(2 / c->second->beta) + " B/s",
+                          "memory_bandwidth: 2 x the largest copies' rate (a copy reads and writes each byte)"});
+  const std::string pair_cls = members.count("same_socket") ? "same_socket" : "cross_socket";
+  auto by_name = [&](const std::string& cls) {
+    auto it = by_class.find(cls);
+    return it == by_class.end() ? -1 : small_exchange_latency(it->second);
+  };
+  const double apart = by_name(pair_cls);
+  for (const auto& [cls, key, what] :
+       {std::tuple{kOneCore, "core_handoff", "the one-core exchanges' latency above the exchanges' (1 KiB-256 KiB)"},
+        {kSharedCores, "cross_core_handoff",
+         "the same for exchanges on two cores, each shared with a yielding thread"}}) {
+    if (!by_class.count(cls) && std::string(cls) == kSharedCores && by_class.count(kOneCore)) {
+      r.notes.push_back(std::string(kSharedCores) +
+                        ": none measured (one core only, pinning refused, or data from an older " +
+                        "ringsim-real); the catalog's cross_core_handoff stays");
+      continue;
+    }
+    if (!by_class.count(cls)) continue;
+    const double shared = by_name(cls);
     if (shared >= 0 && apart >= 0)
-      rank_lines.push_back("core_handoff: " + fmt(std::max(0.0, shared - apart)) + " s");
+      rank_lines.push_back(
+          {std::string(key) + ": " + fmt(std::max(0.0, shared - apart)) + " s", std::string(key) + ": " + what});
     else
-      r.notes.push_back(std::string(kOneCore) + ": too few exchanges from 1 KiB to 256 KiB to fit the core handoff");
+      r.notes.push_back(std::string(cls) + ": too few exchanges from 1 KiB to 256 KiB to fit the " + key);
   }
   if (!rank_lines.empty() && cpu_processes) {
     y << "gpus:\n  " << gpu << ": {";
-    for (std::size_t i = 0; i < rank_lines.size(); ++i) y << (i ? ", " : "") << rank_lines[i];
-    y << "}   # memory_bandwidth: 2 x the largest copies' rate (a copy reads and writes each byte); core_handoff: "
-         "the one-core exchanges' latency above the exchanges' (1 KiB-256 KiB)\n";
+    for (std::size_t i = 0; i < rank_lines.size(); ++i) y << (i ? ", " : "") << rank_lines[i].first;
+    y << "}   #";
+    for (std::size_t i = 0; i < rank_lines.size(); ++i) y << (i ? "; " : " ") << rank_lines[i].second;
+    y << "\n";
   } else if (!rank_lines.empty()) {
     r.notes.push_back("copy, one core: " + gpu +
                       " ranks copy in GPU memory and do not share cores, not as the host measured; not applied");

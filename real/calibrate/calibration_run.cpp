@@ -3,12 +3,14 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "collective/collective.h"
@@ -29,6 +31,15 @@ int current_socket() {
   int socket = -1;
   in >> socket;
   return in ? socket : -1;
+}
+
+// Runs this thread on `cpu` alone (Linux affinity); false where the system refuses.
+bool pin_to(int cpu) {
+  if (cpu < 0 || cpu >= CPU_SETSIZE) return false;
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(cpu, &one);
+  return sched_setaffinity(0, sizeof one, &one) == 0;
 }
 
 double median(std::vector<double> v) {
@@ -65,7 +76,8 @@ int run_calibrate(const CalibrateOptions& o, MPI_Comm comm) {
   }
 
   nlohmann::ordered_json pairs = nlohmann::ordered_json::array(), exchanges = nlohmann::ordered_json::array();
-  nlohmann::ordered_json one_core = nlohmann::ordered_json::object();  // the first class within one host
+  nlohmann::ordered_json one_core = nlohmann::ordered_json::object();      // the first class within one host
+  nlohmann::ordered_json shared_cores = nlohmann::ordered_json::object();  // the same pair
   // Ping-pong uses the first half; an exchange sends from the first half and receives into the second, as a
   // ring step sends one chunk of its buffer and receives another.
   const std::uint64_t half = std::max<std::uint64_t>(o.max_bytes, 1);
@@ -180,6 +192,45 @@ int run_calibrate(const CalibrateOptions& o, MPI_Comm comm) {
     for (std::size_t i = 0; rank == 0 && i < small; ++i)
       points_one_core.push_back({{"bytes", sizes[i]}, {"seconds", median(shared[i])}});
     one_core = {{"class", cls}, {"ranks", {0, peer}}, {"cpu", cpu}, {"points", points_one_core}};
+
+    // The same exchange with the processes on two cores, each core shared with a thread that does nothing
+    // but yield, up to 256 KiB. Processes outnumbering cores wait for their turn at both ends of a message
+    // that crosses cores: the sender too shares its core. Measured here with an MPI probe, this took
+    // 3.6-3.9 us more than the exchange on two cores of their own (1-64 KiB), a cost the one-core exchange
+    // cannot show. The yielding thread stands for the other process: it too yields while it waits.
+    int cpus[2] = {cpu, rank == peer ? sched_getcpu() : -1};
+    MPI_Bcast(&cpus[1], 1, MPI_INT, peer, comm);
+    if (cpus[1] == cpus[0]) cpus[1] = -1;
+    for (int c = 0; cpus[1] < 0 && c < std::min<int>(CPU_SETSIZE, std::thread::hardware_concurrency()); ++c)
+      if (c != cpus[0]) cpus[1] = c;
+    int ok = 1;
+    std::atomic<bool> stop{false};
+    std::thread other;
+    if (rank == 0 || rank == peer) {
+      const int mine = cpus[rank == 0 ? 0 : 1];
+      ok = pin && pin_to(mine);
+      if (ok)
+        other = std::thread([&stop, mine] {
+          pin_to(mine);
+          while (!stop.load(std::memory_order_relaxed)) sched_yield();
+        });
+    }
+    MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, comm);
+    std::vector<std::vector<double>> contended(sizes.size());
+    for (int rep = 0; ok && rep < o.repetitions; ++rep)
+      for (std::size_t i = 0; i < small; ++i) {
+        for (int w = 0; w < 3; ++w) exchange(sizes[i]);
+        contended[i].push_back(exchange(sizes[i]));
+      }
+    stop = true;
+    if (other.joinable()) other.join();
+    if (pin) sched_setaffinity(0, sizeof own, &own);
+    nlohmann::ordered_json points_shared = nlohmann::ordered_json::array();
+    for (std::size_t i = 0; ok && rank == 0 && i < small; ++i)
+      points_shared.push_back({{"bytes", sizes[i]}, {"seconds", median(contended[i])}});
+    // No second core (or no right to pin): no points, and `ringsim calibrate` says so.
+    shared_cores = {
+        {"class", cls}, {"ranks", {0, peer}}, {"cpus", {cpus[0], ok ? cpus[1] : -1}}, {"points", points_shared}};
   }
 
   // A collective call's own cost, beyond its steps: ringsim's ring allreduce (the collective code the
@@ -321,6 +372,7 @@ int run_calibrate(const CalibrateOptions& o, MPI_Comm comm) {
                                 {"pingpong", pairs},
                                 {"sendrecv", exchanges},
                                 {"sendrecv_one_core", one_core},
+                                {"sendrecv_shared_cores", shared_cores},
                                 {"allreduce_small", calls},
                                 {"reduction_of_data_received_from", sender},
                                 {"reduction", reduction},

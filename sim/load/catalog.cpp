@@ -64,7 +64,8 @@ const MeasuredRate* ComputeSpec::find(const std::string& gpu, const std::string&
 
 namespace {
 
-// A rank kind's core handoff (`core_handoff`, a time): only CPU processes share cores with other ranks.
+// A rank kind's core handoffs (`core_handoff`, `cross_core_handoff`: times): only CPU processes share cores
+// with other ranks.
 double core_handoff_of(const GpuSpec& g, const YamlField& value) {
   if (!g.cpu_process) value.fail("only ranks of kind cpu_process share cores with other ranks");
   return value.nonnegative_quantity(Quantity::Time);
@@ -165,14 +166,17 @@ Catalog Catalog::load(const std::string& dir) {
   {
     YamlField root = open_root(base / "gpus.yaml", {"gpus"});
     for (auto& [name, f] : root.get("gpus").entries()) {
-      f.require_map(
-          {"description", "kind", "fp32_peak", "memory_bandwidth", "memory", "gpus_per_board", "core_handoff"});
+      f.require_map({"description", "kind", "fp32_peak", "memory_bandwidth", "memory", "gpus_per_board", "core_handoff",
+                     "cross_core_handoff"});
       GpuSpec g;
       g.name = name;
       if (auto k = f.find("kind")) g.cpu_process = k->choice({"gpu", "cpu_process"}) == "cpu_process";
       // Required of CPU processes, refused for GPUs.
-      const auto h = g.cpu_process ? std::optional<YamlField>(f.get("core_handoff")) : f.find("core_handoff");
-      if (h) g.core_handoff = core_handoff_of(g, *h);
+      for (auto [key, value] :
+           {std::pair{"core_handoff", &g.core_handoff}, {"cross_core_handoff", &g.cross_core_handoff}}) {
+        const auto h = g.cpu_process ? std::optional<YamlField>(f.get(key)) : f.find(key);
+        if (h) *value = core_handoff_of(g, *h);
+      }
       g.description = f.get("description").str();
       g.fp32_peak_flops = f.get("fp32_peak").positive_quantity(Quantity::FlopRate);
       g.memory_bandwidth = f.get("memory_bandwidth").positive_quantity(Quantity::Bandwidth);
@@ -596,9 +600,10 @@ void Catalog::apply_overlay(const std::string& file) {
     for (auto& [name, f] : gpus->entries()) {
       auto it = gpus_.find(name);
       if (it == gpus_.end()) f.fail("unknown GPU '" + name + "'" + suggestion_suffix(name, gpu_order_));
-      f.require_map({"memory_bandwidth", "core_handoff"});
+      f.require_map({"memory_bandwidth", "core_handoff", "cross_core_handoff"});
       if (auto v = f.find("memory_bandwidth")) it->second.memory_bandwidth = v->positive_quantity(Quantity::Bandwidth);
       if (auto v = f.find("core_handoff")) it->second.core_handoff = core_handoff_of(it->second, *v);
+      if (auto v = f.find("cross_core_handoff")) it->second.cross_core_handoff = core_handoff_of(it->second, *v);
     }
   }
   if (auto skus = root.find("skus")) {  // what a machine reports about itself (validate --local: its cores)

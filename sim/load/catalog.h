@@ -28,8 +28,11 @@ struct GpuSpec {
   // A CPU-only host's rank: an MPI process on a core, its buffers in host memory, reductions on the CPU.
   // Its layout attaches it with a memory-kind link (the process's copies through shared memory).
   bool cpu_process = false;
-  // CPU processes: what a message costs more for each further process sharing its core (seconds).
+  // CPU processes: what a message costs more for each further process sharing its core (seconds), and
+  // what it costs more again, for each, when the processes are spread over several cores: its sender too
+  // waits for its turn on a shared core.
   double core_handoff = 0;
+  double cross_core_handoff = 0;
 };
 
 struct LinkClass {
@@ -279,7 +282,8 @@ class Catalog {
   const ComputeSpec& compute() const { return compute_; }
 
   // Applies a calibration overlay (written by `ringsim calibrate`): library profiles, link-class figures
-  // and the memory rate and core handoff of a rank kind (`gpus: {NAME: {memory_bandwidth, core_handoff}}`)
+  // and the memory rate and core handoffs of a rank kind
+  // (`gpus: {NAME: {memory_bandwidth, core_handoff, cross_core_handoff}}`)
   // it names replace the catalog's, and so do SKU cores (`skus: {NAME: {vcpus: N}}`, what
   // `validate --local` finds on the machine). Throws InputError (file:line:col) on bad data.
   void apply_overlay(const std::string& file);
