@@ -483,7 +483,9 @@ CalibrationResult calibrate(const Catalog& catalog, const Scenario& s, const Cal
                       " ranks call the library on GPU buffers, not as the host's processes measured; not applied");
   } else if (!small_calls.empty()) {
     const std::vector<FitPoint> calls = median_per_size(small_calls);
-    const auto& ex = by_class[call_class];
+    static const std::vector<FitPoint> kNone;
+    const auto found = by_class.find(call_class);
+    const auto& ex = found == by_class.end() ? kNone : found->second;
     const LinearFit* red = nullptr;
     for (const auto& f : r.fits)
       if (f.path_class == "reduction" && !red) red = &f;
