@@ -409,18 +409,12 @@ CalibrationResult calibrate(const Catalog& catalog, const Scenario& s, const Cal
           const double above = fits[i].alpha - fits.front().alpha;
           if (above > (protocol.empty() ? 0 : protocol.back().second)) protocol.emplace_back(fits[i].from_bytes, above);
         }
-      auto protocol_at = [&](double bytes) {
-        double o = 0;
-        for (const auto& [from, seconds] : protocol)
-          if (bytes >= from) o = seconds;
-        return o;
-      };
       auto& table = tables[cls];
       for (const auto& p : pts) {
         if (p.x_beta <= 0 || (!table.empty() && p.x_beta == table.back().from_bytes)) continue;
         LinearFit g;
         g.alpha = fits.front().alpha;
-        g.beta = std::max(0.0, p.seconds - g.alpha - protocol_at(p.x_beta)) / p.x_beta;
+        g.beta = std::max(0.0, p.seconds - g.alpha - step_value(protocol, p.x_beta)) / p.x_beta;
         g.from_bytes = table.empty() ? 0 : p.x_beta;
         table.push_back(g);
       }

@@ -42,6 +42,14 @@ bool pin_to(int cpu) {
   return sched_setaffinity(0, sizeof one, &one) == 0;
 }
 
+// A barrier that yields the core while it waits: on one core, MPI_Barrier's busy polling kept the core
+// from the other process for a whole scheduler time slice (every exchange then took 4 ms).
+void yielding_barrier(MPI_Comm comm) {
+  MPI_Request arrived;
+  MPI_Ibarrier(comm, &arrived);
+  for (int done = 0; MPI_Test(&arrived, &done, MPI_STATUS_IGNORE), !done;) sched_yield();
+}
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
@@ -88,6 +96,21 @@ int run_calibrate(const CalibrateOptions& o, MPI_Comm comm) {
     sizes.push_back(b);
     if (b == 0) break;
   }
+  // Times `timed` for sizes[0, n): repetitions sweep all sizes in turn, so a slow spell of a shared machine
+  // (seconds long) lands on one repetition of many sizes, which the median drops, rather than on every
+  // repetition of a few. Each is warmed up 3 times first: the buffer into the caches, as in a loop of
+  // collectives on one buffer. Rank 0 gets the points (bytes, median seconds).
+  auto sweep = [&](std::size_t n, auto&& timed) {
+    std::vector<std::vector<double>> t(n);
+    for (int rep = 0; rep < o.repetitions; ++rep)
+      for (std::size_t i = 0; i < n; ++i) {
+        for (int w = 0; w < 3; ++w) timed(sizes[i]);
+        t[i].push_back(timed(sizes[i]));
+      }
+    nlohmann::ordered_json points = nlohmann::ordered_json::array();
+    for (std::size_t i = 0; rank == 0 && i < n; ++i) points.push_back({{"bytes", sizes[i]}, {"seconds", median(t[i])}});
+    return points;
+  };
   for (const auto& [cls, peer] : partner) {
     auto round_trip = [&](std::uint64_t b) {
       MPI_Barrier(comm);
@@ -101,18 +124,7 @@ int run_calibrate(const CalibrateOptions& o, MPI_Comm comm) {
       }
       return MPI_Wtime() - t0;
     };
-    // Repetitions sweep all sizes in turn, so a slow spell of a shared machine (seconds long) lands on
-    // one repetition of many sizes, which the median drops, rather than on every repetition of a few.
-    std::vector<std::vector<double>> one_way(sizes.size());
-    for (int rep = 0; rep < o.repetitions; ++rep)
-      for (std::size_t i = 0; i < sizes.size(); ++i) {
-        // Warm-up: the buffer into the caches, as in a loop of collectives on one buffer.
-        for (int w = 0; w < 3; ++w) round_trip(sizes[i]);
-        one_way[i].push_back(round_trip(sizes[i]) / 2);
-      }
-    nlohmann::ordered_json points = nlohmann::ordered_json::array();
-    for (std::size_t i = 0; rank == 0 && i < sizes.size(); ++i)
-      points.push_back({{"bytes", sizes[i]}, {"seconds", median(one_way[i])}});
+    const auto points = sweep(sizes.size(), [&](std::uint64_t b) { return round_trip(b) / 2; });
     pairs.push_back({{"class", cls},
                      {"ranks", {0, peer}},
                      {"hosts", {host_of(0), host_of(peer)}},
@@ -140,11 +152,7 @@ int run_calibrate(const CalibrateOptions& o, MPI_Comm comm) {
         step.sends.push_back({me, other, collective::Space::Device, collective::Space::Device, from, b, false});
         step.recvs.push_back({other, me, collective::Space::Device, collective::Space::Device, into, b, false});
       }
-      // A barrier that yields the core while it waits: on one core, MPI_Barrier's busy polling kept the
-      // core from the other process for a whole scheduler time slice (every exchange then took 4 ms).
-      MPI_Request arrived;
-      MPI_Ibarrier(comm, &arrived);
-      for (int done = 0; MPI_Test(&arrived, &done, MPI_STATUS_IGNORE), !done;) sched_yield();
+      yielding_barrier(comm);
       // Back to back, as a collective's steps follow one another, so that the ranks' skew in leaving the
       // barrier (a few microseconds) is spread over several exchanges: up to 16, 8 MiB in all.
       const int count =
@@ -156,41 +164,20 @@ int run_calibrate(const CalibrateOptions& o, MPI_Comm comm) {
       }
       return (MPI_Wtime() - t0) / count;
     };
-    std::vector<std::vector<double>> both_ways(sizes.size());
-    for (int rep = 0; rep < o.repetitions; ++rep)
-      for (std::size_t i = 0; i < sizes.size(); ++i) {
-        for (int w = 0; w < 3; ++w) exchange(sizes[i]);
-        both_ways[i].push_back(exchange(sizes[i]));
-      }
-    nlohmann::ordered_json exchanged = nlohmann::ordered_json::array();
-    for (std::size_t i = 0; rank == 0 && i < sizes.size(); ++i)
-      exchanged.push_back({{"bytes", sizes[i]}, {"seconds", median(both_ways[i])}});
-    exchanges.push_back({{"class", cls}, {"ranks", {0, peer}}, {"points", exchanged}});
+    exchanges.push_back({{"class", cls}, {"ranks", {0, peer}}, {"points", sweep(sizes.size(), exchange)}});
 
     // The same exchange with both processes on rank 0's core, up to 256 KiB: each message waits for the
     // scheduler to hand the core to its receiver, what processes outnumbering the cores pay.
     if (cls == "network" || !one_core.empty()) continue;
     int cpu = rank == 0 ? sched_getcpu() : 0;
     MPI_Bcast(&cpu, 1, MPI_INT, 0, comm);
-    cpu_set_t own, pinned;
+    cpu_set_t own;
     const bool pin = (rank == 0 || rank == peer) && cpu >= 0 && sched_getaffinity(0, sizeof own, &own) == 0;
-    if (pin) {
-      CPU_ZERO(&pinned);
-      CPU_SET(cpu, &pinned);
-      sched_setaffinity(0, sizeof pinned, &pinned);
-    }
-    std::vector<std::vector<double>> shared(sizes.size());
+    if (pin) pin_to(cpu);
     std::size_t small = 0;
     while (small < sizes.size() && sizes[small] <= 256 * 1024) ++small;
-    for (int rep = 0; rep < o.repetitions; ++rep)
-      for (std::size_t i = 0; i < small; ++i) {
-        for (int w = 0; w < 3; ++w) exchange(sizes[i]);
-        shared[i].push_back(exchange(sizes[i]));
-      }
+    const auto points_one_core = sweep(small, exchange);
     if (pin) sched_setaffinity(0, sizeof own, &own);
-    nlohmann::ordered_json points_one_core = nlohmann::ordered_json::array();
-    for (std::size_t i = 0; rank == 0 && i < small; ++i)
-      points_one_core.push_back({{"bytes", sizes[i]}, {"seconds", median(shared[i])}});
     one_core = {{"class", cls}, {"ranks", {0, peer}}, {"cpu", cpu}, {"points", points_one_core}};
 
     // The same exchange with the processes on two cores, each core shared with a thread that does nothing
@@ -216,18 +203,10 @@ int run_calibrate(const CalibrateOptions& o, MPI_Comm comm) {
         });
     }
     MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, comm);
-    std::vector<std::vector<double>> contended(sizes.size());
-    for (int rep = 0; ok && rep < o.repetitions; ++rep)
-      for (std::size_t i = 0; i < small; ++i) {
-        for (int w = 0; w < 3; ++w) exchange(sizes[i]);
-        contended[i].push_back(exchange(sizes[i]));
-      }
+    const auto points_shared = ok ? sweep(small, exchange) : nlohmann::ordered_json::array();
     stop = true;
     if (other.joinable()) other.join();
     if (pin) sched_setaffinity(0, sizeof own, &own);
-    nlohmann::ordered_json points_shared = nlohmann::ordered_json::array();
-    for (std::size_t i = 0; ok && rank == 0 && i < small; ++i)
-      points_shared.push_back({{"bytes", sizes[i]}, {"seconds", median(contended[i])}});
     // No second core (or no right to pin): no points, and `ringsim calibrate` says so.
     shared_cores = {
         {"class", cls}, {"ranks", {0, peer}}, {"cpus", {cpus[0], ok ? cpus[1] : -1}}, {"points", points_shared}};
@@ -258,9 +237,7 @@ int run_calibrate(const CalibrateOptions& o, MPI_Comm comm) {
           MpiHostTransport transport(pair_comm, DataType::Float32, 300);
           transport.bind({data.data(), data.data(), call_sizes[i]});
           for (int w = 0; w < 3; ++w) collective::run_member(*ring, me, transport);
-          MPI_Request arrived;  // a barrier that yields the core while it waits, as the exchanges' above
-          MPI_Ibarrier(pair_comm, &arrived);
-          for (int done = 0; MPI_Test(&arrived, &done, MPI_STATUS_IGNORE), !done;) sched_yield();
+          yielding_barrier(pair_comm);
           constexpr int kCalls = 16;
           const double t0 = MPI_Wtime();
           for (int k = 0; k < kCalls; ++k) collective::run_member(*ring, me, transport);

@@ -206,6 +206,12 @@ inline double log_interpolated(double x, double x0, double y0, double x1, double
   const double t = std::log(x / x0) / std::log(x1 / x0);
   return std::exp(std::log(y0) + t * (std::log(y1) - std::log(y0)));
 }
+// The value of the last step (from, value) of an ascending list that `x` reaches; 0 below the first.
+inline double step_value(const std::vector<std::pair<double, double>>& steps, double x) {
+  double v = 0;
+  for (std::size_t i = 0; i < steps.size() && x >= steps[i].first; ++i) v = steps[i].second;
+  return v;
+}
 struct PathProfile {
   double bandwidth_fraction = 1;    // of the nominal link bandwidth
   double message_overhead = 0;      // seconds per message (one transfer of one collective step)
@@ -215,12 +221,7 @@ struct PathProfile {
   // whatever its regimes are keyed by: the library's protocol (eager, rendezvous handshakes). Calibration
   // writes these where the regimes are the caches' (footprint), whose per-byte costs must not carry them.
   std::vector<std::pair<double, double>> protocol_overheads;
-  double protocol_overhead(double message_bytes) const {
-    double s = 0;
-    for (std::size_t i = 0; i < protocol_overheads.size() && message_bytes >= protocol_overheads[i].first; ++i)
-      s = protocol_overheads[i].second;
-    return s;
-  }
+  double protocol_overhead(double message_bytes) const { return step_value(protocol_overheads, message_bytes); }
   // The regime of a message whose key (regime_size) is `bytes`; false where no regime applies.
   bool regime(double bytes, SizeRegime& out) const {
     std::size_t i = 0;
