@@ -33,6 +33,19 @@ std::uint64_t parse_size(const std::string& s) {
   return static_cast<std::uint64_t>(v * mult);
 }
 
+// --probe-cores and --core-to-core-nearest (real/placement/core_to_core.h), for a subcommand whose unit of
+// measurement is `unit` ("each size").
+void add_probe_options(CLI::App& sub, bool& probe, double& nearest_ns, const std::string& unit) {
+  auto* flag = sub.add_flag("--probe-cores", probe,
+                            "Time " + unit +
+                                " between two core-to-core probes, and again when they show the CPUs "
+                                "farther apart than they have been (a VM's vCPUs moved to cores sharing no cache)");
+  sub.add_option("--core-to-core-nearest", nearest_ns,
+                 "With --probe-cores: the nearest probe (ns) earlier launches saw, waited for from the first one")
+      ->check(CLI::PositiveNumber)
+      ->needs(flag);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -64,6 +77,7 @@ int main(int argc, char** argv) {
   bench->add_option("--json", bo.json_file, "Write the rows as JSON (rank 0)");
   bool no_baseline = false;
   bench->add_flag("--no-baseline", no_baseline, "Do not time the library's collective (its columns read 0)");
+  add_probe_options(*bench, bo.probe_cores, bo.core_to_core_nearest_ns, "each size");
   bench->add_option("--inject-fault", fault, "Testing aid: RANK:STEP:exit|hang makes that rank fail there");
 
   ringsim::real::TrainOptions to;
@@ -85,6 +99,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"spin", "sleep"}));
   train->add_option("--timeout", to.timeout_s, "Seconds a step may wait before the run is aborted")
       ->check(CLI::Range(0.1, 1e6));
+  add_probe_options(*train, to.probe_cores, to.core_to_core_nearest_ns, "each iteration");
   train->add_option("--json", to.json_file, "Write the measured result (schema ringsim.result/1)");
   train->add_option("--trace", to.trace_file, "Write a Horovod-style timeline of rank 0");
   train->add_option("--inject-fault", fault, "Testing aid: RANK:STEP:exit|hang makes that rank fail there");
@@ -96,6 +111,7 @@ int main(int argc, char** argv) {
   calibrate->add_option("-e,--maxbytes", cal_max, "Largest message (ping-pong, sendrecv), reduction and copy");
   calibrate->add_option("-n,--repetitions", co.repetitions, "Timed repetitions per size (median kept)")
       ->check(CLI::Range(1, 100000));
+  add_probe_options(*calibrate, co.probe_cores, co.core_to_core_nearest_ns, "each sample");
   calibrate->add_option("--json", co.json_file, "Output file (rank 0)")->required();
 
   int status = 0;

@@ -1,6 +1,7 @@
 // ringsim-real under mpirun on the host transport: correctness of the shared collectives on real
 // processes (2, 3, 4 ranks; sizes that do not divide; 1-element and empty buffers), `train` writing the
 // schema `predict` writes, and a dead or silent rank ending the run non-zero within the timeout.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -294,6 +295,76 @@ TEST_CASE("real + calibrate: ringsim-real's measurements fit into an overlay pre
   CHECK(std::system(predict.c_str()) == 0);
   std::remove(data.c_str());
   std::remove(overlay.c_str());
+}
+
+TEST_CASE("real: --probe-cores puts the core-to-core probes in every sample of calibrate, bench and train", "[real]") {
+  const std::string dir = "/tmp/ringsim_probe_" + std::to_string(getpid());
+  std::filesystem::create_directories(dir);
+  // The probe's block: the two CPUs, the nearest probe and the factor above it at which a sample is retaken.
+  auto check_block = [](const nlohmann::json& j) {
+    REQUIRE(j.contains("core_to_core"));
+    const auto& c = j["core_to_core"];
+    CHECK(c["cpus"][0] != c["cpus"][1]);
+    CHECK(c["nearest_ns"].get<double>() > 0);
+    CHECK(c["retake_above_nearest"] == 2.0);
+    CHECK(c["waited_s"].get<double>() >= 0);
+    return c["nearest_ns"].get<double>();
+  };
+  auto check_probes = [](const nlohmann::json& sample, double nearest) {
+    REQUIRE(sample["core_to_core_ns"].size() == 2);
+    for (const auto& ns : sample["core_to_core_ns"]) CHECK(ns.get<double>() >= nearest);
+    CHECK(sample["retakes"].get<int>() >= 0);
+    CHECK(sample["retakes"].get<int>() <= 3);
+  };
+  const Result cal = run("-n 2 " + kReal + " calibrate -e 64K -n 3 --probe-cores --json " + dir + "/cal.json");
+  CAPTURE(cal.output);
+  REQUIRE(cal.status == 0);
+  const auto j = nlohmann::json::parse(std::ifstream(dir + "/cal.json"));
+  if (std::thread::hardware_concurrency() < 2) {  // one CPU: the probe is off, and says so
+    CHECK(j["core_to_core"]["cpus"][1] == -1);
+    CHECK(j["core_to_core"]["nearest_ns"].is_null());
+    CHECK(!j["sendrecv"][0]["points"][0].contains("samples"));
+    std::filesystem::remove_all(dir);
+    return;
+  }
+  const double nearest = check_block(j);
+  for (const auto* points :
+       {&j["sendrecv"][0]["points"], &j["pingpong"][0]["points"], &j["reduction"], &j["copy"],
+        &j["sendrecv_one_core"]["points"], &j["sendrecv_shared_cores"]["points"], &j["allreduce_small"]["points"]}) {
+    REQUIRE(!points->empty());
+    for (const auto& p : *points) {
+      REQUIRE(p["samples"].size() == 3);  // -n 3
+      std::vector<double> t;
+      for (const auto& sample : p["samples"]) {
+        check_probes(sample, nearest);
+        t.push_back(sample["seconds"].get<double>());
+      }
+      std::sort(t.begin(), t.end());
+      CHECK(p["seconds"].get<double>() == t[1]);  // the median of the samples
+    }
+  }
+  // A later launch is told the nearest probe seen, and waits for it.
+  const std::string seen = " --probe-cores --core-to-core-nearest " + std::to_string(nearest);
+  const Result bench =
+      run("-n 3 " + kReal + " bench -b 64K -e 256K -n 2 -w 1 --no-baseline" + seen + " --json " + dir + "/bench.json");
+  CAPTURE(bench.output);
+  REQUIRE(bench.status == 0);
+  CHECK(bench.output.find("c2c(ns) retakes") != std::string::npos);
+  const auto b = nlohmann::json::parse(std::ifstream(dir + "/bench.json"));
+  CHECK(check_block(b) <= nearest);
+  REQUIRE(b["rows"].size() == 3);
+  for (const auto& row : b["rows"]) check_probes(row, b["core_to_core"]["nearest_ns"].get<double>());
+  const Result train =
+      run("-n 2 " + kReal + kCatalog + " train " + kScenarios + "/landolakes_cifar10_2x_nc24rs_v3.yaml" +
+          " --set cluster.nodes=1 --set cluster.gpus_per_node=2 --compute-scale 0.01 --iterations 2 --warmup 1" + seen);
+  CAPTURE(train.output);
+  REQUIRE(train.status == 0);
+  CHECK(train.output.find("core-to-core probe          CPUs ") != std::string::npos);
+  // --core-to-core-nearest alone would be ignored: it is refused.
+  const Result alone = run("-n 2 " + kReal + " bench -b 64K -e 64K --core-to-core-nearest 30");
+  CHECK(alone.status != 0);
+  CHECK(alone.output.find("--core-to-core-nearest requires --probe-cores") != std::string::npos);
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("real: mpirun -n 3 ringsim sweep gives the same file as a local sweep", "[real]") {

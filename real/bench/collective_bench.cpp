@@ -5,10 +5,12 @@
 #include <cstdio>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <vector>
 
 #include "collective/collective.h"
 #include "collective/transport.h"
+#include "placement/core_to_core.h"
 #include "report/output_file.h"
 #include "transport/backend.h"
 
@@ -82,13 +84,24 @@ std::int64_t run_bench(const BenchOptions& o, MPI_Comm comm) {
        b = b == 0 ? static_cast<double>(elem) : b * o.factor)
     sizes.push_back(static_cast<std::uint64_t>(b) / elem * elem);
 
+  // The placement probe: each size is timed between two core-to-core probes, and again when they show the
+  // CPUs farther apart than they have been (placement/core_to_core.h).
+  std::optional<CoreToCoreProbe> probe;
+  if (o.probe_cores) {
+    if (backend->emulated()) throw UsageError("--probe-cores: an emulated run has no CPUs to probe");
+    probe.emplace(comm, o.core_to_core_nearest_ns);
+  }
+
   const std::string baseline = backend->baseline_name(o.op);
   if (rank == 0) {
     std::printf("# ringsim-real bench: %s, %d ranks, transport %s, type %s, %d iterations after %d warm-up\n",
                 o.op.c_str(), p, std::string(backend->name()).c_str(), o.type.c_str(), o.iters, o.warmup);
     std::printf("#%50s%s%*s\n", (o.algorithm + " (ringsim collective)").c_str(), "        ", 30, baseline.c_str());
-    std::printf("# %12s %12s %6s %5s %10s %8s %8s %7s %10s %8s %8s\n", "size(B)", "count", "type", "redop", "time(us)",
-                "algbw", "busbw", "#wrong", "time(us)", "algbw", "busbw");
+    if (probe)
+      std::printf("# core-to-core probe between CPUs %d and %d (c2c: ns before/after the timing; retakes)\n",
+                  probe->cpu(0), probe->cpu(1));
+    std::printf("# %12s %12s %6s %5s %10s %8s %8s %7s %10s %8s %8s%s\n", "size(B)", "count", "type", "redop",
+                "time(us)", "algbw", "busbw", "#wrong", "time(us)", "algbw", "busbw", probe ? "  c2c(ns) retakes" : "");
   }
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
   std::int64_t wrong_total = 0;
@@ -161,16 +174,19 @@ std::int64_t run_bench(const BenchOptions& o, MPI_Comm comm) {
     MPI_Allreduce(MPI_IN_PLACE, &wrong, 1, MPI_INT64_T, MPI_SUM, comm);
     wrong_total += wrong;
 
-    const double ours = timed(run_ours);
+    const ProbedSample sample = probed(probe ? &*probe : nullptr, [&] { return timed(run_ours); });
+    const double ours = sample.seconds;
     const double base = o.baseline ? timed(run_baseline) : 0;
     backend->release(buf);
     const double factor = bus_factor(o.op, p);
     auto gbps = [&](double t) { return t > 0 ? static_cast<double>(bytes) / t / 1e9 : 0.0; };
     if (rank == 0) {
-      std::printf("  %12llu %12llu %6s %5s %10.2f %8.3f %8.3f %7s %10.2f %8.3f %8.3f\n",
+      std::printf("  %12llu %12llu %6s %5s %10.2f %8.3f %8.3f %7s %10.2f %8.3f %8.3f",
                   static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(count), o.type.c_str(),
                   o.op == "allgather" ? "none" : "sum", ours * 1e6, gbps(ours), gbps(ours) * factor,
                   check ? std::to_string(wrong).c_str() : "N/A", base * 1e6, gbps(base), gbps(base) * factor);
+      if (probe) std::printf("  %.0f/%.0f %d", sample.before_ns, sample.after_ns, sample.retakes);
+      std::printf("\n");
       std::fflush(stdout);
     }
     rows.push_back({{"bytes", bytes},
@@ -185,6 +201,7 @@ std::int64_t run_bench(const BenchOptions& o, MPI_Comm comm) {
                     {"baseline_time_us", base * 1e6},
                     {"baseline_algbw_gbps", gbps(base)},
                     {"baseline_busbw_gbps", gbps(base) * factor}});
+    if (probe) put_probes(rows.back(), sample);
   }
   if (rank == 0) {
     if (backend->emulated())
@@ -199,6 +216,7 @@ std::int64_t run_bench(const BenchOptions& o, MPI_Comm comm) {
                                   {"algorithm", o.algorithm},
                                   {"type", o.type},
                                   {"rows", rows}};
+      if (probe) j["core_to_core"] = probe->to_json();
       write_file_atomically(*o.json_file, j.dump(2) + "\n");
     }
   }

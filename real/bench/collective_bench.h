@@ -22,7 +22,9 @@ struct BenchOptions {
   std::string transport = "host";
   int iters = 20;
   int warmup = 5;
-  bool baseline = true;  // also time the library's own collective
+  bool baseline = true;                // also time the library's own collective
+  bool probe_cores = false;            // each size's timing between two core-to-core probes (placement/core_to_core.h)
+  double core_to_core_nearest_ns = 0;  // the nearest probe of earlier launches (0: none)
   double timeout_s = 300;
   std::optional<std::string> json_file;
   Fault fault;  // testing aid (--inject-fault)

@@ -9,12 +9,14 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "collective/collective.h"
 #include "collective/transport.h"
+#include "placement/core_to_core.h"
 #include "report/output_file.h"
 #include "transport/mpi_host_transport.h"
 #include "transport/transport_base.h"
@@ -53,6 +55,33 @@ void yielding_barrier(MPI_Comm comm) {
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
+}
+
+// Per size, its samples: a point of the JSON, the median time and, where the placement was probed, every
+// sample with its probes.
+struct SizeSamples {
+  std::uint64_t bytes = 0;
+  std::vector<ProbedSample> samples;
+  nlohmann::ordered_json point() const {
+    std::vector<double> seconds;
+    for (const auto& s : samples) seconds.push_back(s.seconds);
+    nlohmann::ordered_json p = {{"bytes", bytes}, {"seconds", median(seconds)}};
+    if (!samples.empty() && samples.front().before_ns >= 0) {
+      nlohmann::ordered_json all = nlohmann::ordered_json::array();
+      for (const auto& s : samples) {
+        all.push_back({{"seconds", s.seconds}});
+        put_probes(all.back(), s);
+      }
+      p["samples"] = all;
+    }
+    return p;
+  }
+};
+
+nlohmann::ordered_json points_of(const std::vector<SizeSamples>& sizes) {
+  nlohmann::ordered_json points = nlohmann::ordered_json::array();
+  for (const auto& s : sizes) points.push_back(s.point());
+  return points;
 }
 
 }  // namespace
@@ -96,20 +125,29 @@ int run_calibrate(const CalibrateOptions& o, MPI_Comm comm) {
     sizes.push_back(b);
     if (b == 0) break;
   }
-  // Times `timed` for sizes[0, n): repetitions sweep all sizes in turn, so a slow spell of a shared machine
-  // (seconds long) lands on one repetition of many sizes, which the median drops, rather than on every
-  // repetition of a few. Each is warmed up 3 times first: the buffer into the caches, as in a loop of
-  // collectives on one buffer. Rank 0 gets the points (bytes, median seconds).
-  auto sweep = [&](std::size_t n, auto&& timed) {
-    std::vector<std::vector<double>> t(n);
+  // The placement probe (--probe-cores): every sample is taken between two core-to-core probes, and again
+  // when they show the CPUs farther apart than they have been or moving (placement/core_to_core.h).
+  std::optional<CoreToCoreProbe> probe;
+  if (o.probe_cores) probe.emplace(comm, o.core_to_core_nearest_ns);
+  CoreToCoreProbe* const prober = probe ? &*probe : nullptr;
+  // Samples `sample` for of_sizes[0, n): repetitions sweep all sizes in turn, so a slow spell of a shared
+  // machine (seconds long) lands on one repetition of many sizes, which the median drops, rather than on
+  // every repetition of a few. Rank 0's samples are the ones kept.
+  auto repeated = [&](const std::vector<std::uint64_t>& of_sizes, std::size_t n, auto&& sample) {
+    std::vector<SizeSamples> t(n);
+    for (std::size_t i = 0; i < n; ++i) t[i].bytes = of_sizes[i];
     for (int rep = 0; rep < o.repetitions; ++rep)
-      for (std::size_t i = 0; i < n; ++i) {
-        for (int w = 0; w < 3; ++w) timed(sizes[i]);
-        t[i].push_back(timed(sizes[i]));
-      }
-    nlohmann::ordered_json points = nlohmann::ordered_json::array();
-    for (std::size_t i = 0; rank == 0 && i < n; ++i) points.push_back({{"bytes", sizes[i]}, {"seconds", median(t[i])}});
-    return points;
+      for (std::size_t i = 0; i < n; ++i)
+        t[i].samples.push_back(probed(prober, [&] { return static_cast<double>(sample(of_sizes[i])); }));
+    return rank == 0 ? points_of(t) : nlohmann::ordered_json::array();
+  };
+  // Times `timed` for sizes[0, n), each sample warmed up 3 times first: the buffer into the caches, as in a
+  // loop of collectives on one buffer. Rank 0 gets the points (bytes, median seconds).
+  auto sweep = [&](std::size_t n, auto&& timed) {
+    return repeated(sizes, n, [&](std::uint64_t b) {
+      for (int w = 0; w < 3; ++w) timed(b);
+      return timed(b);
+    });
   };
   for (const auto& [cls, peer] : partner) {
     auto round_trip = [&](std::uint64_t b) {
@@ -191,19 +229,39 @@ int run_calibrate(const CalibrateOptions& o, MPI_Comm comm) {
     for (int c = 0; cpus[1] < 0 && c < std::min<int>(CPU_SETSIZE, std::thread::hardware_concurrency()); ++c)
       if (c != cpus[0]) cpus[1] = c;
     int ok = 1;
-    std::atomic<bool> stop{false};
+    // Between samples the thread sleeps (quiet), so that the placement probe has the CPUs.
+    std::atomic<bool> stop{false}, quiet{true}, yielding{false};
     std::thread other;
     if (rank == 0 || rank == peer) {
       const int mine = cpus[rank == 0 ? 0 : 1];
       ok = pin && pin_to(mine);
       if (ok)
-        other = std::thread([&stop, mine] {
+        other = std::thread([&stop, &quiet, &yielding, mine] {
           pin_to(mine);
-          while (!stop.load(std::memory_order_relaxed)) sched_yield();
+          while (!stop.load(std::memory_order_relaxed)) {
+            const bool active = !quiet.load(std::memory_order_relaxed);
+            yielding.store(active, std::memory_order_relaxed);
+            if (active) {
+              sched_yield();
+              continue;
+            }
+            const timespec pause{0, 200'000};
+            nanosleep(&pause, nullptr);
+          }
         });
     }
     MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, comm);
-    const auto points_shared = ok ? sweep(small, exchange) : nlohmann::ordered_json::array();
+    const bool has_thread = other.joinable();
+    const auto points_shared = ok ? repeated(sizes, small,
+                                             [&](std::uint64_t b) {
+                                               quiet = false;
+                                               while (has_thread && !yielding) sched_yield();
+                                               for (int w = 0; w < 3; ++w) exchange(b);
+                                               const double seconds = exchange(b);
+                                               quiet = true;
+                                               return seconds;
+                                             })
+                                  : nlohmann::ordered_json::array();
     stop = true;
     if (other.joinable()) other.join();
     if (pin) sched_setaffinity(0, sizeof own, &own);
@@ -226,32 +284,27 @@ int run_calibrate(const CalibrateOptions& o, MPI_Comm comm) {
     MPI_Comm_split(comm, rank == 0 || rank == peer ? 0 : MPI_UNDEFINED, rank, &pair_comm);
     std::vector<std::uint64_t> call_sizes;
     for (std::uint64_t b = 16; b <= 1024; b *= 2) call_sizes.push_back(b);
-    std::vector<std::vector<double>> t(call_sizes.size());
     std::vector<float> data(call_sizes.back() / sizeof(float), 1.0f);
-    for (int rep = 0; rep < o.repetitions; ++rep)
-      for (std::size_t i = 0; i < call_sizes.size(); ++i) {
-        double seconds = 0;
-        if (pair_comm != MPI_COMM_NULL) {
-          const int me = rank == 0 ? 0 : 1;
-          auto ring = collective::make_ring_allreduce(2, call_sizes[i], sizeof(float), collective::Space::Device);
-          MpiHostTransport transport(pair_comm, DataType::Float32, 300);
-          transport.bind({data.data(), data.data(), call_sizes[i]});
-          for (int w = 0; w < 3; ++w) collective::run_member(*ring, me, transport);
-          yielding_barrier(pair_comm);
-          constexpr int kCalls = 16;
-          const double t0 = MPI_Wtime();
-          for (int k = 0; k < kCalls; ++k) collective::run_member(*ring, me, transport);
-          seconds = (MPI_Wtime() - t0) / kCalls;
-          std::fill(data.begin(), data.end(), 1.0f);  // the sums doubled them 19 times
-        }
-        double slowest = 0;
-        MPI_Reduce(&seconds, &slowest, 1, MPI_DOUBLE, MPI_MAX, 0, comm);
-        t[i].push_back(slowest);
+    const auto points = repeated(call_sizes, call_sizes.size(), [&](std::uint64_t bytes) {
+      double seconds = 0;
+      if (pair_comm != MPI_COMM_NULL) {
+        const int me = rank == 0 ? 0 : 1;
+        auto ring = collective::make_ring_allreduce(2, bytes, sizeof(float), collective::Space::Device);
+        MpiHostTransport transport(pair_comm, DataType::Float32, 300);
+        transport.bind({data.data(), data.data(), bytes});
+        for (int w = 0; w < 3; ++w) collective::run_member(*ring, me, transport);
+        yielding_barrier(pair_comm);
+        constexpr int kCalls = 16;
+        const double t0 = MPI_Wtime();
+        for (int k = 0; k < kCalls; ++k) collective::run_member(*ring, me, transport);
+        seconds = (MPI_Wtime() - t0) / kCalls;
+        std::fill(data.begin(), data.end(), 1.0f);  // the sums doubled them 19 times
       }
+      double slowest = 0;
+      MPI_Reduce(&seconds, &slowest, 1, MPI_DOUBLE, MPI_MAX, 0, comm);
+      return slowest;
+    });
     if (pair_comm != MPI_COMM_NULL) MPI_Comm_free(&pair_comm);
-    nlohmann::ordered_json points = nlohmann::ordered_json::array();
-    for (std::size_t i = 0; rank == 0 && i < call_sizes.size(); ++i)
-      points.push_back({{"bytes", call_sizes[i]}, {"seconds", median(t[i])}});
     calls = {{"class", cls}, {"ranks", {0, peer}}, {"algorithm", "ring"}, {"points", points}};
   }
 
@@ -280,7 +333,6 @@ int run_calibrate(const CalibrateOptions& o, MPI_Comm comm) {
       red_sizes.push_back(b);
     std::vector<float> dst(in_pair ? red_sizes.back() / 4 : 0, 1.0f);
     std::vector<char> src(in_pair ? red_sizes.back() : 0, 0);
-    std::vector<std::vector<double>> t(red_sizes.size());
     auto received_then_reduced = [&](std::uint64_t b) {
       const int n = static_cast<int>(b);
       double seconds = 0;
@@ -293,13 +345,11 @@ int run_calibrate(const CalibrateOptions& o, MPI_Comm comm) {
       }
       return slower(seconds);
     };
-    for (int rep = 0; rep < o.repetitions; ++rep)  // interleaved, as the ping-pong
-      for (std::size_t i = 0; i < red_sizes.size(); ++i) {
-        for (int w = 0; w < 3; ++w) received_then_reduced(red_sizes[i]);
-        t[i].push_back(received_then_reduced(red_sizes[i]));
-      }
-    for (std::size_t i = 0; rank == 0 && i < red_sizes.size(); ++i)
-      reduction.push_back({{"bytes", red_sizes[i]}, {"seconds", median(t[i])}});
+    // Interleaved over the sizes, as the ping-pong; each sample after 3 warm-ups.
+    reduction = repeated(red_sizes, red_sizes.size(), [&](std::uint64_t b) {
+      for (int w = 0; w < 3; ++w) received_then_reduced(b);
+      return received_then_reduced(b);
+    });
   }
 
   // Memory copies, as the fusion buffer's MEMCPY_IN/OUT make them: from tensors last touched an iteration
@@ -325,14 +375,10 @@ int run_calibrate(const CalibrateOptions& o, MPI_Comm comm) {
       }
       return slower(seconds);
     };
-    std::vector<std::vector<double>> t(copy_sizes.size());
-    for (int rep = 0; rep < o.repetitions; ++rep)
-      for (std::size_t i = 0; i < copy_sizes.size(); ++i) {
-        copy_once(copy_sizes[i]);  // warm-up
-        t[i].push_back(copy_once(copy_sizes[i]));
-      }
-    for (std::size_t i = 0; rank == 0 && i < copy_sizes.size(); ++i)
-      copies.push_back({{"bytes", copy_sizes[i]}, {"seconds", median(t[i])}});
+    copies = repeated(copy_sizes, copy_sizes.size(), [&](std::uint64_t b) {
+      copy_once(b);  // warm-up
+      return copy_once(b);
+    });
   }
   MPI_Barrier(comm);
   if (rank == 0) {
@@ -355,6 +401,7 @@ int run_calibrate(const CalibrateOptions& o, MPI_Comm comm) {
                                 {"reduction", reduction},
                                 {"copy", copies},
                                 {"compute_stand_in", compute}};
+    if (probe) j["core_to_core"] = probe->to_json();
     write_file_atomically(o.json_file, j.dump(2) + "\n");
     std::printf(
         "ringsim-real calibrate: %zu pair classes (ping-pong, sendrecv), %zu reduction and %zu copy points -> %s\n",

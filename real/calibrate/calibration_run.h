@@ -19,6 +19,8 @@ struct CalibrateOptions {
   std::uint64_t min_bytes = 8;
   std::uint64_t max_bytes = 64ull << 20;
   int repetitions = 10;
+  bool probe_cores = false;            // every sample between two core-to-core probes (placement/core_to_core.h)
+  double core_to_core_nearest_ns = 0;  // the nearest probe of earlier launches (0: none)
   std::string json_file;
 };
 

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <iostream>
+#include <optional>
 #include <string>
 
 #include "collective/collective.h"
@@ -17,6 +18,7 @@
 #include "load/catalog.h"
 #include "load/scenario.h"
 #include "load/units.h"
+#include "placement/core_to_core.h"
 #include "report/output_file.h"
 #include "report/prediction_report.h"
 #include "schedule/compute_model.h"
@@ -132,9 +134,10 @@ int run_train(const TrainOptions& o, MPI_Comm comm) {
   double iteration_start = 0;
   auto since_start = [&] { return runtime->now() - iteration_start; };
   const double scale = o.compute_scale;
+  std::atomic<bool> recording{false};  // the pass being timed is the last iteration's, whose spans are kept
   if (worker) {
-    runtime->start_compute([&](int it) {
-      const bool record = it == o.warmup + o.iterations - 1 && rank == 0;
+    runtime->start_compute([&](int) {
+      const bool record = recording.load() && rank == 0;
       auto span = [&](const std::string& name, double secs) {
         const double b = since_start();
         backend->compute_stand_in(secs);
@@ -154,22 +157,36 @@ int run_train(const TrainOptions& o, MPI_Comm comm) {
 
   std::vector<collective::FusionTensor> fusion_tensors;
   for (auto b : tensor_bytes) fusion_tensors.push_back({b, 4});
+  // The placement probe: each iteration between two core-to-core probes, and again when they show the CPUs
+  // farther apart than they have been (placement/core_to_core.h).
+  std::optional<CoreToCoreProbe> probe;
+  if (o.probe_cores) {
+    if (backend->emulated()) throw UsageError("--probe-cores: an emulated run has no CPUs to probe");
+    probe.emplace(comm, o.core_to_core_nearest_ns);
+  }
   std::vector<double> iteration_times, comm_times;
   std::vector<std::uint8_t> flags(n);
   std::int64_t wrong = 0;
   const int total_iterations = o.warmup + o.iterations;
-  for (int it = 0; it < total_iterations; ++it) {
+  int pass = 0;  // iterations run, retaken ones included: the compute thread's count
+  double comm_time = 0;
+  // One iteration; returns its time (the slowest rank's).
+  auto iteration = [&](int it) {
     runtime->barrier(comm, o.timeout_s, rank, "the barrier before iteration " + std::to_string(it));
     for (auto& r : st.ready) r.store(0);
     if (!backend->emulated()) grads.fill(1.0f + rank);
-    iteration_start = runtime->now();
-    runtime->open(it);
     const bool last = it == total_iterations - 1;
-    if (last) records.clear();
+    recording = last;
+    if (last) {
+      records.clear();
+      spans.clear();
+    }
+    iteration_start = runtime->now();
+    runtime->open(pass++);
 
     collective::FusionPlanner planner(fusion_tensors, static_cast<std::uint64_t>(comm_cfg.fusion_threshold_bytes), 1);
     std::vector<std::uint8_t> announced(n, 0);
-    double comm_time = 0;
+    comm_time = 0;
     int negotiation = 0;
     while (!planner.all_planned()) {
       const double tick_s = since_start();
@@ -233,14 +250,22 @@ int run_train(const TrainOptions& o, MPI_Comm comm) {
     // Check: every gradient is now the sum over workers of (1 + rank).
     if (worker && last && !backend->emulated()) {
       const float want = workers * (workers + 1) / 2.0f;
+      wrong = 0;
       for (std::size_t t = 0; t < n; ++t)
         for (std::size_t i = 0; i < grads.count(t); ++i) wrong += grads.data(t)[i] != want;
     }
     double t = since_start();
     MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, comm);
+    return t;
+  };
+  int retakes = 0, far = 0;
+  for (int it = 0; it < total_iterations; ++it) {
+    const ProbedSample sample = probed(probe ? &*probe : nullptr, [&] { return iteration(it); });
     if (it >= o.warmup) {
-      iteration_times.push_back(t);
+      iteration_times.push_back(sample.seconds);
       comm_times.push_back(comm_time);
+      retakes += sample.retakes;
+      if (probe && (!probe->near(sample.before_ns) || !probe->near(sample.after_ns))) ++far;
     }
   }
   runtime->stop_compute();
@@ -294,6 +319,12 @@ int run_train(const TrainOptions& o, MPI_Comm comm) {
               << "  images/s (total)            " << format_number(p.images_per_sec) << "\n"
               << "  communication time          " << format_time(p.communication_time_s) << " in " << records.size()
               << " fusion buffers\n"
+              << (probe ? "  core-to-core probe          CPUs " + std::to_string(probe->cpu(0)) + " and " +
+                              std::to_string(probe->cpu(1)) + ", nearest " + format_number(probe->nearest()) + " ns; " +
+                              std::to_string(retakes) + " iterations retaken, " + std::to_string(far) +
+                              " kept with the CPUs farther apart, " + format_number(probe->waited_s()) +
+                              " s waited for them to be near\n"
+                        : std::string())
               << "  wrong gradient elements     "
               << (backend->emulated() ? std::string("not checked (emulated: buffers are shared between ranks)")
                                       : std::to_string(wrong))

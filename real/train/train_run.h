@@ -26,6 +26,8 @@ struct TrainOptions {
   double compute_scale = 1.0;
   std::string compute_stand_in = "spin";  // host transport: "spin" (a CPU computing) or "sleep" (a GPU)
   double timeout_s = 300;
+  bool probe_cores = false;            // each iteration between two core-to-core probes (placement/core_to_core.h)
+  double core_to_core_nearest_ns = 0;  // the nearest probe of earlier launches (0: none)
   std::optional<std::string> json_file, trace_file;
   Fault fault;
 };
