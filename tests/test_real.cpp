@@ -429,8 +429,37 @@ TEST_CASE("real + validate --local: each run calibrates, then measures and predi
   // The training runs ran the scenario as each run's calibration has it.
   const auto trained = nlohmann::json::parse(std::ifstream(work + "/train_2_ranks_run1.json"));
   CHECK(trained["update_time_s"].get<double>() > 0);
-  CHECK(per_file["bench_2_ranks"] == 3);
-  CHECK(per_file["bench_3_ranks"] == 3);
+  // Calibration and bench probed where the processes' CPUs were. A size is compared where some run has its
+  // row with both probes within twice the nearest probe of all launches (a VM's vCPUs move to cores that
+  // share no cache: validate/placement.h), from a run whose calibration's were too: usually all three.
+  double nearest = 1e300;
+  for (int run : {1, 2})
+    for (const std::string f : {"calibration", "bench_2_ranks", "bench_3_ranks"}) {
+      const auto d = nlohmann::json::parse(std::ifstream(work + "/" + f + "_run" + std::to_string(run) + ".json"));
+      REQUIRE(d.contains("core_to_core"));
+      if (!d["core_to_core"]["nearest_ns"].is_null())
+        nearest = std::min(nearest, d["core_to_core"]["nearest_ns"].get<double>());
+    }
+  std::set<int> runs_left_out;
+  for (const auto& n : j["notes"]) {
+    const std::string note = n;
+    if (note.rfind("run ", 0) == 0 && note.find(" left out: its calibration") != note.npos)
+      runs_left_out.insert(std::stoi(note.substr(4)));
+  }
+  for (int p : {2, 3}) {
+    std::set<std::uint64_t> kept;
+    for (int run : {1, 2}) {
+      if (runs_left_out.count(run)) continue;
+      const auto d = nlohmann::json::parse(
+          std::ifstream(work + "/bench_" + std::to_string(p) + "_ranks_run" + std::to_string(run) + ".json"));
+      for (const auto& row : d["rows"])
+        if (row["core_to_core_ns"][0].get<double>() <= 2 * nearest &&
+            row["core_to_core_ns"][1].get<double>() <= 2 * nearest)
+          kept.insert(row["bytes"].get<std::uint64_t>());
+    }
+    CHECK(per_file["bench_" + std::to_string(p) + "_ranks"] == static_cast<int>(kept.size()));
+  }
+  CHECK(r.output.find("placement: the launches waited ") != std::string::npos);
   CHECK(per_file.size() == 3);  // and one train file
   std::ifstream ov(work + "/overlay.yaml");
   const std::string overlay((std::istreambuf_iterator<char>(ov)), std::istreambuf_iterator<char>());

@@ -22,6 +22,7 @@
 #include "load/scenario.h"
 #include "test_support.h"
 #include "validate/calibration_fit.h"
+#include "validate/validation.h"
 
 using namespace ringsim;
 using collective::Space;
@@ -920,6 +921,87 @@ TEST_CASE("calibrate: size regimes are found in ping-pong data and predict follo
   }
   std::remove(file.c_str());
   std::remove(overlay.c_str());
+}
+
+TEST_CASE("placement: samples taken with the CPUs farther apart than twice the nearest probe are left out",
+          "[calibrate]") {
+  // ringsim-real --probe-cores: each sample carries the core-to-core probes taken before and after it. Per
+  // size, two samples with the CPUs 30-32 ns apart (cores of one cache) at 1 us + S / 12 GB/s, and three
+  // with them 170-180 ns apart (cores sharing none) five times slower: the median of all five, the point's
+  // "seconds", is a far one. The largest size was measured only far.
+  auto point = [](double bytes, double near_seconds, bool any_near) {
+    nlohmann::json samples = nlohmann::json::array();
+    for (int i = 0; i < 2 && any_near; ++i)
+      samples.push_back({{"seconds", near_seconds}, {"core_to_core_ns", {30.0 + i, 32.0}}, {"retakes", 0}});
+    for (int i = 0; i < 3; ++i)
+      samples.push_back({{"seconds", 5 * near_seconds}, {"core_to_core_ns", {170.0, 175.0 + i}}, {"retakes", 3}});
+    return nlohmann::json{{"bytes", bytes}, {"seconds", 5 * near_seconds}, {"samples", samples}};
+  };
+  nlohmann::json ex = nlohmann::json::array(), red = nlohmann::json::array();
+  for (double s = 8; s <= 64.0 * (1 << 20); s *= 2) ex.push_back(point(s, 1e-6 + s / 12e9, s < 64.0 * (1 << 20)));
+  for (double s = 4096; s <= 64.0 * (1 << 20); s *= 2) red.push_back(point(s, s / 16e9, true));
+  const nlohmann::json pair = {{"class", "same_socket"}, {"ranks", {0, 1}}, {"points", ex}};
+  const nlohmann::json data = {
+      {"schema", "ringsim.calibration-data/1"},
+      {"transport", "host"},
+      {"ranks", 2},
+      {"pingpong", {pair}},
+      {"sendrecv", {pair}},
+      {"reduction", red},
+      {"copy", nlohmann::json::array()},
+      {"compute_stand_in", nlohmann::json::array()},
+      {"core_to_core", {{"cpus", {0, 1}}, {"nearest_ns", 30.0}, {"retake_above_nearest", 2.0}, {"waited_s", 0}}}};
+  const std::string file = "/tmp/ringsim_placed_" + std::to_string(getpid()) + ".json";
+  std::ofstream(file) << data.dump();
+  const CalibrationResult r = calibrate(test::catalog(), local_host(2), {{file}, {}});
+  INFO(r.overlay_yaml);
+  for (const auto& f : r.fits)
+    if (f.path_class == "same_socket") CHECK(1 / f.beta == Approx(12e9).epsilon(1e-6));
+  CHECK(r.overlay_yaml.find("host_reduction_rate: 1.6e+10 B/s") != std::string::npos);
+  auto note = [&](const std::string& start) {
+    return std::any_of(r.notes.begin(), r.notes.end(), [&](const std::string& n) { return n.rfind(start, 0) == 0; });
+  };
+  // Each size's three far samples of the exchanges (twice: ping-pong too) and the reduction; the largest
+  // exchange had no other, and is left out.
+  const int points = 2 * static_cast<int>(ex.size()) + static_cast<int>(red.size());
+  CHECK(note("placement: " + std::to_string(3 * points) + " of " + std::to_string(5 * points - 2 * 2) +
+             " samples taken with CPUs 0 and 1 more than 60 ns apart (2 times the nearest probe, 30 ns) left out"));
+  CHECK(note("placement: 2 points had no sample that counts, and are left out"));
+  // A nearest probe seen by another launch counts: at 14 ns, none of these samples does.
+  const CalibrationResult nearer = calibrate(test::catalog(), local_host(2), {{file}, {}, 14});
+  CHECK(std::none_of(nearer.fits.begin(), nearer.fits.end(),
+                     [](const LinearFit& f) { return f.path_class == "same_socket"; }));
+  std::remove(file.c_str());
+
+  // A bench file's rows: the one measured with the CPUs far apart is not compared, and a note says so.
+  nlohmann::json rows = nlohmann::json::array();
+  for (double ns : {31.0, 178.0, 33.0})
+    rows.push_back({{"bytes", 1 << 20},
+                    {"count", 1 << 18},
+                    {"type", "float"},
+                    {"op", "allreduce"},
+                    {"busbw_gbps", 5.0},
+                    {"core_to_core_ns", {ns, 31.0}},
+                    {"retakes", 0}});
+  const nlohmann::json bench = {
+      {"schema", "ringsim.bench/1"},
+      {"ranks", 2},
+      {"transport", "host"},
+      {"op", "allreduce"},
+      {"algorithm", "ring"},
+      {"type", "float"},
+      {"rows", rows},
+      {"core_to_core", {{"cpus", {0, 1}}, {"nearest_ns", 31.0}, {"retake_above_nearest", 2.0}, {"waited_s", 0}}}};
+  const std::string bench_file = "/tmp/ringsim_placed_bench_" + std::to_string(getpid()) + ".json";
+  std::ofstream(bench_file) << bench.dump();
+  const ValidationReport v = validate_measured(test::catalog(), local_host(2), {bench_file});
+  CHECK(v.cases.size() == 2);
+  REQUIRE(v.notes.size() == 1);
+  CHECK(v.notes[0] ==
+        "placement: 1 of 3 bench rows taken with CPUs 0 and 1 more than 62 ns apart (2 times the nearest probe, 31 ns) "
+        "left out");
+  CHECK(validation_table(v).find("  note: placement: 1 of 3 bench rows") != std::string::npos);
+  std::remove(bench_file.c_str());
 }
 
 TEST_CASE("calibrate: exchanges set a class's figures, launches are merged by the median, copies set the memory rate",

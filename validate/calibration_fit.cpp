@@ -18,6 +18,7 @@
 #include "load/units.h"
 #include "report/svg_chart.h"
 #include "validate/json_file.h"
+#include "validate/placement.h"
 
 namespace ringsim {
 
@@ -305,8 +306,27 @@ CalibrationResult calibrate(const Catalog& catalog, const Scenario& s, const Cal
   auto add_source = [&](const std::string& cls, const std::string& file) {
     if (sources[cls].find(file) == std::string::npos) sources[cls] += (sources[cls].empty() ? "" : ", ") + file;
   };
+  // Placement probes: samples count where the CPUs were as near as the files (and the caller) saw them.
+  std::vector<nlohmann::json> data;
+  PlacementFilter placement;
   for (const auto& f : in.data_files) {
-    const auto j = read_json_file(f);
+    data.push_back(read_json_file(f));
+    try {
+      placement.add_file(data.back());
+    } catch (const nlohmann::json::exception& e) {
+      throw InputError({f, 0, 0, ""}, std::string("malformed calibration data: ") + e.what());
+    }
+  }
+  placement.add_nearest(in.nearest_core_to_core_ns);
+  int points_left_out = 0;  // no sample in the nearest placement
+  auto seconds_of = [&](const nlohmann::json& p) {
+    const double t = placement.point_seconds(p);
+    if (t < 0) ++points_left_out;
+    return t;
+  };
+  for (std::size_t file = 0; file < in.data_files.size(); ++file) {
+    const std::string& f = in.data_files[file];
+    const auto& j = data[file];
     try {
       if (!j.is_object() || !j.contains("schema") || j["schema"] != "ringsim.calibration-data/1")
         throw InputError({f, 0, 0, ""},
@@ -318,8 +338,7 @@ CalibrationResult calibrate(const Catalog& catalog, const Scenario& s, const Cal
         for (const auto& pair : j.at(key)) {
           const std::string cls = pair.at("class").get<std::string>() + suffix;
           for (const auto& p : pair.at("points"))
-            if (p.at("seconds").get<double>() > 0)
-              by_class[cls].push_back({1, p.at("bytes").get<double>(), p.at("seconds").get<double>()});
+            if (const double t = seconds_of(p); t > 0) by_class[cls].push_back({1, p.at("bytes").get<double>(), t});
           add_source(cls, f);
         }
       };
@@ -331,21 +350,19 @@ CalibrationResult calibrate(const Catalog& catalog, const Scenario& s, const Cal
       for (const auto& [key, cls] : {std::pair{"sendrecv_one_core", kOneCore}, {"sendrecv_shared_cores", kSharedCores}})
         if (j.contains(key) && j.at(key).contains("points")) {
           for (const auto& p : j.at(key).at("points"))
-            if (p.at("seconds").get<double>() > 0)
-              by_class[cls].push_back({1, p.at("bytes").get<double>(), p.at("seconds").get<double>()});
+            if (const double t = seconds_of(p); t > 0) by_class[cls].push_back({1, p.at("bytes").get<double>(), t});
           add_source(cls, f);
         }
       if (j.contains("allreduce_small") && j.at("allreduce_small").contains("points")) {
         const auto& calls = j.at("allreduce_small");
         call_class = calls.at("class").get<std::string>();
         for (const auto& p : calls.at("points"))
-          if (p.at("seconds").get<double>() > 0)
-            small_calls.push_back({1, p.at("bytes").get<double>(), p.at("seconds").get<double>()});
+          if (const double t = seconds_of(p); t > 0) small_calls.push_back({1, p.at("bytes").get<double>(), t});
       }
       for (const char* kind : {"reduction", "copy"}) {
         if (!j.contains(kind) && std::string(kind) == "copy") continue;  // files written before copies were timed
         for (const auto& p : j.at(kind))
-          by_class[kind].push_back({0, p.at("bytes").get<double>(), p.at("seconds").get<double>()});
+          if (const double t = seconds_of(p); t >= 0) by_class[kind].push_back({0, p.at("bytes").get<double>(), t});
         add_source(kind, f);
       }
     } catch (const nlohmann::json::exception& e) {
@@ -375,6 +392,12 @@ CalibrationResult calibrate(const Catalog& catalog, const Scenario& s, const Cal
   for (auto& [cls, pts] : by_class) pts = median_per_size(std::move(pts));
 
   CalibrationResult r;
+  if (placement.active()) {
+    r.notes.push_back("placement: " + placement.summary("samples"));
+    if (points_left_out > 0)
+      r.notes.push_back("placement: " + std::to_string(points_left_out) +
+                        " points had no sample that counts, and are left out");
+  }
   // CPU processes' copies are memory traffic, whose regimes are the caches' (keyed by footprint, below).
   const bool cpu_processes = catalog.gpu(catalog.sku(s.cluster.sku).gpu).cpu_process;
   auto footprint_keyed = [&](const std::string& cls) { return cpu_processes && cls != "network"; };

@@ -48,6 +48,9 @@ std::vector<LinearFit> fit_regimes(std::vector<FitPoint> points, int max_regimes
 struct CalibrationInputs {
   std::vector<std::string> data_files;        // ringsim.calibration-data/1 JSON
   std::vector<std::string> nccl_tests_files;  // nccl-tests stdout
+  // Where the files' samples carry placement probes (validate/placement.h): a nearest probe seen by other
+  // launches, in ns (0: the files' own).
+  double nearest_core_to_core_ns = 0;
 };
 
 struct CalibrationResult {

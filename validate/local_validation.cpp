@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -17,6 +18,7 @@
 #include "report/output_file.h"
 #include "validate/calibration_fit.h"
 #include "validate/json_file.h"
+#include "validate/placement.h"
 
 namespace ringsim {
 
@@ -137,8 +139,8 @@ ValidationReport validate_local(const Catalog& catalog, const LocalValidationOpt
   const std::string train_name = "train_" + std::to_string(train_ranks) + "_ranks";
   Scenario two = base;
   two.cluster.gpus_per_node = 2;
-  auto write_overlay = [&](const std::vector<std::string>& data, const std::string& file) {
-    const CalibrationResult fit = calibrate(catalog, two, {data, {}});
+  auto write_overlay = [&](const std::vector<std::string>& data, const std::string& file, double nearest_ns) {
+    const CalibrationResult fit = calibrate(catalog, two, {data, {}, nearest_ns});
     write_file_atomically(file, fit.overlay_yaml + "skus:\n  " + sku.name + ":\n    vcpus: " + std::to_string(cores) +
                                     "   # sysconf(_SC_NPROCESSORS_ONLN) on this machine\n");
     return fit;
@@ -148,48 +150,112 @@ ValidationReport validate_local(const Catalog& catalog, const LocalValidationOpt
   // two cores and on one, and ping-pong; the reduction; memory copies); 2. measure what it did not fit on:
   // ring allreduce on 2..N processes, then training iterations of the scenario calibrated by this run (its
   // stand-ins last what the prediction's do); 3. predict each measurement from this run's calibration.
+  // Calibration and bench probe where the processes' CPUs are (--probe-cores): this VM's vCPUs move for
+  // seconds at a time to cores that share no cache, where exchanges ran 5 times slower, so samples count
+  // only where the CPUs were as near as the validation has seen them (validate/placement.h).
+  struct Run {
+    std::string overlay;
+    std::vector<std::string> measured;
+    std::vector<std::string> sets;
+    double nearest_ns = 0;  // the nearest probe its calibration was fitted with
+  };
   std::vector<std::string> calibrations;
-  std::vector<ValidationReport> runs;
+  std::vector<Run> runs;
+  PlacementFilter seen;  // every launch's probes so far
+  // Each launch waits from its first sample for the CPUs to be as near as earlier launches saw them.
+  auto probe_args = [&] {
+    if (!seen.active()) return std::string(" --probe-cores");
+    char nearest[64];
+    std::snprintf(nearest, sizeof nearest, "%.1f", seen.nearest_ns());
+    return std::string(" --probe-cores --core-to-core-nearest ") + nearest;
+  };
+  double waited_s = 0;
+  // A launch's probes: its nearest, and how long it waited for the CPUs to be near.
+  auto probes_of = [&](const std::string& file) {
+    const auto j = read_json_file(file);
+    try {
+      seen.add_file(j);
+      if (j.contains("core_to_core")) waited_s += j.at("core_to_core").at("waited_s").get<double>();
+    } catch (const nlohmann::json::exception& e) {
+      throw InputError({file, 0, 0, ""}, std::string("malformed core_to_core block: ") + e.what());
+    }
+  };
   for (int run = 1; run <= repeats; ++run) {
+    Run r;
     const std::string data = run_file("calibration", run);
     calibrations.push_back(data);
-    launch(mpirun, 2, real + " calibrate -e " + size + " --json " + shell_quoted(data),
+    launch(mpirun, 2, real + " calibrate" + probe_args() + " -e " + size + " --json " + shell_quoted(data),
            (work / "calibrate.log").string(), log);
-    const std::string overlay =
-        std::filesystem::absolute(work /
-                                  ("overlay" + (repeats > 1 ? "_run" + std::to_string(run) : std::string()) + ".yaml"))
-            .string();
-    write_overlay({data}, overlay);
-    std::vector<std::string> measured;
+    probes_of(data);
+    r.nearest_ns = seen.nearest_ns();
+    r.overlay = std::filesystem::absolute(
+                    work / ("overlay" + (repeats > 1 ? "_run" + std::to_string(run) : std::string()) + ".yaml"))
+                    .string();
+    write_overlay({data}, r.overlay, r.nearest_ns);
     for (int p = 2; p <= o.ranks; ++p) {
-      measured.push_back(run_file("bench_" + std::to_string(p) + "_ranks", run));
-      launch(
-          mpirun, p,
-          real + " bench -b 64K -e " + size + " -f 2 -n 10 -w 3 --no-baseline --json " + shell_quoted(measured.back()),
-          (work / "bench.log").string(), log);
+      r.measured.push_back(run_file("bench_" + std::to_string(p) + "_ranks", run));
+      launch(mpirun, p,
+             real + " bench" + probe_args() + " -b 64K -e " + size + " -f 2 -n 10 -w 3 --no-baseline --json " +
+                 shell_quoted(r.measured.back()),
+             (work / "bench.log").string(), log);
+      probes_of(r.measured.back());
     }
-    const std::vector<std::string> sets = {"cluster.gpus_per_node=" + std::to_string(train_ranks),
-                                           "calibration=" + overlay};
+    r.sets = {"cluster.gpus_per_node=" + std::to_string(train_ranks), "calibration=" + r.overlay};
     std::string set_args;
-    for (const auto& v : sets) set_args += " --set " + shell_quoted(v);
-    measured.push_back(run_file(train_name, run));
+    for (const auto& v : r.sets) set_args += " --set " + shell_quoted(v);
+    r.measured.push_back(run_file(train_name, run));
     launch(mpirun, train_ranks,
-           real + " train " + shell_quoted(o.scenario_file) + set_args + " --compute-stand-in sleep --iterations " +
-               std::to_string(o.train_iterations) + " --warmup 1 --json " + shell_quoted(measured.back()),
+           real + " train" + probe_args() + " " + shell_quoted(o.scenario_file) + set_args +
+               " --compute-stand-in sleep --iterations " + std::to_string(o.train_iterations) + " --warmup 1 --json " +
+               shell_quoted(r.measured.back()),
            (work / "train.log").string(), log);
+    runs.push_back(std::move(r));
+  }
+
+  // Each run's measurements predicted from its calibration, with the nearest probe of all the launches: a
+  // run whose calibration was fitted before its launches had seen the CPUs that near measured another
+  // placement, and is left out.
+  std::vector<ValidationReport> reports;
+  std::vector<std::string> notes;
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const Run& r = runs[i];
+    const std::string run = "run " + std::to_string(i + 1);
+    if (seen.active() && r.nearest_ns > seen.limit_ns()) {
+      char line[200];
+      std::snprintf(line, sizeof line,
+                    "%s left out: its calibration's nearest probe was %.0f ns, more than %.0f ns (the nearest of all "
+                    "launches, %.0f ns, times %g)",
+                    run.c_str(), r.nearest_ns, seen.limit_ns(), seen.nearest_ns(), seen.limit_ns() / seen.nearest_ns());
+      notes.push_back(line);
+      continue;
+    }
     Catalog calibrated = catalog;
-    calibrated.apply_overlay(overlay);
+    calibrated.apply_overlay(r.overlay);
     std::vector<Override> overrides;
-    for (const auto& v : sets) overrides.push_back(parse_override(v));
-    runs.push_back(validate_measured(calibrated, load_scenario(o.scenario_file, calibrated, overrides), measured));
-    write_file_atomically(run_file("validation", run), validation_json(runs.back()));
+    for (const auto& v : r.sets) overrides.push_back(parse_override(v));
+    reports.push_back(validate_measured(calibrated, load_scenario(o.scenario_file, calibrated, overrides), r.measured,
+                                        seen.nearest_ns()));
+    for (const auto& n : reports.back().notes) notes.push_back(run + ": " + n);
+    write_file_atomically(run_file("validation", static_cast<int>(i + 1)), validation_json(reports.back()));
+  }
+  if (reports.empty())
+    throw std::runtime_error(
+        "validate --local: no run's calibration was taken with the CPUs as near as its launches "
+        "later saw them (files in " +
+        work.string() + ")");
+  if (seen.active()) {
+    char line[160];
+    std::snprintf(line, sizeof line, "placement: the launches waited %.1f s in all for the CPUs to be near", waited_s);
+    notes.push_back(line);
   }
 
   // The machine's calibration over all runs (the median per size), to keep: `ringsim predict --calibration`.
-  const CalibrationResult fit = write_overlay(calibrations, (work / "overlay.yaml").string());
+  const CalibrationResult fit = write_overlay(calibrations, (work / "overlay.yaml").string(), seen.nearest_ns());
   log << "  calibration over the " << repeats << " runs (" << (work / "overlay.yaml").string() << "):\n";
   for (const auto& f : fit.fits) log << "  fit " << fit_summary(f) << "\n";
-  ValidationReport r = median_over_runs(std::move(runs));
+  for (const auto& n : fit.notes) log << "  note: " << n << "\n";
+  ValidationReport r = median_over_runs(std::move(reports));
+  r.notes = notes;
   r.title = "this machine (" + std::to_string(cores) + " cores), each run predicted from its own calibration (" +
             std::to_string(repeats) + " runs, the median error's shown): " + base.name;
   return r;

@@ -22,6 +22,7 @@
 #include "report/svg_chart.h"
 #include "validate/horovod_timeline.h"
 #include "validate/json_file.h"
+#include "validate/placement.h"
 
 namespace ringsim {
 
@@ -145,7 +146,7 @@ namespace {
 // A `ringsim-real bench --json` file: each row's allreduce predicted alone on the scenario's node (the
 // bench's ranks as its GPUs or processes, in rank order), busbw against busbw.
 void add_bench_cases(const Catalog& catalog, const Scenario& scenario, const nlohmann::json& m, const std::string& f,
-                     ValidationReport& r) {
+                     PlacementFilter& placement, ValidationReport& r) {
   auto fail = [&](const std::string& what) { throw InputError({f, 0, 0, ""}, what); };
   auto field = [&](const nlohmann::json& j, const char* key) -> const nlohmann::json& {
     if (!j.contains(key)) fail(std::string("\"") + key + "\" is missing");
@@ -168,6 +169,7 @@ void add_bench_cases(const Catalog& catalog, const Scenario& scenario, const nlo
   for (const auto& row : field(m, "rows")) {
     const auto bytes = field(row, "bytes").get<std::uint64_t>();
     if (bytes == 0) continue;
+    if (!placement.accept(row)) continue;  // measured with the CPUs farther apart than the nearest
     const std::string type = field(row, "type").get<std::string>();
     const int elem = type == "double" ? 8 : type == "float" || type == "int32" ? 4 : 0;
     if (elem == 0) fail("row type '" + type + "': expected float, int32 or double");
@@ -189,15 +191,30 @@ void add_bench_cases(const Catalog& catalog, const Scenario& scenario, const nlo
 
 }  // namespace
 
-ValidationReport validate_measured(const Catalog& catalog, const Scenario& s, const std::vector<std::string>& files) {
+ValidationReport validate_measured(const Catalog& catalog, const Scenario& s, const std::vector<std::string>& files,
+                                   double nearest_core_to_core_ns) {
   ValidationReport r;
   r.title = "measured vs predicted: " + s.name;
   std::optional<nlohmann::json> prediction;  // of the training iteration, for result files
+  // Bench rows count where the CPUs were as near as the files (and the caller) saw them.
+  std::vector<nlohmann::json> measured;
+  PlacementFilter placement;
   for (const auto& f : files) {
-    nlohmann::json m = read_json_file(f);
+    measured.push_back(read_json_file(f));
+    const auto& m = measured.back();
+    try {
+      if (m.is_object() && m.contains("schema") && m["schema"] == "ringsim.bench/1") placement.add_file(m);
+    } catch (const nlohmann::json::exception& e) {
+      throw InputError({f, 0, 0, ""}, std::string("not a ringsim-real bench file: ") + e.what());
+    }
+  }
+  placement.add_nearest(nearest_core_to_core_ns);
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    const std::string& f = files[i];
+    nlohmann::json& m = measured[i];
     if (m.is_object() && m.contains("schema") && m["schema"] == "ringsim.bench/1") {
       try {
-        add_bench_cases(catalog, s, m, f, r);
+        add_bench_cases(catalog, s, m, f, placement, r);
       } catch (const nlohmann::json::exception& e) {
         throw InputError({f, 0, 0, ""}, std::string("not a ringsim-real bench file: ") + e.what());
       }
@@ -222,6 +239,7 @@ ValidationReport validate_measured(const Catalog& catalog, const Scenario& s, co
         m.contains("source") && m["source"].is_string() ? m["source"].get<std::string>() : std::string("measured");
     r.differences.emplace_back(name, compare_results(p, "predicted", m, label, f));
   }
+  if (placement.active()) r.notes.push_back("placement: " + placement.summary("bench rows"));
   return r;
 }
 
@@ -268,6 +286,7 @@ std::string validation_table(const ValidationReport& r) {
   std::snprintf(line, sizeof line, "  MAPE %.1f %%, max |error| %.1f %% over %zu cases\n", r.mape(), r.max_abs_error(),
                 r.cases.size());
   o << line;
+  for (const auto& n : r.notes) o << "  note: " << n << "\n";
   if (!spreads.empty()) {
     std::sort(spreads.begin(), spreads.end());
     std::snprintf(line, sizeof line,
@@ -296,6 +315,7 @@ std::string validation_json(const ValidationReport& r) {
   for (std::size_t i = 0; i < r.cases.size(); ++i)
     if (r.cases[i].spread_pct >= 0) cases[i]["measured_spread_pct"] = r.cases[i].spread_pct;
   j["cases"] = cases;
+  if (!r.notes.empty()) j["notes"] = r.notes;
   if (!r.differences.empty()) {
     nlohmann::ordered_json diffs = nlohmann::ordered_json::array();
     for (const auto& [name, d] : r.differences) {

@@ -34,8 +34,9 @@ struct ValidationReport {
   std::vector<ValidationCase> cases;
   // Result files (--measured): where each differs from the prediction, part by part.
   std::vector<std::pair<std::string, ResultDiff>> differences;
-  double mape() const;           // mean |error| in %
-  double max_abs_error() const;  // in %
+  std::vector<std::string> notes;  // what was left out, and why
+  double mape() const;             // mean |error| in %
+  double max_abs_error() const;    // in %
 };
 
 // (largest - smallest) / median of repeated measurements, in %; -1 for fewer than two.
@@ -43,8 +44,10 @@ double spread_pct(std::vector<double> runs);
 
 // Each case predicted in its own process (one SimGrid engine per process).
 ValidationReport validate_published(const Catalog& catalog, const std::string& cases_file);
+// Bench rows with placement probes (validate/placement.h) count where the CPUs were as near as the files
+// saw them, or as `nearest_core_to_core_ns` (other launches' nearest probe, in ns; 0: none).
 ValidationReport validate_measured(const Catalog& catalog, const Scenario& scenario,
-                                   const std::vector<std::string>& measured_files);
+                                   const std::vector<std::string>& measured_files, double nearest_core_to_core_ns = 0);
 
 // A real Horovod timeline against the prediction for the same scenario: iteration cadence (when the
 // timeline has several iterations), fusion buffers per iteration, mean and total allreduce time per
