@@ -351,7 +351,7 @@ TEST_CASE("real: --probe-cores puts the core-to-core probes in every sample of c
   REQUIRE(bench.status == 0);
   CHECK(bench.output.find("c2c(ns) retakes") != std::string::npos);
   const auto b = nlohmann::json::parse(std::ifstream(dir + "/bench.json"));
-  CHECK(check_block(b) <= nearest);
+  CHECK(check_block(b) <= nearest + 1e-6 * nearest);  // as printed: 6 decimals
   REQUIRE(b["rows"].size() == 3);
   for (const auto& row : b["rows"]) check_probes(row, b["core_to_core"]["nearest_ns"].get<double>());
   const Result train =

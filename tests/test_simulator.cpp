@@ -923,6 +923,30 @@ TEST_CASE("calibrate: size regimes are found in ping-pong data and predict follo
   std::remove(overlay.c_str());
 }
 
+TEST_CASE("cpu processes: a copy costs the measured rate at its size, interpolated in log(size)", "[calibrate]") {
+  GpuSpec g;
+  g.memory_bandwidth = 40e9;
+  CHECK(g.copy_time(1 << 20) == Approx(2.0 * (1 << 20) / 40e9));  // none measured: reads and writes each byte
+  g.copy_rates = {{64 * 1024, 10e9}, {1 << 20, 5e9}};
+  CHECK(g.copy_time(32 * 1024) == Approx(32 * 1024 / 10e9));  // below the first size: its rate
+  CHECK(g.copy_time(64 * 1024) == Approx(64 * 1024 / 10e9));
+  CHECK(g.copy_time(256 * 1024) == Approx(256 * 1024 / std::sqrt(10e9 * 5e9)));  // halfway in log(size)
+  CHECK(g.copy_time(1 << 20) == Approx((1 << 20) / 5e9));
+  CHECK(g.copy_time(4 << 20) == Approx((4 << 20) / 5e9));  // above the last: its rate
+  // A calibration overlay's copy rates are what a fusion buffer's copies cost in a prediction.
+  const std::string overlay = "/tmp/ringsim_copy_rates_" + std::to_string(getpid()) + ".yaml";
+  std::ofstream(overlay) << "gpus:\n  cpu-process: {copy_rates: [{from: 64 KiB, rate: 10 GB/s}, {from: 1 MiB, "
+                            "rate: 5 GB/s}]}\n";
+  Catalog cat = test::catalog();
+  cat.apply_overlay(overlay);
+  std::remove(overlay.c_str());
+  REQUIRE(cat.gpu("cpu-process").copy_rates.size() == 2);
+  const Scenario s = local_host(2);
+  const Topology topo = Topology::build(cat, cluster_shape(s.cluster));
+  const CommModel cm(cat, s, topo);
+  CHECK(cm.device_copy_time(256 * 1024) == Approx(256 * 1024 / std::sqrt(10e9 * 5e9)));
+}
+
 TEST_CASE("placement: samples taken with the CPUs farther apart than twice the nearest probe are left out",
           "[calibrate]") {
   // ringsim-real --probe-cores: each sample carries the core-to-core probes taken before and after it. Per
@@ -1067,8 +1091,12 @@ TEST_CASE("calibrate: exchanges set a class's figures, launches are merged by th
   // Copies read and write each byte: the processes' memory streams at twice the copy rate. Sharing a core
   // costs each message the one-core exchanges' latency above the exchanges', and sharing cores that the
   // processes are spread over the shared-cores exchanges' latency above them as well.
-  CHECK(r.overlay_yaml.find("gpus:\n  cpu-process: {memory_bandwidth: 4e+10 B/s, core_handoff: 7e-06 s, "
-                            "cross_core_handoff: 4e-06 s}") != std::string::npos);
+  // Copies cost their size's measured rate (here 20 GB/s at every size).
+  CHECK(r.overlay_yaml.find("gpus:\n  cpu-process: {memory_bandwidth: 4e+10 B/s, copy_rates: [{from: 65536 B, rate: "
+                            "2e+10 B/s}, {from: 131072 B, rate: 2e+10 B/s}, ") != std::string::npos);
+  CHECK(r.overlay_yaml.find(
+            "{from: 67108864 B, rate: 2e+10 B/s}], core_handoff: 7e-06 s, cross_core_handoff: 4e-06 s}") !=
+        std::string::npos);
 
   const std::string overlay = files.front() + ".yaml";
   std::ofstream(overlay) << r.overlay_yaml;

@@ -638,9 +638,21 @@ CalibrationResult calibrate(const Catalog& catalog, const Scenario& s, const Cal
   // latency shows.
   std::vector<std::pair<std::string, std::string>> rank_lines;  // key: value, and where it comes from
   const std::string gpu = catalog.sku(s.cluster.sku).gpu;
-  if (auto c = fit_of.find("copy"); c != fit_of.end() && c->second->beta > 0)
+  if (auto c = fit_of.find("copy"); c != fit_of.end() && c->second->beta > 0) {
     rank_lines.push_back({"memory_bandwidth: " + fmt(2 / c->second->beta) + " B/s",
                           "memory_bandwidth: 2 x the largest copies' rate (a copy reads and writes each byte)"});
+    // The copies' measured rate at each size, which a fusion copy of that size costs: here 6.0-6.7 GB/s at
+    // 1-128 MiB where the largest copies' line gave 9.4 GB/s, and training iterations' 63 MiB copies took
+    // 9.2 ms, as measured at 64 MiB (validate/README.md).
+    std::string rates;
+    for (const auto& p : by_class.at("copy"))
+      if (p.x_beta > 0 && p.seconds > 0)
+        rates += std::string(rates.empty() ? "" : ", ") + "{from: " + std::to_string(static_cast<long long>(p.x_beta)) +
+                 " B, rate: " + fmt(p.x_beta / p.seconds) + " B/s}";
+    if (!rates.empty())
+      rank_lines.push_back({"copy_rates: [" + rates + "]",
+                            "copy_rates: the copies' rate at each size measured, which a copy of that size costs"});
+  }
   const std::string pair_cls = members.count("same_socket") ? "same_socket" : "cross_socket";
   auto by_name = [&](const std::string& cls) {
     auto it = by_class.find(cls);

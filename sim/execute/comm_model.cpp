@@ -408,8 +408,6 @@ double CommModel::update_time(int m, std::uint64_t bytes) const {
   return reduce_time(m, places_.at(m).gpu ? collective::Space::Device : collective::Space::Host, bytes);
 }
 
-double CommModel::device_copy_time(std::uint64_t bytes) const {
-  return 2.0 * static_cast<double>(bytes) / gpu_.memory_bandwidth;
-}
+double CommModel::device_copy_time(std::uint64_t bytes) const { return gpu_.copy_time(static_cast<double>(bytes)); }
 
 }  // namespace ringsim

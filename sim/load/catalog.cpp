@@ -600,8 +600,11 @@ void Catalog::apply_overlay(const std::string& file) {
     for (auto& [name, f] : gpus->entries()) {
       auto it = gpus_.find(name);
       if (it == gpus_.end()) f.fail("unknown GPU '" + name + "'" + suggestion_suffix(name, gpu_order_));
-      f.require_map({"memory_bandwidth", "core_handoff", "cross_core_handoff"});
+      f.require_map({"memory_bandwidth", "core_handoff", "cross_core_handoff", "copy_rates"});
       if (auto v = f.find("memory_bandwidth")) it->second.memory_bandwidth = v->positive_quantity(Quantity::Bandwidth);
+      if (auto v = f.find("copy_rates"))
+        it->second.copy_rates = size_steps(
+            *v, "rate", [](const YamlField& r) { return r.positive_quantity(Quantity::Bandwidth); }, "copy_rates");
       if (auto v = f.find("core_handoff")) it->second.core_handoff = core_handoff_of(it->second, *v);
       if (auto v = f.find("cross_core_handoff")) it->second.cross_core_handoff = core_handoff_of(it->second, *v);
     }

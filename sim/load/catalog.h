@@ -33,6 +33,11 @@ struct GpuSpec {
   // waits for its turn on a shared core.
   double core_handoff = 0;
   double cross_core_handoff = 0;
+  // Measured memory copies (a calibration overlay's `copy_rates`): (from bytes, bytes copied per second),
+  // ascending. A copy costs the rate at its size, interpolated in log(size) between measured sizes (caches'
+  // effects change gradually); none: 2 x bytes / memory_bandwidth (a copy reads and writes each byte).
+  std::vector<std::pair<double, double>> copy_rates;
+  double copy_time(double bytes) const;
 };
 
 struct LinkClass {
@@ -205,6 +210,16 @@ inline double log_interpolated(double x, double x0, double y0, double x1, double
   if (x >= x1) return y1;
   const double t = std::log(x / x0) / std::log(x1 / x0);
   return std::exp(std::log(y0) + t * (std::log(y1) - std::log(y0)));
+}
+inline double GpuSpec::copy_time(double bytes) const {
+  if (copy_rates.empty()) return 2.0 * bytes / memory_bandwidth;
+  std::size_t i = 0;
+  while (i < copy_rates.size() && bytes >= copy_rates[i].first) ++i;
+  if (i == 0) return bytes / copy_rates.front().second;
+  if (i == copy_rates.size()) return bytes / copy_rates.back().second;
+  const auto& [x0, y0] = copy_rates[i - 1];
+  const auto& [x1, y1] = copy_rates[i];
+  return bytes / log_interpolated(bytes, x0, y0, x1, y1);
 }
 // The value of the last step (from, value) of an ascending list that `x` reaches; 0 below the first.
 inline double step_value(const std::vector<std::pair<double, double>>& steps, double x) {
