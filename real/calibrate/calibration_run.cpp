@@ -35,15 +35,6 @@ int current_socket() {
   return in ? socket : -1;
 }
 
-// Runs this thread on `cpu` alone (Linux affinity); false where the system refuses.
-bool pin_to(int cpu) {
-  if (cpu < 0 || cpu >= CPU_SETSIZE) return false;
-  cpu_set_t one;
-  CPU_ZERO(&one);
-  CPU_SET(cpu, &one);
-  return sched_setaffinity(0, sizeof one, &one) == 0;
-}
-
 // A barrier that yields the core while it waits: on one core, MPI_Barrier's busy polling kept the core
 // from the other process for a whole scheduler time slice (every exchange then took 4 ms).
 void yielding_barrier(MPI_Comm comm) {

@@ -16,14 +16,6 @@ namespace ringsim::real {
 
 namespace {
 
-bool pin_thread_to(int cpu) {
-  if (cpu < 0 || cpu >= CPU_SETSIZE) return false;
-  cpu_set_t one;
-  CPU_ZERO(&one);
-  CPU_SET(cpu, &one);
-  return sched_setaffinity(0, sizeof one, &one) == 0;
-}
-
 constexpr int kGroups = 9, kRoundTrips = 64;
 
 // One-way ns between the calling thread, pinned to `a`, and a thread pinned to `b`; -1 where either pin is
@@ -42,7 +34,7 @@ double time_handoff(int a, int b) {
   const auto line = std::make_unique<Line>();
   constexpr int total = (kGroups + 1) * kRoundTrips;  // the first group warms up
   std::thread other([l = line.get(), b] {
-    if (!pin_thread_to(b)) {
+    if (!pin_to(b)) {
       l->refused = true;
       return;
     }
@@ -55,7 +47,7 @@ double time_handoff(int a, int b) {
     }
   });
   std::array<double, kGroups> group{};
-  bool ok = pin_thread_to(a);
+  bool ok = pin_to(a);
   while (ok && !line->pinned && !line->refused) std::this_thread::yield();
   ok = ok && !line->refused;
   for (int g = -1; ok && g < kGroups; ++g) {
@@ -79,11 +71,16 @@ double time_handoff(int a, int b) {
 
 }  // namespace
 
-void wait_asleep(MPI_Request& request) {
-  for (int done = 0; MPI_Test(&request, &done, MPI_STATUS_IGNORE), !done;) {
-    const timespec pause{0, 200'000};
-    nanosleep(&pause, nullptr);
-  }
+bool pin_to(int cpu) {
+  if (cpu < 0 || cpu >= CPU_SETSIZE) return false;
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(cpu, &one);
+  return sched_setaffinity(0, sizeof one, &one) == 0;
+}
+
+void wait_yielding(MPI_Request& request) {
+  for (int done = 0; MPI_Test(&request, &done, MPI_STATUS_IGNORE), !done;) sched_yield();
 }
 
 CoreToCoreProbe::CoreToCoreProbe(MPI_Comm comm, double nearest_ns) : comm_(comm) {
@@ -121,11 +118,11 @@ CoreToCoreProbe::CoreToCoreProbe(MPI_Comm comm, double nearest_ns) : comm_(comm)
 double CoreToCoreProbe::measure() {
   MPI_Request request;
   MPI_Ibarrier(comm_, &request);
-  wait_asleep(request);
+  wait_yielding(request);
   double ns = -1;
   if (rank_ == 0 && enabled()) ns = time_handoff(cpus_[0], cpus_[1]);
   MPI_Ibcast(&ns, 1, MPI_DOUBLE, 0, comm_, &request);
-  wait_asleep(request);
+  wait_yielding(request);
   if (ns > 0) nearest_ = std::min(nearest_, ns);
   return ns;
 }
