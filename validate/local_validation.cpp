@@ -87,6 +87,7 @@ ValidationReport median_over_runs(std::vector<ValidationReport> runs) {
     std::vector<double> measured;
     for (const auto& [m, r] : v) measured.push_back(m->measured);
     c.spread_pct = spread_pct(measured);
+    c.others_error_pct = others_error_pct(measured);
     out.cases.push_back(c);
     // The part-by-part comparison of a result file: the one of the run whose iteration is compared.
     if (key.second == "iteration_time_s")
@@ -254,6 +255,18 @@ ValidationReport validate_local(const Catalog& catalog, const LocalValidationOpt
   log << "  calibration over the " << repeats << " runs (" << (work / "overlay.yaml").string() << "):\n";
   for (const auto& f : fit.fits) log << "  fit " << fit_summary(f) << "\n";
   for (const auto& n : fit.notes) log << "  note: " << n << "\n";
+  // The training's fusion buffers are costed from the calibration's largest exchange where their ring's
+  // messages are larger: with --max-bytes 1M, its 64 MiB buffers were predicted 2.2 times too fast.
+  double largest = 0;
+  for (const auto& f : fit.fits)
+    for (const auto& p : f.data)
+      if (f.path_class == "same_socket" || f.path_class == "cross_socket") largest = std::max(largest, p.x_beta);
+  const double message = base.communication.fusion_threshold_bytes / train_ranks;
+  if (largest > 0 && message > largest)
+    notes.push_back("the training's fusion buffers (" + format_bytes(base.communication.fusion_threshold_bytes) +
+                    ") send messages of up to " + format_bytes(message) +
+                    ", larger than the largest calibrated exchange (" + format_bytes(largest) +
+                    "): their cost is extrapolated; raise --max-bytes");
   ValidationReport r = median_over_runs(std::move(reports));
   r.notes = notes;
   r.title = "this machine (" + std::to_string(cores) + " cores), each run predicted from its own calibration (" +

@@ -57,6 +57,23 @@ double spread_pct(std::vector<double> runs) {
   return median != 0 ? (runs.back() - runs.front()) / std::fabs(median) * 100 : -1;
 }
 
+double others_error_pct(const std::vector<double>& runs) {
+  if (runs.size() < 3) return -1;
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const std::size_t n = v.size();
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+  };
+  std::vector<double> errors;
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    if (runs[i] == 0) return -1;
+    std::vector<double> others = runs;
+    others.erase(others.begin() + static_cast<std::ptrdiff_t>(i));
+    errors.push_back(std::fabs(runs[i] - median(others)) / std::fabs(runs[i]) * 100);
+  }
+  return median(errors);
+}
+
 double ValidationReport::mape() const {
   if (cases.empty()) return 0;
   double s = 0;
@@ -295,6 +312,20 @@ std::string validation_table(const ValidationReport& r) {
                   spreads[spreads.size() / 2], spreads.back());
     o << line;
   }
+  double floor = 0;
+  std::size_t floored = 0;
+  for (const auto& c : r.cases)
+    if (c.others_error_pct >= 0) {
+      floor += c.others_error_pct;
+      ++floored;
+    }
+  if (floored > 0) {
+    std::snprintf(line, sizeof line,
+                  "  each run against the median of the others: %.1f %% on average over %zu cases (a prediction of "
+                  "the typical run misses by as much)\n",
+                  floor / floored, floored);
+    o << line;
+  }
   for (const auto& [name, d] : r.differences) o << "\n" << name << ":\n" << diff_table(d);
   return o.str();
 }
@@ -312,8 +343,10 @@ std::string validation_json(const ValidationReport& r) {
                      {"predicted", c.predicted},
                      {"measured", c.measured},
                      {"error_pct", c.error_pct()}});
-  for (std::size_t i = 0; i < r.cases.size(); ++i)
+  for (std::size_t i = 0; i < r.cases.size(); ++i) {
     if (r.cases[i].spread_pct >= 0) cases[i]["measured_spread_pct"] = r.cases[i].spread_pct;
+    if (r.cases[i].others_error_pct >= 0) cases[i]["measured_others_error_pct"] = r.cases[i].others_error_pct;
+  }
   j["cases"] = cases;
   if (!r.notes.empty()) j["notes"] = r.notes;
   if (!r.differences.empty()) {

@@ -25,6 +25,8 @@ struct ValidationCase {
   double x = 0;       // for plots: the case's position on the x axis (GPUs)
   // Where the measurement was repeated: (largest - smallest) / median of the runs, in %; below 0: unknown.
   double spread_pct = -1;
+  // Where measured in three runs or more: each run against the median of the others (others_error_pct).
+  double others_error_pct = -1;
   double error_pct() const { return measured != 0 ? (predicted - measured) / measured * 100 : 0; }
 };
 
@@ -41,6 +43,10 @@ struct ValidationReport {
 
 // (largest - smallest) / median of repeated measurements, in %; -1 for fewer than two.
 double spread_pct(std::vector<double> runs);
+// Repeated measurements, each against the median of the others: the median over the runs of
+// |run - median(others)| / run, in %; -1 for fewer than three. What a prediction that knew the typical
+// run exactly would miss a run by: the measurements' own floor for the error.
+double others_error_pct(const std::vector<double>& runs);
 
 // Each case predicted in its own process (one SimGrid engine per process).
 ValidationReport validate_published(const Catalog& catalog, const std::string& cases_file);
