@@ -403,13 +403,23 @@ TEST_CASE("real + validate --local: each run calibrates, then measures and predi
   std::ifstream in(json);
   const auto j = nlohmann::json::parse(in);
   // 64, 128 and 256 KiB on 2 and 3 processes, and the training iteration's three figures.
+  // A run is left out where its calibration was taken with the CPUs farther apart than twice the nearest
+  // probe of all launches (validate/placement.h); validate --local calibrates such a run again, so only a
+  // nearer placement found after its benches leaves one out.
+  std::set<int> runs_left_out;
+  for (const auto& n : j["notes"]) {
+    const std::string note = n;
+    if (note.rfind("run ", 0) == 0 && note.find(" left out: its calibration") != note.npos)
+      runs_left_out.insert(std::stoi(note.substr(4)));
+  }
   std::map<std::string, int> per_file;
   for (const auto& c : j["cases"]) {
     const std::string name = c["case"];
     ++per_file[name.substr(0, name.find(".json"))];
     CHECK(c["predicted"].get<double>() > 0);
     CHECK(c["measured"].get<double>() > 0);
-    CHECK(c["measured_spread_pct"].get<double>() >= 0);  // every case was measured twice
+    // Measured in both runs, unless one was left out or took that row in another placement.
+    if (c.contains("measured_spread_pct")) CHECK(c["measured_spread_pct"].get<double>() >= 0);
   }
   CHECK(r.output.find("runs' spread") != std::string::npos);
   // Each run is calibrated, measured and predicted from its own calibration; the case shown is one run's
@@ -440,12 +450,7 @@ TEST_CASE("real + validate --local: each run calibrates, then measures and predi
       if (!d["core_to_core"]["nearest_ns"].is_null())
         nearest = std::min(nearest, d["core_to_core"]["nearest_ns"].get<double>());
     }
-  std::set<int> runs_left_out;
-  for (const auto& n : j["notes"]) {
-    const std::string note = n;
-    if (note.rfind("run ", 0) == 0 && note.find(" left out: its calibration") != note.npos)
-      runs_left_out.insert(std::stoi(note.substr(4)));
-  }
+  bool every_row_kept = runs_left_out.empty();
   for (int p : {2, 3}) {
     std::set<std::uint64_t> kept;
     for (int run : {1, 2}) {
@@ -456,9 +461,14 @@ TEST_CASE("real + validate --local: each run calibrates, then measures and predi
         if (row["core_to_core_ns"][0].get<double>() <= 2 * nearest &&
             row["core_to_core_ns"][1].get<double>() <= 2 * nearest)
           kept.insert(row["bytes"].get<std::uint64_t>());
+        else
+          every_row_kept = false;
     }
     CHECK(per_file["bench_" + std::to_string(p) + "_ranks"] == static_cast<int>(kept.size()));
   }
+  // Where nothing was left out, every case was measured twice.
+  if (every_row_kept)
+    for (const auto& c : j["cases"]) CHECK(c.contains("measured_spread_pct"));
   CHECK(r.output.find("placement: the launches waited ") != std::string::npos);
   CHECK(per_file.size() == 3);  // and one train file
   std::ifstream ov(work + "/overlay.yaml");

@@ -62,17 +62,58 @@ void launch(const std::string& mpirun, int processes, const std::string& args, c
 // values over the runs. This machine changes state between runs for tens of seconds at a time, visibly in
 // every measurement of a run (validate/README.md), so a run's measurements are predicted from the
 // calibration taken just before them, and the error is a ratio within one run.
+// A case's name without its run's suffix: "bench_2_ranks_run3.json 1 MiB" -> "bench_2_ranks.json 1 MiB".
+std::string run_free_name(std::string n) {
+  const auto at = n.find("_run");
+  if (at != std::string::npos) n.erase(at, n.find_first_of(".", at) - at);
+  return n;
+}
+
+// Per run, on average: the prediction's MAPE, and each case's measurement against the median of the
+// other runs' (cases measured in three runs or more): what a prediction that knew the typical run exactly
+// would miss a run by, the measurements' own floor for the error.
+std::string per_run_floor(const std::vector<ValidationReport>& runs) {
+  std::map<std::pair<std::string, std::string>, std::vector<std::pair<std::size_t, double>>> measured;
+  for (std::size_t r = 0; r < runs.size(); ++r)
+    for (const auto& c : runs[r].cases) measured[{run_free_name(c.name), c.metric}].emplace_back(r, c.measured);
+  double model = 0, floor = 0;
+  int counted = 0;
+  for (std::size_t r = 0; r < runs.size(); ++r) {
+    double sum = 0;
+    int n = 0;
+    for (const auto& [key, values] : measured) {
+      std::vector<double> v;
+      std::size_t mine = values.size();
+      for (const auto& [run, m] : values) {
+        if (run == r) mine = v.size();
+        v.push_back(m);
+      }
+      if (mine == values.size()) continue;  // not measured in this run
+      if (const double e = against_others_pct(v, mine); e >= 0) {
+        sum += e;
+        ++n;
+      }
+    }
+    if (n == 0) continue;
+    model += runs[r].mape();
+    floor += sum / n;
+    ++counted;
+  }
+  if (counted == 0) return {};
+  char line[300];
+  std::snprintf(line, sizeof line,
+                "per run, on average over %d runs: the prediction's MAPE %.1f %%; each measurement against the "
+                "median of the other runs' %.1f %% (what a prediction of the typical run misses a run by)",
+                counted, model / counted, floor / counted);
+  return line;
+}
+
 ValidationReport median_over_runs(std::vector<ValidationReport> runs) {
-  auto base_name = [](std::string n) {
-    const auto at = n.find("_run");
-    if (at != std::string::npos) n.erase(at, n.find_first_of(".", at) - at);
-    return n;
-  };
   std::map<std::pair<std::string, std::string>, std::vector<std::pair<const ValidationCase*, std::size_t>>> by_case;
   std::vector<std::pair<std::string, std::string>> order;
   for (std::size_t r = 0; r < runs.size(); ++r)
     for (auto& c : runs[r].cases) {
-      c.name = base_name(c.name);
+      c.name = run_free_name(c.name);
       auto& v = by_case[{c.name, c.metric}];
       if (v.empty()) order.emplace_back(c.name, c.metric);
       v.emplace_back(&c, r);
@@ -91,7 +132,8 @@ ValidationReport median_over_runs(std::vector<ValidationReport> runs) {
     out.cases.push_back(c);
     // The part-by-part comparison of a result file: the one of the run whose iteration is compared.
     if (key.second == "iteration_time_s")
-      for (auto& [name, diff] : runs[run].differences) out.differences.emplace_back(base_name(name), std::move(diff));
+      for (auto& [name, diff] : runs[run].differences)
+        out.differences.emplace_back(run_free_name(name), std::move(diff));
   }
   return out;
 }
@@ -185,14 +227,17 @@ ValidationReport validate_local(const Catalog& catalog, const LocalValidationOpt
     Run r;
     const std::string data = run_file("calibration", run);
     calibrations.push_back(data);
-    launch(mpirun, 2, real + " calibrate" + probe_args() + " -e " + size + " --json " + shell_quoted(data),
-           (work / "calibrate.log").string(), log);
-    probes_of(data);
-    r.nearest_ns = seen.nearest_ns();
     r.overlay = std::filesystem::absolute(
                     work / ("overlay" + (repeats > 1 ? "_run" + std::to_string(run) : std::string()) + ".yaml"))
                     .string();
-    write_overlay({data}, r.overlay, r.nearest_ns);
+    auto calibrate_run = [&] {
+      launch(mpirun, 2, real + " calibrate" + probe_args() + " -e " + size + " --json " + shell_quoted(data),
+             (work / "calibrate.log").string(), log);
+      probes_of(data);
+      r.nearest_ns = seen.nearest_ns();
+      write_overlay({data}, r.overlay, r.nearest_ns);
+    };
+    calibrate_run();
     for (int p = 2; p <= o.ranks; ++p) {
       r.measured.push_back(run_file("bench_" + std::to_string(p) + "_ranks", run));
       launch(mpirun, p,
@@ -200,6 +245,13 @@ ValidationReport validate_local(const Catalog& catalog, const LocalValidationOpt
                  shell_quoted(r.measured.back()),
              (work / "bench.log").string(), log);
       probes_of(r.measured.back());
+    }
+    // A calibration taken before the launches had seen the CPUs this near measured the far placement
+    // (its launch began there and it lasted): taken again, now waiting for the near one.
+    if (seen.active() && r.nearest_ns > seen.limit_ns()) {
+      log << "  (run " << run << "'s calibration was taken with the CPUs " << static_cast<int>(r.nearest_ns)
+          << " ns apart, its benches " << static_cast<int>(seen.nearest_ns()) << " ns: calibrating again)\n";
+      calibrate_run();
     }
     r.sets = {"cluster.gpus_per_node=" + std::to_string(train_ranks), "calibration=" + r.overlay};
     std::string set_args;
@@ -267,6 +319,7 @@ ValidationReport validate_local(const Catalog& catalog, const LocalValidationOpt
                     ") send messages of up to " + format_bytes(message) +
                     ", larger than the largest calibrated exchange (" + format_bytes(largest) +
                     "): their cost is extrapolated; raise --max-bytes");
+  if (const std::string floor = per_run_floor(reports); !floor.empty()) notes.push_back(floor);
   ValidationReport r = median_over_runs(std::move(reports));
   r.notes = notes;
   r.title = "this machine (" + std::to_string(cores) + " cores), each run predicted from its own calibration (" +

@@ -57,21 +57,29 @@ double spread_pct(std::vector<double> runs) {
   return median != 0 ? (runs.back() - runs.front()) / std::fabs(median) * 100 : -1;
 }
 
+namespace {
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+}  // namespace
+
+double against_others_pct(const std::vector<double>& runs, std::size_t i) {
+  if (runs.size() < 3 || runs[i] == 0) return -1;
+  std::vector<double> others = runs;
+  others.erase(others.begin() + static_cast<std::ptrdiff_t>(i));
+  return std::fabs(runs[i] - median_of(others)) / std::fabs(runs[i]) * 100;
+}
+
 double others_error_pct(const std::vector<double>& runs) {
-  if (runs.size() < 3) return -1;
-  auto median = [](std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    const std::size_t n = v.size();
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-  };
   std::vector<double> errors;
   for (std::size_t i = 0; i < runs.size(); ++i) {
-    if (runs[i] == 0) return -1;
-    std::vector<double> others = runs;
-    others.erase(others.begin() + static_cast<std::ptrdiff_t>(i));
-    errors.push_back(std::fabs(runs[i] - median(others)) / std::fabs(runs[i]) * 100);
+    const double e = against_others_pct(runs, i);
+    if (e < 0) return -1;
+    errors.push_back(e);
   }
-  return median(errors);
+  return errors.empty() ? -1 : median_of(errors);
 }
 
 double ValidationReport::mape() const {
@@ -310,20 +318,6 @@ std::string validation_table(const ValidationReport& r) {
                   "  the measurements themselves: runs' spread (largest - smallest) / median, median %.1f %%, "
                   "max %.1f %%\n",
                   spreads[spreads.size() / 2], spreads.back());
-    o << line;
-  }
-  double floor = 0;
-  std::size_t floored = 0;
-  for (const auto& c : r.cases)
-    if (c.others_error_pct >= 0) {
-      floor += c.others_error_pct;
-      ++floored;
-    }
-  if (floored > 0) {
-    std::snprintf(line, sizeof line,
-                  "  each run against the median of the others: %.1f %% on average over %zu cases (a prediction of "
-                  "the typical run misses by as much)\n",
-                  floor / floored, floored);
     o << line;
   }
   for (const auto& [name, d] : r.differences) o << "\n" << name << ":\n" << diff_table(d);

@@ -47,6 +47,8 @@ double spread_pct(std::vector<double> runs);
 // |run - median(others)| / run, in %; -1 for fewer than three. What a prediction that knew the typical
 // run exactly would miss a run by: the measurements' own floor for the error.
 double others_error_pct(const std::vector<double>& runs);
+// One of them, runs[i], against the median of the others, in %; -1 for fewer than three runs or a zero.
+double against_others_pct(const std::vector<double>& runs, std::size_t i);
 
 // Each case predicted in its own process (one SimGrid engine per process).
 ValidationReport validate_published(const Catalog& catalog, const std::string& cases_file);
