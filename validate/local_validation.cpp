@@ -57,11 +57,6 @@ void launch(const std::string& mpirun, int processes, const std::string& args, c
   }
 }
 
-// The cases of every run, each predicted from that run's own calibration, as one report: per case (the
-// run's suffix dropped from its name) the run whose error is the median, and the spread of the measured
-// values over the runs. This machine changes state between runs for tens of seconds at a time, visibly in
-// every measurement of a run (validate/README.md), so a run's measurements are predicted from the
-// calibration taken just before them, and the error is a ratio within one run.
 // A case's name without its run's suffix: "bench_2_ranks_run3.json 1 MiB" -> "bench_2_ranks.json 1 MiB".
 std::string run_free_name(std::string n) {
   const auto at = n.find("_run");
@@ -108,6 +103,11 @@ std::string per_run_floor(const std::vector<ValidationReport>& runs) {
   return line;
 }
 
+// The cases of every run, each predicted from that run's own calibration, as one report: per case (the
+// run's suffix dropped from its name) the run whose error is the median, and the spread of the measured
+// values over the runs. This machine changes state between runs for tens of seconds at a time, visibly in
+// every measurement of a run (validate/README.md), so a run's measurements are predicted from the
+// calibration taken just before them, and the error is a ratio within one run.
 ValidationReport median_over_runs(std::vector<ValidationReport> runs) {
   std::map<std::pair<std::string, std::string>, std::vector<std::pair<const ValidationCase*, std::size_t>>> by_case;
   std::vector<std::pair<std::string, std::string>> order;

@@ -112,7 +112,10 @@ CoreToCoreProbe::CoreToCoreProbe(MPI_Comm comm, double nearest_ns) : comm_(comm)
       cpus_[1] = other;
     }
   }
-  MPI_Bcast(cpus_, 2, MPI_INT, 0, comm);
+  // The others wait yielding: MPI_Bcast would poll the CPUs that rank 0's first probe runs on.
+  MPI_Request request;
+  MPI_Ibcast(cpus_, 2, MPI_INT, 0, comm, &request);
+  wait_yielding(request);
 }
 
 double CoreToCoreProbe::measure() {

@@ -32,9 +32,9 @@ class CoreToCoreProbe {
   explicit CoreToCoreProbe(MPI_Comm comm, double nearest_ns = 0);
   bool enabled() const { return cpus_[1] >= 0; }
   int cpu(int i) const { return cpus_[i]; }
-  // Collective: every rank waits, yielding its CPU (so that the probe's two threads have the CPUs), while rank 0
-  // hands a cache line back and forth between the two CPUs; all ranks return the one-way time in ns, the
-  // median of 9 groups of 64 round trips (a group that a waking process interrupted is an outlier).
+  // Collective: every rank waits, yielding its CPU (so that the probe's two threads have the CPUs), while
+  // rank 0 hands a cache line back and forth between the two CPUs; all ranks return the one-way time in ns,
+  // the median of 9 groups of 64 round trips (a group that another process interrupted is an outlier).
   double measure();
   // The lowest probe so far, in ns (infinity before the first).
   double nearest() const { return nearest_; }
