@@ -56,6 +56,7 @@ int main(int argc, char** argv) {
 
   CLI::App app{"ringsim-real: run ringsim's collectives and fusion for real (MPI, CUDA, NCCL) and measure"};
   app.require_subcommand(1);
+  app.fallthrough();  // --catalog also after the subcommand
   std::string catalog_dir = ringsim::Catalog::default_dir();
   app.add_option("--catalog", catalog_dir, "Catalog directory (topologies/)");
 
@@ -134,7 +135,8 @@ int main(int argc, char** argv) {
       status = ringsim::real::run_train(to, MPI_COMM_WORLD);
     }
   } catch (const CLI::ParseError& e) {
-    status = rank == 0 ? app.exit(e) : (e.get_exit_code() ? 2 : 0);
+    if (rank == 0) app.exit(e);
+    status = e.get_exit_code() ? 2 : 0;
     MPI_Finalize();
     return status;
   } catch (const ringsim::real::TimeoutError& e) {

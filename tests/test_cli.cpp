@@ -130,3 +130,21 @@ TEST_CASE("cli: ringsim check prints the resolved scenario", "[cli]") {
   CHECK_THAT(r.output, Catch::Contains("library: mpi"));
   CHECK_THAT(r.output, Catch::Contains("8 GPUs (2 x NC24rs_v3"));
 }
+
+TEST_CASE("cli: --catalog is taken before or after the subcommand (issue 30)", "[cli]") {
+  const std::string bin = RINGSIM_TEST_BINARY, cat = std::string(" --catalog ") + RINGSIM_TEST_CATALOG;
+  const std::string scenario = " " + kScenarios + "/resnet50_imagenet_8x_nc24rs_v3.yaml --set cluster.nodes=1";
+  for (const std::string& cmd : {bin + " check" + scenario + cat, bin + cat + " check" + scenario,
+                                 bin + " catalog skus" + cat, bin + " topo NC24rs_v3" + cat}) {
+    INFO(cmd);
+    const auto r = ringsim::test::run_command(cmd);
+    CAPTURE(r.output);
+    CHECK(r.status == 0);
+  }
+  // A catalog folder that is not one is refused wherever it is given.
+  const auto bad = ringsim::test::run_command(bin + " check" + scenario + " --catalog /nonexistent");
+  CHECK(bad.status != 0);
+  // A bad command line exits 2, as every input error does.
+  CHECK(ringsim::test::run_command(bin + " predict").status == 2);
+  CHECK(ringsim::test::run_command(bin + " predict --no-such-option x.yaml").status == 2);
+}

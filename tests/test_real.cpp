@@ -421,7 +421,11 @@ TEST_CASE("real + validate --local: each run calibrates, then measures and predi
     // Measured in both runs, unless one was left out or took that row in another placement.
     if (c.contains("measured_spread_pct")) CHECK(c["measured_spread_pct"].get<double>() >= 0);
   }
-  CHECK(r.output.find("runs' spread") != std::string::npos);
+  // The spread over runs is shown where a case was measured in two runs; a run set apart by the placement
+  // probe (the machine's timing and placement decide) leaves none.
+  bool any_spread = false;
+  for (const auto& c : j["cases"]) any_spread = any_spread || c.contains("measured_spread_pct");
+  CHECK((r.output.find("runs' spread") != std::string::npos) == any_spread);
   // Each run is calibrated, measured and predicted from its own calibration; the case shown is one run's
   // prediction and measurement (the run of the median error).
   std::vector<double> run_busbw;

@@ -103,7 +103,7 @@ int run_predict(const std::string& catalog_dir, const PredictOptions& o) {
     if (f) check_output_path(*f);
   const Fidelity fidelity =
       o.fidelity ? (*o.fidelity == "flow" ? Fidelity::Flow : Fidelity::Step) : default_fidelity(s);
-  check_work_limits(estimate_work(catalog, s, fidelity), fidelity, o.max_transfers, "predict");
+  check_work_limits(estimate_work(catalog, s, fidelity), fidelity, o.limits, "predict");
   const Prediction p = predict(catalog, s, fidelity);
   // Render everything first, then write: a failure leaves no output file behind.
   const std::string json = o.json_file ? result_json(p, "predict") : "";

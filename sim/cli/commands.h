@@ -29,7 +29,7 @@ struct PredictOptions {
   std::optional<std::string> fidelity;     // flow | step; default by GPU count
   std::optional<std::string> calibration;  // overlay file (as the scenario key `calibration`)
   std::optional<std::string> json_file, trace_file, links_file;
-  double max_transfers = kDefaultMaxTransfers;  // flow fidelity: refuse above this many per iteration
+  WorkLimits limits;  // refuse runs estimated above them
 };
 
 struct JobCommandOptions {

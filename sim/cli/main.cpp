@@ -28,6 +28,7 @@ std::string self_path(const char* argv0) {
 int main(int argc, char** argv) {
   CLI::App app{"ringsim: simulate, plan and validate data-parallel training on GPU clusters"};
   app.require_subcommand(1);
+  app.fallthrough();  // options of the whole program (--catalog) also after the subcommand, as users type them
   std::string catalog_dir = ringsim::Catalog::default_dir();
   app.add_option("--catalog", catalog_dir,
                  "Catalog directory (topologies/); default $RINGSIM_CATALOG or the built-in one");
@@ -74,9 +75,14 @@ int main(int argc, char** argv) {
   predict->add_option("--trace", predict_opts.trace_file, "Write a Chrome trace in Horovod's timeline format");
   predict->add_option("--links", predict_opts.links_file, "Write bytes and utilisation per link as CSV");
   predict
-      ->add_option("--max-transfers", predict_opts.max_transfers,
+      ->add_option("--max-transfers", predict_opts.limits.max_transfers,
                    "Flow fidelity: refuse scenarios estimated above this many transfers per iteration (`ringsim "
                    "check` prints the estimate)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  predict
+      ->add_option("--max-seconds", predict_opts.limits.max_seconds,
+                   "Refuse scenarios whose run is estimated above this many seconds of wall time")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
 
@@ -208,8 +214,13 @@ int main(int argc, char** argv) {
   emulate->add_flag("--baseline", emu_opts.bench_baseline,
                     "--bench: also time SMPI's MPI_Allreduce (its temporaries take memory per rank)");
   emulate
-      ->add_option("--max-transfers", emu_opts.max_transfers,
+      ->add_option("--max-transfers", emu_opts.limits.max_transfers,
                    "Refuse training emulations estimated above this many transfers per iteration")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  emulate
+      ->add_option("--max-seconds", emu_opts.limits.max_seconds,
+                   "Refuse training emulations estimated above this many seconds of wall time per iteration")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   bool emu_compare = false;
@@ -221,7 +232,8 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help and --version exit 0; a bad command line exits 2, as every other input error does.
+    return app.exit(e) == 0 ? 0 : 2;
   }
   try {
     if (*catalog) return ringsim::run_catalog(catalog_dir, section);

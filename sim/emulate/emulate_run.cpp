@@ -99,7 +99,7 @@ int run_emulate(const std::string& catalog_dir, const EmulateOptions& o) {
     throw InputError({}, "emulate: " + std::to_string(ranks) + " ranks is more than emulation handles (" +
                              std::to_string(kMaxEmulatedRanks) + "); use `ringsim predict` for this size");
   if (!o.bench)
-    check_work_limits(estimate_work(catalog, s, Fidelity::Emulated), Fidelity::Emulated, o.max_transfers, "emulate");
+    check_work_limits(estimate_work(catalog, s, Fidelity::Emulated), Fidelity::Emulated, o.limits, "emulate");
   if (o.bench && s.communication.strategy == Strategy::ParameterServer)
     throw InputError({},
                      "emulate --bench: the bench runs ring collectives over the GPU ranks; the scenario's "

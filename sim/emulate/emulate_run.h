@@ -28,7 +28,7 @@ struct EmulateOptions {
   int bench_iters = 1, bench_warmup = 0;
   bool bench_baseline = false;          // also time SMPI's own MPI_Allreduce (private temporaries: memory-hungry)
   std::optional<std::string> keep_dir;  // keep the generated files here
-  double max_transfers = kDefaultMaxTransfers;  // train: refuse above this many transfers per iteration
+  WorkLimits limits;  // train: refuse above them per iteration
   std::string self;                             // this program's path (the emulation libraries are beside it)
 };
 

@@ -495,7 +495,17 @@ void TrainingRun::run_iteration(int k) {
     for (const auto& b : buffers) launch_buffer(b);
     if (planner.all_planned()) break;
     if (cycle > 0) {
-      const double next = tick + cycle;
+      double next = tick + cycle;
+      if (buffers.empty() && !planner.has_ready()) {
+        // An idle cycle negotiates nothing: wait for the next ready gradient, then for the first tick at or
+        // after it, rather than simulate every empty cycle between (a 1 ns cycle over a backward pass).
+        {
+          std::unique_lock<sg4::Mutex> lock(*announce_mutex_);
+          while (!planner.has_ready()) announced_->wait(lock);
+        }
+        const double now = sg4::Engine::get_clock();
+        if (now > next) next = tick + std::ceil((now - tick) / cycle) * cycle;
+      }
       if (sg4::Engine::get_clock() < next) sleep(next - sg4::Engine::get_clock());
     } else if (buffers.empty()) {
       // No cycle: negotiate again as soon as another gradient is announced.

@@ -22,6 +22,7 @@ namespace {
 constexpr double kFlowSecondsPerTransfer = 1e-5;      // ResNet-50 ring, 64-512 GPUs: 3.6-26 us
 constexpr double kEmulatedSecondsPerTransfer = 1e-5;  // ResNet-50 ring, 256 ranks: about 9.6 us
 constexpr double kStepSecondsPerElement = 2.7e-6;     // ND40rs_v2, 8,192-65,536 nodes: 2.5-2.8 us
+constexpr double kStepSecondsPerRankBuffer = 5e-6;    // NC24rs_v3, 16,384-262,144 GPUs, 161 buffers: 3.7-5 us
 constexpr double kBaseBytes = 40e6;                   // the program, catalog and SimGrid
 constexpr double kBytesPerElement = 330;              // a graph vertex or directed edge, its routes, paths
 constexpr double kFlowBytesPerRank = 30e3;            // a SimGrid actor and its in-flight activities
@@ -67,6 +68,29 @@ std::string_view fidelity_name(Fidelity f) {
       return "the real run";
   }
   return "";
+}
+
+// The smallest latency of a link in the cluster: no negotiation round is faster.
+double min_link_latency(const Topology& t) {
+  double lo = 0;
+  for (auto [e, end] = boost::edges(t.graph()); e != end; ++e)
+    if (const double l = t.graph()[*e].latency; l > 0 && (lo == 0 || l < lo)) lo = l;
+  return lo > 0 ? lo : 1e-6;
+}
+
+// Negotiation cycles an iteration runs. The simulation negotiates in a cycle only when a gradient became
+// ready since the last one (at most once per tensor and buffer); the emulation, as Horovod, every cycle
+// from the forward pass to the last buffer, each cycle lasting at least its allreduce's log2(p) rounds.
+double negotiations(const Catalog& catalog, const Scenario& s, Fidelity fidelity, const WorkEstimate& e) {
+  const auto& c = s.communication;
+  const double tensors = static_cast<double>(catalog.model(s.model.name).tensors.size());
+  if (fidelity != Fidelity::Emulated || c.cycle_time_s <= 0) return tensors + e.fusion_buffers;
+  const ComputeModel compute = build_compute_model(catalog, s);
+  ClusterShape shape = cluster_shape(s.cluster);
+  shape.nodes = std::min(shape.nodes, 2);
+  const double round = min_link_latency(Topology::build(catalog, shape));
+  const double allreduce = round * std::ceil(std::log2(std::max<double>(2, static_cast<double>(e.ranks))));
+  return std::ceil((compute.forward_s + compute.backward_s) / std::max(c.cycle_time_s, allreduce)) + e.fusion_buffers;
 }
 
 }  // namespace
@@ -126,6 +150,12 @@ WorkEstimate estimate_work(const Catalog& catalog, const Scenario& s, Fidelity f
     e.transfers_per_buffer += sends * run.count;
   }
   e.transfers_per_iteration = e.transfers_per_buffer * e.fusion_buffers;
+  e.negotiations_per_iteration = negotiations(catalog, s, fidelity, e);
+  if (fidelity == Fidelity::Emulated) {
+    // Each is an MPI allreduce of one flag per tensor: about 2 log2(p) messages per rank.
+    const double p = static_cast<double>(e.ranks);
+    e.transfers_per_iteration += e.negotiations_per_iteration * p * 2 * std::ceil(std::log2(std::max(2.0, p)));
+  }
   if (fidelity != Fidelity::Emulated) e.iterations = simulated_iterations(catalog, s);
 
   e.memory_bytes = kBaseBytes + kBytesPerElement * static_cast<double>(e.graph_elements);
@@ -140,7 +170,8 @@ WorkEstimate estimate_work(const Catalog& catalog, const Scenario& s, Fidelity f
       break;
     case Fidelity::Step:
     case Fidelity::Measured:
-      e.seconds = kStepSecondsPerElement * static_cast<double>(e.graph_elements);
+      e.seconds = kStepSecondsPerElement * static_cast<double>(e.graph_elements) +
+                  kStepSecondsPerRankBuffer * static_cast<double>(e.ranks) * e.fusion_buffers * e.iterations;
       break;
   }
   return e;
@@ -152,13 +183,15 @@ std::string describe(const WorkEstimate& e, Fidelity fidelity) {
     out += sci(static_cast<double>(e.graph_elements)) + " graph vertices and edges";
   else
     out += sci(e.transfers_per_iteration) + " transfers per iteration (" + std::to_string(e.fusion_buffers) +
-           " fusion buffers x " + sci(e.transfers_per_buffer) + ")" +
+           " fusion buffers x " + sci(e.transfers_per_buffer) + ", " + sci(e.negotiations_per_iteration) +
+           " negotiations)" +
            (e.iterations > 1 ? ", " + std::to_string(e.iterations) + " iterations" : "");
   return out + ", " + format_bytes(e.memory_bytes) + ", " + about_time(e.seconds) +
          (fidelity == Fidelity::Emulated ? " per iteration" : "");
 }
 
-void check_work_limits(const WorkEstimate& e, Fidelity fidelity, double max_transfers, const std::string& what) {
+void check_work_limits(const WorkEstimate& e, Fidelity fidelity, const WorkLimits& limits, const std::string& what) {
+  const double max_transfers = limits.max_transfers;
   const double memory = physical_memory_bytes();
   if (memory > 0 && e.memory_bytes > 0.9 * memory)
     throw InputError({}, what + ": " + std::string(fidelity_name(fidelity)) + " of " + std::to_string(e.ranks) +
@@ -171,12 +204,25 @@ void check_work_limits(const WorkEstimate& e, Fidelity fidelity, double max_tran
     throw InputError({}, what + ": " + std::string(fidelity_name(fidelity)) + " of " + std::to_string(e.ranks) +
                              " ranks would run " + sci(e.transfers_per_iteration) + " transfers per iteration (" +
                              std::to_string(e.fusion_buffers) + " fusion buffers x " + sci(e.transfers_per_buffer) +
+                             (fidelity == Fidelity::Emulated
+                                  ? ", and " + sci(e.negotiations_per_iteration) + " negotiation allreduces"
+                                  : "") +
                              "), " + about_time(e.seconds) + (fidelity == Fidelity::Emulated ? " per iteration" : "") +
                              "; the limit is " + sci(max_transfers) +
                              (fidelity == Fidelity::Flow
                                   ? ". Use --fidelity step (each collective step evaluated analytically, the default "
                                     "above 64 GPUs), or raise the limit with --max-transfers"
-                                  : ". Use `ringsim predict` for this size, or raise the limit with --max-transfers"));
+                                  : ". Use `ringsim predict` for this size, a longer communication.cycle_time, or "
+                                    "raise the limit with --max-transfers"));
+  if (e.seconds > limits.max_seconds)
+    throw InputError({}, what + ": " + std::string(fidelity_name(fidelity)) + " of " + std::to_string(e.ranks) +
+                             " ranks would take " + about_time(e.seconds) +
+                             (fidelity == Fidelity::Emulated ? " per iteration" : "") + " (" +
+                             std::to_string(e.fusion_buffers) + " fusion buffers" +
+                             (e.iterations > 1 ? ", " + std::to_string(e.iterations) + " iterations" : "") +
+                             "), more than the limit of " + about_time(limits.max_seconds) +
+                             ". Use a larger communication.fusion_threshold (fewer buffers), fewer nodes, or raise "
+                             "the limit with --max-seconds");
 }
 
 }  // namespace ringsim

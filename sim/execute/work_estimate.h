@@ -18,6 +18,9 @@ struct WorkEstimate {
   int fusion_buffers = 0;              // collectives per iteration (an estimate: fusion depends on timing)
   double transfers_per_buffer = 0;     // messages of one collective, every member's sends summed
   double transfers_per_iteration = 0;  // what the flow fidelity and the emulation run one by one
+  // Negotiation cycles that do work: the simulation skips idle ones; the emulation runs every cycle's
+  // allreduce of readiness flags (its transfers are in transfers_per_iteration).
+  double negotiations_per_iteration = 0;
   int iterations = 1;                  // iterations `predict` simulates (more with a storage section)
   double memory_bytes = 0;             // peak, for the fidelity asked
   double seconds = 0;                  // rough wall time on one core of a 2020s server
@@ -29,9 +32,18 @@ WorkEstimate estimate_work(const Catalog& catalog, const Scenario& scenario, Fid
 // caller raises the limit): about 5 min of flow simulation, 25 min of emulation.
 constexpr double kDefaultMaxTransfers = 5e7;
 
-// Throws InputError when the estimate exceeds `max_transfers` (flow, emulated) or this machine's
-// physical memory; the message gives the estimate and what to do instead. `what` names the command.
-void check_work_limits(const WorkEstimate& e, Fidelity fidelity, double max_transfers, const std::string& what);
+// Above this many estimated seconds of wall time any run is refused (unless the caller raises the limit):
+// the step fidelity's cost grows with ranks x fusion buffers, which no transfer count shows.
+constexpr double kDefaultMaxSeconds = 900;
+
+struct WorkLimits {
+  double max_transfers = kDefaultMaxTransfers;  // flow and emulated, per iteration
+  double max_seconds = kDefaultMaxSeconds;      // every fidelity (emulated: per iteration)
+};
+
+// Throws InputError when the estimate exceeds a limit or this machine's physical memory; the message
+// gives the estimate and what to do instead. `what` names the command.
+void check_work_limits(const WorkEstimate& e, Fidelity fidelity, const WorkLimits& limits, const std::string& what);
 
 // "2.3e7 transfers per iteration (28 fusion buffers x 823,296), about 2.3 GB, about 3 min" for `check`.
 std::string describe(const WorkEstimate& e, Fidelity fidelity);

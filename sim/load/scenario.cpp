@@ -183,7 +183,8 @@ StorageConfig parse_storage(const YamlField& st, const Scenario& s, const SkuSpe
   c.bandwidth = b->bandwidth;
   c.iops = b->iops;
   c.request_latency = b->request_latency;
-  if (auto f = st.find("bandwidth")) c.bandwidth = f->positive_quantity(Quantity::Bandwidth);
+  // At least a byte per second: below, a batch's read outlasts what the simulated clock can count.
+  if (auto f = st.find("bandwidth")) c.bandwidth = f->quantity_between(Quantity::Bandwidth, 1, 1e18);
   if (auto f = st.find("iops")) c.iops = f->positive_number();
   if (auto f = st.find("request_latency")) c.request_latency = f->nonnegative_quantity(Quantity::Time);
   // Every node reads its own shard of the data set in every epoch (per-node sharding, shuffled within the
@@ -275,7 +276,9 @@ Scenario parse(std::shared_ptr<YamlDocument> doc, const Catalog& catalog, const 
     model_field.fail("unknown model '" + model_name + "'" + suggestion_suffix(model_name, catalog.model_names()));
   s.model.name = model->name;
   s.model.batch_per_gpu = static_cast<int>(mo.get("batch_per_gpu").integer(1, 1 << 20));
-  if (auto f = mo.find("images_per_sec_single_gpu")) s.model.images_per_sec_single_gpu = f->positive_number();
+  // From a thousandth of an image per second (batch 2^20: 33 years an iteration, the simulated clock's
+  // limit in sight) to a billion.
+  if (auto f = mo.find("images_per_sec_single_gpu")) s.model.images_per_sec_single_gpu = f->number(1e-3, 1e9);
 
   // training
   YamlField tr = root.get("training");

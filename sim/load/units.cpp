@@ -122,6 +122,20 @@ double parse_quantity(std::string_view text, Quantity kind) {
                   suggestion_suffix(rest, unit_names(kind)));
 }
 
+std::string format_quantity(double v, Quantity kind) {
+  switch (kind) {
+    case Quantity::Bytes:
+      return format_bytes(v);
+    case Quantity::Bandwidth:
+      return format_bandwidth(v);
+    case Quantity::Time:
+      return format_time(v);
+    case Quantity::FlopRate:
+      return format_flop_rate(v);
+  }
+  return format_number(v);
+}
+
 std::string format_bytes(double bytes) {
   const double a = std::fabs(bytes);
   if (a >= 1073741824.0) return fmt(bytes / 1073741824.0, "GiB");

@@ -203,6 +203,14 @@ double YamlField::positive_quantity(Quantity kind) const {
   return v;
 }
 
+double YamlField::quantity_between(Quantity kind, double min, double max) const {
+  const double v = quantity(kind);
+  if (v < min || v > max)
+    fail("must be between " + format_quantity(min, kind) + " and " + format_quantity(max, kind) + ", got '" +
+         node_.Scalar() + "'");
+  return v;
+}
+
 double YamlField::nonnegative_quantity(Quantity kind) const {
   double v = quantity(kind);
   if (v < 0) fail("must not be negative, got '" + node_.Scalar() + "'");

@@ -64,6 +64,8 @@ class YamlField {
   bool boolean() const;
   double quantity(Quantity kind) const;           // any value, incl. 0 and negatives
   double positive_quantity(Quantity kind) const;  // > 0
+  // Between min and max (in the base unit), the bounds said in the kind's units: "at least 1 B/s".
+  double quantity_between(Quantity kind, double min, double max) const;
   double nonnegative_quantity(Quantity kind) const;
 
  private:

@@ -304,7 +304,6 @@ int run_sweep(const SweepOptions& o) {
   const auto [rank, size] = launcher_rank();
   if (size > 1 && !o.csv_file && !o.json_file)
     throw InputError({}, "sweep: under an MPI launcher give --csv or --json (rank 0 gathers the points there)");
-  const std::string part_base = o.csv_file ? *o.csv_file : *o.json_file;
   std::vector<int> todo;
   std::vector<PredictPoint> jobs;
   for (const auto& p : points)
@@ -327,6 +326,7 @@ int run_sweep(const SweepOptions& o) {
   });
 
   if (size > 1) {
+    const std::string part_base = o.csv_file ? *o.csv_file : *o.json_file;  // one of them, checked above
     auto part = [&](int r) { return part_base + ".part" + std::to_string(r); };
     if (rank != 0) {
       std::ostringstream mine;
