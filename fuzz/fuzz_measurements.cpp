@@ -8,6 +8,7 @@
 
 #include "fuzz_common.h"
 #include "validate/calibration_fit.h"
+#include "validate/nccl_tests.h"
 #include "validate/horovod_timeline.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

@@ -224,7 +224,7 @@ std::vector<BadCase> cases() {
        with("batch_per_gpu: 64", "batch_per_gpu: 64\n  images_per_sec_single_gpu: -5"),
        {},
        "bad.yaml:7:30",
-       "model.images_per_sec_single_gpu: must be greater than 0, got -5"},
+       "model.images_per_sec_single_gpu: must be between 0.001 and 1e+09, got -5"},
       {"document is a scalar", "hello\n", {}, "bad.yaml:1:1", "expected a mapping (key: value lines), got 'hello'"},
       {"--set unknown key",
        kValid,

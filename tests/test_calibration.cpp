@@ -9,6 +9,7 @@
 #include "load/scenario.h"
 #include "test_support.h"
 #include "validate/calibration_fit.h"
+#include "validate/nccl_tests.h"
 #include "validate/horovod_timeline.h"
 #include "validate/validation.h"
 
@@ -242,4 +243,101 @@ TEST_CASE("validate: repeated measurements report their own floor, each run agai
   a.others_error_pct = 20;
   r.cases = {a, {"c", "busbw_gbps", 1, 1}};
   CHECK(validation_json(r).find("\"measured_others_error_pct\": 20") != std::string::npos);
+}
+
+TEST_CASE("calibrate: real nccl-tests and rccl-tests logs as launchers and users leave them (issue 30)",
+          "[calibrate]") {
+  // tests/data/nccl_tests/real/SOURCES.md: where each log was published and what it shows.
+  struct Expect {
+    std::string file, op;
+    int ranks, hosts;
+    bool from_context;
+    double first_bytes, first_us;  // the first row of nonzero size: out-of-place size and time
+  };
+  const std::vector<Expect> cases = {
+      {"aws_p4d_efa_2node_16rank_tagged_ncclinfo_2021.log", "all_reduce", 16, 2, false, 8, 179.1},
+      {"aws_p3dn_efa_2node_16rank_ncclinfo_nccl2.4_2019.log", "all_reduce", 16, 2, false, 8, 146.7},
+      {"aws_eks_t4_efa_2node_tagged_ncclinfo_destroy.log", "all_reduce", 2, 2, false, 4, 65.7},
+      {"aws_p5_h100_2node_tagged_table_only_elided.log", "all_reduce", 16, 2, true, 8, 87.96},
+      {"oci_gb200_2node_8rank_tail_no_header_destroy.log", "all_reduce", 16, 2, true, 8, 21.57},
+      {"polaris_a100_540node_2160rank_allreduce_nccl2.21.log", "all_reduce", 2160, 540, false, 4, 253.3},
+      {"rccl_mi300x_2node_16rank_allreduce.log", "all_reduce", 16, 2, false, 8, 256.5},
+      {"azure_mi300x_vf_rccl_g8_allreduce_issue1562.log", "all_reduce", 8, 1, false, 8, 45.92},
+      {"rtx5090_2rank_tagged_stderr_allgather_v2.18.log", "all_gather", 2, 1, false, 1048576, 2191.72},
+      {"sophia_dgxa100_2node_16rank_allgather.log", "all_gather", 16, 2, false, 256, 37.42},
+      {"superbench_a100x8_g8_allreduce_check0_2021.log", "all_reduce", 8, 1, false, 4, 34.73},
+      {"superbench_a100x8_g8_allgather_check0_2021.log", "all_gather", 8, 1, false, 32, 35.03},
+      {"superbench_a100x8_g8_reducescatter_check0_2021.log", "reduce_scatter", 8, 1, false, 32, 35.06},
+  };
+  const std::string dir = std::string(RINGSIM_TEST_DATA) + "/nccl_tests/real/";
+  for (const auto& c : cases) {
+    INFO(c.file);
+    const NcclTestsData d = parse_nccl_tests(test::slurp(dir + c.file), c.file, {16, 2});
+    CHECK(d.op == c.op);
+    CHECK(d.ranks == c.ranks);
+    CHECK(d.hosts == c.hosts);
+    CHECK(d.ranks_from_context == c.from_context);
+    REQUIRE(!d.points.empty());
+    const double n = d.ranks;
+    const double factor = d.op == "all_reduce" ? 2 * (n - 1) / n : (n - 1) / n;
+    CHECK(d.points.front().x_beta == Approx(c.first_bytes * factor));
+    CHECK(d.points.front().seconds == Approx(c.first_us * 1e-6));
+    for (const auto& p : d.points) CHECK((p.seconds > 0 && std::isfinite(p.seconds)));
+  }
+  // Runs that failed, and one that moved nothing: refused with the line that says why.
+  const auto error_of = [&](const std::string& f) {
+    return test::input_error_of([&] { parse_nccl_tests(test::slurp(dir + f), f, {16, 2}); });
+  };
+  CHECK_THAT(error_of("sophia_dgxa100_2node_16rank_allreduce_failed_nccl_error.log"),
+             Catch::Contains(":20:1: error: the nccl-tests run failed before it measured anything") &&
+                 Catch::Contains("Test NCCL failure common.cu:1012 'unhandled system error"));
+  CHECK_THAT(error_of("rtx5090_g2_ncclinfo_warn_cuda_failure_issue287.log"),
+             Catch::Contains(":71:1: error: the nccl-tests run failed") && Catch::Contains("unhandled cuda error"));
+  CHECK_THAT(error_of("rtx5090_1gpu_column_overflow_avgbw0_issue287.log"),
+             Catch::Contains("all_reduce_perf on one rank moves nothing between GPUs"));
+  // Without rank lines and without a scenario to say it, the count is asked for.
+  CHECK_THAT(test::input_error_of([&] {
+               parse_nccl_tests(test::slurp(dir + "aws_p5_h100_2node_tagged_table_only_elided.log"), "t.log");
+             }),
+             Catch::Contains("cannot tell the rank count"));
+}
+
+TEST_CASE("calibrate: nccl-tests output of several tests in one file, and a sendrecv log", "[calibrate]") {
+  const std::string dir = std::string(RINGSIM_TEST_DATA) + "/nccl_tests/real/";
+  const std::string two = "mpirun -np 2 ./build/all_reduce_perf -b 8\n" +
+                          test::slurp(dir + "aws_eks_t4_efa_2node_tagged_ncclinfo_destroy.log") +
+                          "mpirun -np 2 ./build/all_gather_perf_mpi -b 8\n" +
+                          test::slurp(dir + "sophia_dgxa100_2node_16rank_allgather.log");
+  CHECK_THAT(test::input_error_of([&] { parse_nccl_tests(two, "two.log"); }),
+             Catch::Contains("several tests (all_gather_perf, all_reduce_perf); give each its own file"));
+  // The test named by its command line: sendrecv's time is one message's, whatever the ranks.
+  const std::string sendrecv = "$ mpirun -np 2 ./sendrecv_perf -b 8 -e 1M\n" + nccl_tests_text(5e-6, 10e9);
+  const NcclTestsData d = parse_nccl_tests(sendrecv, "sendrecv.log");
+  CHECK(d.op == "sendrecv");
+  CHECK(d.points.front().x_alpha == 1);
+  CHECK(d.points.front().x_beta == 8);
+}
+
+TEST_CASE("validate: real Horovod timelines, whole and cut off mid-run (issue 30)", "[validate]") {
+  // tests/data/horovod_timelines/real/SOURCES.md: where each was published.
+  const std::string dir = std::string(RINGSIM_TEST_DATA) + "/horovod_timelines/real/";
+  struct Expect {
+    std::string file;
+    int buffers, tensors, iterations;
+  };
+  for (const auto& c : std::vector<Expect>{{"andrewor14_tf_mpi_2019_oldformat_prefix.json", 138, 6, 23},
+                                           {"thetagpu_8rank_tf2_keras_mpi_cpu_prefix.json", 122, 9, 15},
+                                           {"thetagpu_a100_8rank_tf2_keras_nccl_prefix.json", 122, 9, 15}}) {
+    INFO(c.file);
+    const TimelineSummary t = read_horovod_timeline(dir + c.file);
+    CHECK(t.truncated);  // each is a published prefix without the closing bracket
+    CHECK(static_cast<int>(t.buffers.size()) == c.buffers);
+    CHECK(t.tensors == c.tensors);
+    CHECK(t.iterations == c.iterations);
+    CHECK(t.iteration_s > 0);
+    for (const auto& b : t.buffers) CHECK(b.end_s >= b.start_s);
+  }
+  // A whole timeline that recorded only the initial broadcasts: named as such.
+  CHECK_THAT(test::input_error_of([&] { read_horovod_timeline(dir + "alcf_thetagpu_1rank_tf2_mpi_complete.json"); }),
+             Catch::Contains("no ALLREDUCE spans (it records BROADCAST, MPI_BCAST, NEGOTIATE_BROADCAST)"));
 }

@@ -18,6 +18,7 @@
 #include "load/units.h"
 #include "report/svg_chart.h"
 #include "validate/json_file.h"
+#include "validate/nccl_tests.h"
 #include "validate/placement.h"
 
 namespace ringsim {
@@ -148,80 +149,6 @@ std::vector<LinearFit> fit_regimes(std::vector<FitPoint> pts, int max_regimes, s
     }
   }
   return best;
-}
-
-NcclTestsData parse_nccl_tests(const std::string& text, const std::string& file) {
-  NcclTestsData d;
-  std::istringstream in(text);
-  std::string line;
-  std::set<std::string> hosts;
-  int time_col = -1, wrong_col = -1, line_no = 0;
-  while (std::getline(in, line)) {
-    ++line_no;
-    if (line.find("Rank") != std::string::npos && line.find("Pid") != std::string::npos) {
-      ++d.ranks;  // "#  Rank  0 Group  0 Pid  1234 on  host1 device  0 [0x..] Tesla V100"
-      const auto on = line.find(" on ");
-      if (on != std::string::npos) {
-        std::istringstream h(line.substr(on + 4));
-        std::string host;
-        h >> host;
-        hosts.insert(host);
-      }
-      continue;
-    }
-    if (line.find("size") != std::string::npos && line.find("count") != std::string::npos &&
-        line.find("type") != std::string::npos) {
-      std::istringstream h(line.substr(line.find_first_not_of("# ")));
-      std::string col;
-      time_col = wrong_col = -1;
-      for (int i = 0; h >> col; ++i) {
-        if (col == "time" && time_col < 0) time_col = i;
-        if (col == "#wrong" && time_col >= 0 && wrong_col < 0) wrong_col = i;  // out-of-place
-      }
-      continue;
-    }
-    if (line.find("all_reduce") != std::string::npos || line.find("allreduce") != std::string::npos)
-      d.op = "all_reduce";
-    if (line.find("sendrecv") != std::string::npos) d.op = "sendrecv";
-    if (line.empty() || line[0] == '#' || time_col < 0) continue;
-    std::istringstream row(line);
-    std::vector<std::string> cols;
-    for (std::string c; row >> c;) cols.push_back(c);
-    // Up to the out-of-place #wrong column (time, algbw, busbw when the header has none).
-    const std::size_t need = static_cast<std::size_t>(wrong_col >= 0 ? wrong_col : time_col + 2) + 1;
-    if (cols.size() < need)
-      throw InputError({file, line_no, 1, ""}, "expected an nccl-tests result row of at least " + std::to_string(need) +
-                                                   " columns (size count type ... time algbw busbw #wrong), got " +
-                                                   std::to_string(cols.size()) + ": a truncated file?");
-    if (wrong_col >= 0 && cols[wrong_col] != "0" && cols[wrong_col] != "N/A")
-      throw InputError({file, line_no, 1, ""},
-                       "nccl-tests counted " + cols[wrong_col] + " wrong results (#wrong) for " + cols[0] +
-                           " bytes: that run failed its own check; calibrate from a run without errors");
-    try {
-      const double bytes = std::stod(cols[0]);
-      const double us = std::stod(cols[time_col]);
-      if (!std::isfinite(bytes) || !std::isfinite(us) || bytes < 0 || us < 0) throw std::invalid_argument("range");
-      if (us > 0) d.points.push_back({1, bytes, us * 1e-6});
-    } catch (const std::exception&) {
-      throw InputError({file, line_no, 1, ""}, "expected an nccl-tests result row (size count type ... time ...)");
-    }
-  }
-  if (d.points.empty())
-    throw InputError({file, 0, 0, ""},
-                     "no nccl-tests result rows found (expected the output of all_reduce_perf or sendrecv_perf)");
-  if (d.op.empty()) d.op = "all_reduce";
-  if (d.ranks == 0)
-    throw InputError({file, 0, 0, ""}, "no '#  Rank N ... Pid ... on HOST' lines: cannot tell the rank count");
-  d.hosts = static_cast<int>(hosts.size());
-  d.spans_nodes = hosts.size() > 1;
-  if (d.op == "all_reduce") {
-    const double n = d.ranks;
-    for (auto& p : d.points) {
-      p.x_alpha = 2 * (n - 1);
-      p.x_beta = p.x_beta * 2 * (n - 1) / n;
-    }
-  }
-  return d;
 }
 
 namespace {
@@ -369,11 +296,15 @@ CalibrationResult calibrate(const Catalog& catalog, const Scenario& s, const Cal
       throw InputError({f, 0, 0, ""}, std::string("malformed calibration data: ") + e.what());
     }
   }
+  std::vector<std::string> input_notes;  // what the files left to the scenario
   for (const auto& f : in.nccl_tests_files) {
     std::ifstream t(f);
     if (!t) throw InputError({f, 0, 0, ""}, "cannot open file");
     const std::string text((std::istreambuf_iterator<char>(t)), std::istreambuf_iterator<char>());
-    NcclTestsData d = parse_nccl_tests(text, f);
+    NcclTestsData d = parse_nccl_tests(text, f, {s.cluster.total_gpus(), s.cluster.nodes});
+    if (d.ranks_from_context)
+      input_notes.push_back(f + ": no rank lines; " + std::to_string(d.ranks) + " ranks on " + std::to_string(d.hosts) +
+                        " hosts, as the scenario has them (cluster.nodes x gpus_per_node: --set to change)");
     const std::string cls = d.spans_nodes ? "network" : "same_socket";
     // An allreduce across nodes runs NCCL's rings at once, each through its own NIC where the node has
     // several: the bus bandwidth is shared by the rails the ranks of a host leave by (NodeLayout::gpu_rail,
@@ -392,6 +323,7 @@ CalibrationResult calibrate(const Catalog& catalog, const Scenario& s, const Cal
   for (auto& [cls, pts] : by_class) pts = median_per_size(std::move(pts));
 
   CalibrationResult r;
+  r.notes = input_notes;
   if (placement.active()) {
     r.notes.push_back("placement: " + placement.summary("samples"));
     if (points_left_out > 0)

@@ -65,14 +65,5 @@ std::string calibration_svg(const CalibrationResult& r);
 
 CalibrationResult calibrate(const Catalog& catalog, const Scenario& scenario, const CalibrationInputs& in);
 
-// Parses nccl-tests output into fit points (out-of-place times); sets `ranks`, `spans_nodes` and the op.
-struct NcclTestsData {
-  std::string op;  // "all_reduce" or "sendrecv"
-  int ranks = 0;
-  int hosts = 0;  // distinct host names in the rank lines
-  bool spans_nodes = false;
-  std::vector<FitPoint> points;
-};
-NcclTestsData parse_nccl_tests(const std::string& text, const std::string& file);
 
 }  // namespace ringsim

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <fstream>
+#include <iterator>
 #include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "load/input_error.h"
@@ -17,9 +19,60 @@ double TimelineSummary::mean_buffer_s() const {
   return s / buffers.size();
 }
 
+namespace {
+
+// Where the last whole event of a trace array ends (just after its '}'), or npos: the array's elements
+// are objects at depth 1; strings may hold any bracket.
+std::size_t last_whole_event_end(const std::string& text) {
+  std::size_t end = std::string::npos;
+  int depth = 0;
+  bool in_string = false, escaped = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        in_string = false;
+      continue;
+    }
+    if (c == '"') in_string = true;
+    if (c == '[' || c == '{') ++depth;
+    if (c == ']' || c == '}') --depth;
+    if (c == '}' && depth == 1) end = i + 1;
+  }
+  return end;
+}
+
+// Horovod writes the array as the run goes: a run stopped (or a timeline copied) mid-way lacks the closing
+// bracket and may end inside an event. Such a prefix is read up to its last whole event; `cut` says so.
+nlohmann::json read_trace(const std::string& file, bool& cut) {
+  cut = false;
+  try {
+    return read_json_file(file, "not a complete JSON trace");
+  } catch (const InputError&) {
+    std::ifstream in(file, std::ios::binary);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const auto first = text.find_first_not_of(" \t\r\n");
+    const std::size_t end = last_whole_event_end(text);
+    if (first == std::string::npos || text[first] != '[' || end == std::string::npos) throw;
+    try {
+      nlohmann::json j = nlohmann::json::parse(text.substr(0, end) + "]");
+      cut = true;
+      return j;
+    } catch (const nlohmann::json::exception&) {
+      throw;  // the file's own error (the first one), not the repaired text's
+    }
+  }
+}
+
+}  // namespace
+
 TimelineSummary read_horovod_timeline(const std::string& file) {
-  // Horovod writes the array incrementally; a timeline cut off mid-run lacks the closing bracket.
-  nlohmann::json j = read_json_file(file, "not a complete JSON trace");
+  bool cut = false;
+  nlohmann::json j = read_trace(file, cut);
   if (j.is_object() && j.contains("traceEvents")) j = j["traceEvents"];
   if (!j.is_array()) throw InputError({file, 0, 0, ""}, "expected a Chrome trace: a JSON array of events");
 
@@ -56,9 +109,20 @@ TimelineSummary read_horovod_timeline(const std::string& file) {
       allreduce[pid].push_back({ts, ts + number(e, "dur") * 1e-6});
     }
   }
-  if (allreduce.empty()) throw InputError({file, 0, 0, ""}, "no ALLREDUCE spans: not a Horovod timeline?");
+  if (allreduce.empty()) {
+    std::set<std::string> names;
+    for (const auto& e : j)
+      if (e.is_object() && text(e, "ph") == "B" && names.size() < 4) names.insert(text(e, "name"));
+    std::string seen;
+    for (const auto& n : names) seen += (seen.empty() ? "" : ", ") + n;
+    throw InputError({file, 0, 0, ""}, "no ALLREDUCE spans" + (seen.empty() ? ": not a Horovod timeline?"
+                                                                             : " (it records " + seen +
+                                                                                   "): a timeline of training "
+                                                                                   "iterations has one per gradient"));
+  }
 
   TimelineSummary s;
+  s.truncated = cut;
   s.tensors = static_cast<int>(allreduce.size());
   // Fused tensors share one ALLREDUCE span: group spans by (start, end).
   std::map<std::pair<double, double>, int> buffers;

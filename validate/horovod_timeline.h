@@ -17,6 +17,7 @@ struct TimelineSummary {
   int tensors = 0;                      // distinct tensor rows
   int iterations = 0;                   // how often the most frequent tensor was all-reduced
   double iteration_s = 0;               // median time between successive allreduces of one tensor (0: one iteration)
+  bool truncated = false;               // the file ended mid-array (a run stopped or cut): read to its last event
   double buffers_per_iteration() const { return iterations ? static_cast<double>(buffers.size()) / iterations : 0; }
   double mean_buffer_s() const;
 };

@@ -273,6 +273,9 @@ ValidationReport validate_timeline(const Catalog& catalog, const Scenario& s, co
   const nlohmann::json p = predict_isolated(catalog, s);
   ValidationReport r;
   r.title = "Horovod timeline " + timeline + " vs predicted: " + s.name;
+  if (t.truncated)
+    r.notes.push_back(timeline + " ends mid-array (a run stopped, or the file cut): read up to its last whole event, " +
+                      std::to_string(t.buffers.size()) + " allreduce spans");
   const std::string name = std::filesystem::path(timeline).filename().string();
   const auto& cols = p["collectives"];
   double predicted_total = 0;
