@@ -13,7 +13,7 @@ build="$root/build"
 jobs=$(nproc 2>/dev/null || echo 2)
 
 packages=(g++ make cmake pkg-config libsimgrid-dev libboost-graph-dev libyaml-cpp-dev libeigen3-dev catch2
-          libopenmpi-dev openmpi-bin nlohmann-json3-dev libcli11-dev)
+          libopenmpi-dev openmpi-bin nlohmann-json3-dev libcli11-dev gnuplot-nox)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -9,8 +9,8 @@
 #include "load/scenario.h"
 #include "test_support.h"
 #include "validate/calibration_fit.h"
-#include "validate/nccl_tests.h"
 #include "validate/horovod_timeline.h"
+#include "validate/nccl_tests.h"
 #include "validate/validation.h"
 
 using namespace ringsim;
@@ -194,7 +194,7 @@ TEST_CASE("validate: a Horovod timeline is read into buffers and iteration caden
   std::remove(file.c_str());
 }
 
-TEST_CASE("plots: validation and calibration charts are SVG with a line per prediction", "[plot]") {
+TEST_CASE("plots: the validation chart's script and data, a line per group and predicted against measured", "[plot]") {
   ValidationReport r;
   r.title = "test";
   for (int g : {2, 4, 8}) {
@@ -203,15 +203,19 @@ TEST_CASE("plots: validation and calibration charts are SVG with a line per pred
     c.x = g;
     r.cases.push_back(c);
   }
-  const std::string svg = validation_svg(r);
-  CHECK_THAT(svg, Catch::StartsWith("<svg xmlns=\"http://www.w3.org/2000/svg\""));
-  CHECK_THAT(svg, Catch::EndsWith("</svg>\n"));
-  CHECK_THAT(svg, Catch::Contains("<polyline"));
-  CHECK_THAT(svg, Catch::Contains("m b64 measured"));
-  CHECK(svg == validation_svg(r));  // deterministic
-  std::size_t circles = 0;
-  for (auto at = svg.find("<circle"); at != std::string::npos; at = svg.find("<circle", at + 1)) ++circles;
-  CHECK(circles == 3 + 1);  // three measured points and the legend marker
+  const Plot p = validation_plot(r);
+  REQUIRE(p.panels.size() == 3);  // the group's lines, its errors against GPUs, predicted against measured
+  const PlotFiles f = plot_files("/tmp/v.png", p);
+  CHECK(f.script_file == "/tmp/v.gp");
+  CHECK(f.data_file == "/tmp/v.dat");
+  CHECK_THAT(f.script, Catch::Contains("set terminal pngcairo") && Catch::Contains("set multiplot layout 3,1") &&
+                           Catch::Contains("title \"m b64 measured\"") && Catch::Contains("set logscale x 2") &&
+                           Catch::Contains("x with lines lw 1.5 lc rgb 'black' title \"predicted = measured\""));
+  // Block 0 holds the predictions against GPUs, block 1 the measurements; the errors are +11.1 %.
+  CHECK_THAT(f.data, Catch::Contains("# block 0:") && Catch::Contains("\n2 200\n4 400\n8 800\n") &&
+                         Catch::Contains("\n2 180\n4 360\n8 720\n") && Catch::Contains("\n2 11.1111111\n"));
+  CHECK(plot_files("/tmp/v.png", validation_plot(r)).data == f.data);  // deterministic
+  CHECK_THAT(plot_files("/tmp/v.svg", p).script, Catch::Contains("set terminal svg"));
 }
 
 TEST_CASE("fuzz regressions: malformed measurement files are refused, not crashed on", "[validate]") {
@@ -223,6 +227,11 @@ TEST_CASE("fuzz regressions: malformed measurement files are refused, not crashe
   const std::string overflow = std::string(RINGSIM_TEST_DATA) + "/../bad_inputs/timeline_number_overflow.json";
   CHECK_THAT(test::input_error_of([&] { read_horovod_timeline(overflow); }),
              Catch::Contains("not a complete JSON trace"));
+  // From fuzz_measurements (issue 30): a trace cut short whose shortened text is not JSON either (a NUL
+  // in a key) is refused with the file's own error, not the shortened text's.
+  const std::string nul_key = std::string(RINGSIM_TEST_DATA) + "/../bad_inputs/timeline_cut_nul_in_key.json";
+  CHECK_THAT(test::input_error_of([&] { read_horovod_timeline(nul_key); }),
+             Catch::Contains("timeline_cut_nul_in_key.json:") && Catch::Contains("not a complete JSON trace"));
   // Non-finite numbers in nccl-tests rows.
   const std::string nan_row =
       "#  Rank  0 Group  0 Pid  1 on  a device  0\n#  size count type redop root time algbw busbw\n"

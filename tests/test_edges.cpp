@@ -33,8 +33,7 @@ const std::vector<std::string> kTwoNodes = {"cluster.nodes=2"};
 std::vector<Edge> edges() {
   const std::vector<std::string> fat_tree = {"cluster.nodes=2", "cluster.fabric_topology=fat_tree"};
   const std::vector<std::string> ps = {"cluster.nodes=2", "communication.strategy=parameter_server"};
-  const std::vector<std::string> records = {"cluster.nodes=2", "storage.format=records",
-                                            "storage.record_size=100MiB"};
+  const std::vector<std::string> records = {"cluster.nodes=2", "storage.format=records", "storage.record_size=100MiB"};
   return {
       {"cluster.nodes", kBase, {}, ""},
       {"cluster.gpus_per_node", kBase, kTwoNodes, ""},

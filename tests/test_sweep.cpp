@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "plan/sweep.h"
+#include "report/progress.h"
 #include "test_support.h"
 
 namespace fs = std::filesystem;
@@ -72,7 +73,8 @@ TEST_CASE("sweep: the same CSV with one job and with two", "[sweep]") {
   CHECK(std::count(a.begin(), a.end(), '\n') == 7);  // header + 6 points
   CHECK_THAT(a, Catch::StartsWith("point,cluster.nodes,communication.fusion_threshold,gpus,nodes,fidelity,"));
   CHECK_THAT(slurp(dir / "b.json"), Catch::Contains("\"schema\": \"ringsim.sweep/1\""));
-  CHECK_THAT(slurp(dir / "b.svg"), Catch::Contains("<polyline"));
+  CHECK_THAT(slurp(dir / "b.svg"), Catch::Contains("<svg") && Catch::Contains("</svg>"));  // drawn by gnuplot
+  CHECK_THAT(slurp(dir / "b.gp"), Catch::Contains("'b.dat' index 0 using 1:2"));
 
   // Resume: keep the header and two rows, run again: only the four others run, same file at the end.
   std::istringstream in(a);
@@ -121,4 +123,25 @@ TEST_CASE("sweep: bad sweep specs are refused with file, line and column", "[swe
   CHECK(cli.status == 2);
   CHECK_THAT(cli.output, Catch::Contains("--sweep cluster.nodes: error: expected KEY=V1,V2"));
   fs::remove(f);
+}
+
+TEST_CASE("progress: one line rewritten in place on a terminal, a line per point elsewhere (issue 30)", "[sweep]") {
+  CHECK(ringsim::Progress::status(3, 12, "points", 6) == "3/12 points, 2 s each, 18 s left");
+  CHECK(ringsim::Progress::status(10, 12, "points", 2) == "10/12 points, 5.0 points/s, 400 ms left");
+  CHECK(ringsim::Progress::status(12, 12, "launches", 60) == "12/12 launches, 5 s each");
+  CHECK(ringsim::Progress::status(0, 12, "points", 0) == "0/12 points");
+  const std::string sweep = std::string(RINGSIM_TEST_BINARY) + " --catalog " + RINGSIM_TEST_CATALOG + " sweep " +
+                            kScenario + " --sweep cluster.nodes=1,2,4 -j 1 --csv /dev/null";
+  // Not a terminal: plain lines.
+  const auto plain = ringsim::test::run_command(sweep);
+  CHECK(plain.status == 0);
+  CHECK_THAT(plain.output, Catch::Contains("ringsim sweep: point 2 done (3/3)\n"));
+  CHECK(plain.output.find('\r') == std::string::npos);
+  // A terminal (script(1), of Debian's essential util-linux, gives the command one): the line is rewritten,
+  // with the rate and time left.
+  const auto tty = ringsim::test::run_command("script -qefc '" + sweep + "' /dev/null");
+  CHECK(tty.status == 0);
+  CHECK_THAT(tty.output, Catch::Contains("\rringsim sweep: 1/3 points, ") && Catch::Contains(" left\033[K") &&
+                             Catch::Contains("\rringsim sweep: 3/3 points, "));
+  CHECK(tty.output.find("point 2 done") == std::string::npos);
 }

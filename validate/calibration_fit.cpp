@@ -16,7 +16,7 @@
 #include "graph/topology_graph.h"
 #include "load/input_error.h"
 #include "load/units.h"
-#include "report/svg_chart.h"
+#include "report/plot.h"
 #include "validate/json_file.h"
 #include "validate/nccl_tests.h"
 #include "validate/placement.h"
@@ -200,28 +200,60 @@ std::vector<FitPoint> median_per_size(std::vector<FitPoint> pts) {
 
 }  // namespace
 
-std::string calibration_svg(const CalibrationResult& r) {
-  Chart chart;
-  chart.title = "ringsim calibrate: effective bandwidth vs message size";
-  chart.x_label = "bytes (scaled by the collective's factor for nccl-tests all_reduce)";
-  chart.y_label = "bytes/s (circles: measured, line: fit)";
-  chart.log_x = true;
-  int color = 0;
-  for (const auto& f : r.fits) {
-    ChartSeries meas{f.path_class + " measured", {}, true, color};
-    ChartSeries fit{f.path_class + " fit", {}, false, color};
-    std::vector<FitPoint> pts = f.data;
-    std::stable_sort(pts.begin(), pts.end(), [](const FitPoint& a, const FitPoint& b) { return a.x_beta < b.x_beta; });
-    for (const auto& p : pts) {
-      if (p.x_beta <= 0) continue;
-      meas.points.push_back({p.x_beta, p.x_beta / p.seconds});
-      fit.points.push_back({p.x_beta, p.x_beta / (f.alpha * p.x_alpha + f.beta * p.x_beta)});
+Plot calibration_plot(const CalibrationResult& r) {
+  Plot p;
+  p.title = "ringsim calibrate: effective bandwidth against message size";
+  p.source = "ringsim calibrate --plot: the measurements and the fitted alpha + beta x bytes of each class";
+  PlotPanel pn{"bytes per step over time (collectives: scaled by their step factor); circles measured, lines fitted",
+               "bytes per step",
+               "GB/s",
+               2,
+               0,
+               {},
+               {},
+               {}};
+  std::vector<std::string> classes;
+  for (const auto& f : r.fits)
+    if (std::find(classes.begin(), classes.end(), f.path_class) == classes.end()) classes.push_back(f.path_class);
+  double lo = 1e300, hi = 0;
+  for (std::size_t k = 0; k < classes.size(); ++k) {
+    const int color = static_cast<int>(k) + 1;
+    PlotSeries meas{classes[k] + " measured", "points pt 6 ps 1.3", color, {}, {}};
+    std::vector<PlotSeries> fits;
+    for (const auto& f : r.fits) {
+      if (f.path_class != classes[k]) continue;
+      std::vector<FitPoint> pts = f.data;
+      std::stable_sort(pts.begin(), pts.end(),
+                       [](const FitPoint& a, const FitPoint& b) { return a.x_beta < b.x_beta; });
+      PlotSeries fit{classes[k] + " fit" + (f.from_bytes > 0 ? " from " + format_bytes(f.from_bytes) : ""),
+                     "lines lw 2",
+                     color,
+                     {},
+                     {}};
+      for (std::size_t i = 0; i < pts.size(); ++i) {
+        if (pts[i].x_beta <= 0 || pts[i].seconds <= 0) continue;
+        const double gbps = pts[i].x_beta / pts[i].seconds / 1e9;
+        meas.rows.push_back({pts[i].x_beta, gbps});
+        lo = std::min(lo, gbps);
+        hi = std::max(hi, gbps);
+        // The fitted curve, eight samples per doubling up to the next measured size.
+        const double to = i + 1 < pts.size() ? pts[i + 1].x_beta : pts[i].x_beta * 1.0001;
+        for (double x = pts[i].x_beta; x < to; x *= std::pow(2.0, 1.0 / 8))
+          fit.rows.push_back({x, x / (f.alpha * pts[i].x_alpha + f.beta * x) / 1e9});
+      }
+      fits.push_back(std::move(fit));
     }
-    chart.series.push_back(meas);
-    chart.series.push_back(fit);
-    ++color;
+    std::stable_sort(meas.rows.begin(), meas.rows.end());
+    pn.series.push_back(std::move(meas));
+    for (auto& f : fits) pn.series.push_back(std::move(f));
   }
-  return render_svg(chart);
+  if (hi > 0 && hi / lo >= 100) pn.y_log_base = 10;
+  double x_lo = 1e300, x_hi = 0;
+  for (const auto& s : pn.series)
+    for (const auto& row : s.rows) x_lo = std::min(x_lo, row[0]), x_hi = std::max(x_hi, row[0]);
+  if (x_hi > 0) pn.setup.push_back(byte_tics("x", x_lo, x_hi));
+  p.panels = {pn};
+  return p;
 }
 
 CalibrationResult calibrate(const Catalog& catalog, const Scenario& s, const CalibrationInputs& in) {
@@ -304,7 +336,7 @@ CalibrationResult calibrate(const Catalog& catalog, const Scenario& s, const Cal
     NcclTestsData d = parse_nccl_tests(text, f, {s.cluster.total_gpus(), s.cluster.nodes});
     if (d.ranks_from_context)
       input_notes.push_back(f + ": no rank lines; " + std::to_string(d.ranks) + " ranks on " + std::to_string(d.hosts) +
-                        " hosts, as the scenario has them (cluster.nodes x gpus_per_node: --set to change)");
+                            " hosts, as the scenario has them (cluster.nodes x gpus_per_node: --set to change)");
     const std::string cls = d.spans_nodes ? "network" : "same_socket";
     // An allreduce across nodes runs NCCL's rings at once, each through its own NIC where the node has
     // several: the bus bandwidth is shared by the rails the ranks of a host leave by (NodeLayout::gpu_rail,

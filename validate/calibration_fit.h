@@ -11,6 +11,7 @@
 
 #include "load/catalog.h"
 #include "load/scenario.h"
+#include "report/plot.h"
 
 namespace ringsim {
 
@@ -60,10 +61,9 @@ struct CalibrationResult {
   std::vector<std::string> notes;
 };
 
-// Effective bandwidth vs message size per class: measured markers and the fitted line.
-std::string calibration_svg(const CalibrationResult& r);
+// Effective bandwidth against message size per class: the measurements and the fitted curves.
+Plot calibration_plot(const CalibrationResult& r);
 
 CalibrationResult calibrate(const Catalog& catalog, const Scenario& scenario, const CalibrationInputs& in);
-
 
 }  // namespace ringsim

@@ -4,8 +4,8 @@
 #include <fstream>
 #include <iterator>
 #include <map>
-#include <set>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "load/input_error.h"
 #include "validate/json_file.h"
@@ -52,7 +52,7 @@ nlohmann::json read_trace(const std::string& file, bool& cut) {
   cut = false;
   try {
     return read_json_file(file, "not a complete JSON trace");
-  } catch (const InputError&) {
+  } catch (const InputError& whole) {
     std::ifstream in(file, std::ios::binary);
     const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     const auto first = text.find_first_not_of(" \t\r\n");
@@ -63,7 +63,7 @@ nlohmann::json read_trace(const std::string& file, bool& cut) {
       cut = true;
       return j;
     } catch (const nlohmann::json::exception&) {
-      throw;  // the file's own error (the first one), not the repaired text's
+      throw whole;  // the file's own error, not the shortened text's
     }
   }
 }
@@ -116,9 +116,9 @@ TimelineSummary read_horovod_timeline(const std::string& file) {
     std::string seen;
     for (const auto& n : names) seen += (seen.empty() ? "" : ", ") + n;
     throw InputError({file, 0, 0, ""}, "no ALLREDUCE spans" + (seen.empty() ? ": not a Horovod timeline?"
-                                                                             : " (it records " + seen +
-                                                                                   "): a timeline of training "
-                                                                                   "iterations has one per gradient"));
+                                                                            : " (it records " + seen +
+                                                                                  "): a timeline of training "
+                                                                                  "iterations has one per gradient"));
   }
 
   TimelineSummary s;

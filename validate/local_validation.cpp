@@ -16,6 +16,7 @@
 #include "load/scenario.h"
 #include "load/units.h"
 #include "report/output_file.h"
+#include "report/progress.h"
 #include "validate/calibration_fit.h"
 #include "validate/json_file.h"
 #include "validate/placement.h"
@@ -43,10 +44,9 @@ std::string find_in_path(const std::string& name) {
 
 // One mpirun launch; its output goes to LOG_FILE. Throws with the command and the log's tail on failure.
 void launch(const std::string& mpirun, int processes, const std::string& args, const std::string& log_file,
-            std::ostream& log) {
+            Progress& progress) {
   const std::string cmd = shell_quoted(mpirun) + " -n " + std::to_string(processes) + " --oversubscribe " + args +
                           " > " + shell_quoted(log_file) + " 2>&1";
-  log << "  $ mpirun -n " << processes << " " << args << "\n" << std::flush;
   const int status = std::system(cmd.c_str());
   if (status != 0) {
     std::ifstream in(log_file);
@@ -55,6 +55,7 @@ void launch(const std::string& mpirun, int processes, const std::string& args, c
     throw std::runtime_error("validate --local: this run failed (status " + std::to_string(status) + "):\n  " + cmd +
                              "\n" + tail);
   }
+  progress.done("$ mpirun -n " + std::to_string(processes) + " " + args);
 }
 
 // A case's name without its run's suffix: "bench_2_ranks_run3.json 1 MiB" -> "bench_2_ranks.json 1 MiB".
@@ -223,6 +224,8 @@ ValidationReport validate_local(const Catalog& catalog, const LocalValidationOpt
       throw InputError({file, 0, 0, ""}, std::string("malformed core_to_core block: ") + e.what());
     }
   };
+  // Each run launches a calibration, a bench per process count and a training.
+  Progress progress("ringsim validate --local", "launches", static_cast<std::size_t>(repeats * (o.ranks + 1)), log);
   for (int run = 1; run <= repeats; ++run) {
     Run r;
     const std::string data = run_file("calibration", run);
@@ -232,7 +235,7 @@ ValidationReport validate_local(const Catalog& catalog, const LocalValidationOpt
                     .string();
     auto calibrate_run = [&] {
       launch(mpirun, 2, real + " calibrate" + probe_args() + " -e " + size + " --json " + shell_quoted(data),
-             (work / "calibrate.log").string(), log);
+             (work / "calibrate.log").string(), progress);
       probes_of(data);
       r.nearest_ns = seen.nearest_ns();
       write_overlay({data}, r.overlay, r.nearest_ns);
@@ -243,14 +246,16 @@ ValidationReport validate_local(const Catalog& catalog, const LocalValidationOpt
       launch(mpirun, p,
              real + " bench" + probe_args() + " -b 64K -e " + size + " -f 2 -n 10 -w 3 --no-baseline --json " +
                  shell_quoted(r.measured.back()),
-             (work / "bench.log").string(), log);
+             (work / "bench.log").string(), progress);
       probes_of(r.measured.back());
     }
     // A calibration taken before the launches had seen the CPUs this near measured the far placement
     // (its launch began there and it lasted): taken again, now waiting for the near one.
     if (seen.active() && r.nearest_ns > seen.limit_ns()) {
-      log << "  (run " << run << "'s calibration was taken with the CPUs " << static_cast<int>(r.nearest_ns)
-          << " ns apart, its benches " << static_cast<int>(seen.nearest_ns()) << " ns: calibrating again)\n";
+      progress.note("  (run " + std::to_string(run) + "'s calibration was taken with the CPUs " +
+                    std::to_string(static_cast<int>(r.nearest_ns)) + " ns apart, its benches " +
+                    std::to_string(static_cast<int>(seen.nearest_ns())) + " ns: calibrating again)");
+      progress.add(1);
       calibrate_run();
     }
     r.sets = {"cluster.gpus_per_node=" + std::to_string(train_ranks), "calibration=" + r.overlay};
@@ -261,7 +266,7 @@ ValidationReport validate_local(const Catalog& catalog, const LocalValidationOpt
            real + " train" + probe_args() + " " + shell_quoted(o.scenario_file) + set_args +
                " --compute-stand-in sleep --iterations " + std::to_string(o.train_iterations) + " --warmup 1 --json " +
                shell_quoted(r.measured.back()),
-           (work / "train.log").string(), log);
+           (work / "train.log").string(), progress);
     runs.push_back(std::move(r));
   }
 

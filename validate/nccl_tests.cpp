@@ -45,7 +45,8 @@ bool library_log_line(std::string_view line) {
 // How surely a line says the run failed: nccl-tests' own failure report, its call stack, then a warning
 // of the library's (some of which it survives); 0: none.
 int failure_weight(std::string_view line) {
-  if (line.find("Test NCCL failure") != std::string_view::npos || line.find("Test CUDA failure") != std::string_view::npos)
+  if (line.find("Test NCCL failure") != std::string_view::npos ||
+      line.find("Test CUDA failure") != std::string_view::npos)
     return 3;
   if (line.find("Test failure") != std::string_view::npos) return 2;
   return line.find("NCCL WARN") != std::string_view::npos ? 1 : 0;
@@ -65,8 +66,8 @@ std::vector<std::string> tokens(std::string_view line) {
 // Bytes of an element type as nccl-tests names them; 0 for a word that is none.
 int type_bytes(const std::string& t) {
   static const std::map<std::string, int> sizes = {
-      {"int8", 1},  {"uint8", 1},  {"char", 1},   {"int32", 4},    {"uint32", 4},   {"int", 4},
-      {"int64", 8}, {"uint64", 8}, {"half", 2},   {"float16", 2},  {"bfloat16", 2}, {"float", 4},
+      {"int8", 1},   {"uint8", 1},    {"char", 1},     {"int32", 4},   {"uint32", 4},   {"int", 4},
+      {"int64", 8},  {"uint64", 8},   {"half", 2},     {"float16", 2}, {"bfloat16", 2}, {"float", 4},
       {"double", 8}, {"fp8_e4m3", 1}, {"fp8_e5m2", 1}, {"float32", 4}, {"float64", 8}};
   const auto it = sizes.find(t);
   return it == sizes.end() ? 0 : it->second;
@@ -93,7 +94,7 @@ std::optional<std::string> test_named(std::string_view line) {
 
 struct Columns {
   int time = -1, wrong = -1, redop = -1, root = -1;  // indices in a row; wrong: the out-of-place check
-  bool counts_wrong = false;                          // `#wrong` (a count), not the old float `error`
+  bool counts_wrong = false;                         // `#wrong` (a count), not the old float `error`
 };
 
 // The header "# size count type redop root time algbw busbw #wrong time ..." (names vary by version).
@@ -237,7 +238,8 @@ std::string Reader::op_of_rows(int ranks) const {
     if (r.bytes <= 0) continue;
     if (r.redop == "none") return "all_gather";
     if (r.root >= 0) return "rooted";
-    if (ranks > 1 && r.count * r.element_bytes * ranks == r.bytes) return r.redop.empty() ? "all_gather" : "reduce_scatter";
+    if (ranks > 1 && r.count * r.element_bytes * ranks == r.bytes)
+      return r.redop.empty() ? "all_gather" : "reduce_scatter";
     return "all_reduce";
   }
   return "all_reduce";
@@ -245,10 +247,10 @@ std::string Reader::op_of_rows(int ranks) const {
 
 NcclTestsData Reader::finish() {
   if (rows_.empty()) {
-    if (!failure_.empty())
-      fail(failure_line_, "the nccl-tests run failed before it measured anything: " + failure_);
-    fail(0, "no nccl-tests result rows found (expected the output of all_reduce_perf, all_gather_perf, "
-            "reduce_scatter_perf or sendrecv_perf)");
+    if (!failure_.empty()) fail(failure_line_, "the nccl-tests run failed before it measured anything: " + failure_);
+    fail(0,
+         "no nccl-tests result rows found (expected the output of all_reduce_perf, all_gather_perf, "
+         "reduce_scatter_perf or sendrecv_perf)");
   }
   tests_with_rows_.erase("");
   if (tests_with_rows_.size() > 1) {

@@ -18,8 +18,8 @@
 #include "load/input_error.h"
 #include "load/units.h"
 #include "load/yaml_reader.h"
+#include "report/plot.h"
 #include "report/prediction_report.h"
-#include "report/svg_chart.h"
 #include "validate/horovod_timeline.h"
 #include "validate/json_file.h"
 #include "validate/placement.h"
@@ -358,55 +358,128 @@ std::string validation_json(const ValidationReport& r) {
   return j.dump(2) + "\n";
 }
 
-std::string validation_svg(const ValidationReport& r) {
-  Chart chart;
-  chart.title = "ringsim validate: " + r.title;
-  // Grouped cases share one y axis: those of the first case's metric are drawn, the others (the
-  // published bus-bandwidth cases beside images/s) are named in the title and left to the table.
-  std::vector<std::string> groups;
-  const std::string metric = r.cases.empty() ? std::string() : r.cases.front().metric;
-  int other_metric = 0;
+namespace {
+
+// The smallest and largest x of the grouped cases.
+std::pair<double, double> x_range(const ValidationReport& r) {
+  double lo = 1e300, hi = 0;
+  for (const auto& c : r.cases)
+    if (!c.group.empty()) lo = std::min(lo, c.x), hi = std::max(hi, c.x);
+  return {lo, hi};
+}
+
+// A log axis where values span a decade or more.
+int log_base_for(double lo, double hi) { return lo > 0 && hi / lo >= 10 ? 10 : 0; }
+
+// Grouped cases of the first case's metric against x: predicted as lines, measured as open circles.
+PlotPanel grouped_panel(const ValidationReport& r, const std::string& metric, const std::vector<std::string>& groups) {
+  PlotPanel pn{
+      metric + " against " + r.x_label + " (lines: predicted, circles: measured)", r.x_label, metric, 0, 0, {}, {}, {}};
+  double lo = 1e300, hi = 0;
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    PlotSeries pred{groups[g] + " predicted", "linespoints pt 7 ps 0.8", static_cast<int>(g) + 1, {}, {}};
+    PlotSeries meas{groups[g] + " measured", "points pt 6 ps 1.6", static_cast<int>(g) + 1, {}, {}};
+    std::vector<const ValidationCase*> cs;
+    for (const auto& c : r.cases)
+      if (c.group == groups[g] && c.metric == metric) cs.push_back(&c);
+    std::stable_sort(cs.begin(), cs.end(), [](auto* a, auto* b) { return a->x < b->x; });
+    for (const auto* c : cs) {
+      pred.rows.push_back({c->x, c->predicted});
+      meas.rows.push_back({c->x, c->measured});
+      lo = std::min(lo, c->x);
+      hi = std::max(hi, c->x);
+    }
+    pn.series.push_back(std::move(pred));
+    pn.series.push_back(std::move(meas));
+  }
+  pn.x_log_base = lo > 0 && hi / lo >= 4 ? 2 : 0;
+  return pn;
+}
+
+// The signed error of every grouped case against x, a colour per group (among many, per group family: the
+// group's first word, a machine or a source), with the +/- 10 % band: where errors grow with scale.
+PlotPanel error_panel(const ValidationReport& r, bool few_groups) {
+  PlotPanel pn{"signed error (predicted / measured - 1) against " + r.x_label,
+               r.x_label,
+               "error (%)",
+               0,
+               0,
+               {},
+               {"0 with lines lw 1.5 lc rgb 'black' notitle", "10 with lines dt 2 lc rgb '#888888' title \"+/- 10 %\"",
+                "-10 with lines dt 2 lc rgb '#888888' notitle"},
+               {}};
+  std::vector<std::string> families;
+  double lo = 1e300, hi = 0;
   for (const auto& c : r.cases) {
-    if (c.group.empty()) continue;
-    if (c.metric != metric) {
-      ++other_metric;
-      continue;
+    if (c.group.empty() || c.measured == 0) continue;
+    const std::string family = few_groups ? c.group : c.group.substr(0, c.group.find(' '));
+    auto it = std::find(families.begin(), families.end(), family);
+    if (it == families.end()) {
+      families.push_back(family);
+      pn.series.push_back({family, "points pt 7 ps 1.1", static_cast<int>(families.size()), {}, {}});
+      it = families.end() - 1;
     }
-    if (std::find(groups.begin(), groups.end(), c.group) == groups.end()) groups.push_back(c.group);
+    pn.series[static_cast<std::size_t>(it - families.begin())].rows.push_back({c.x, c.error_pct()});
+    lo = std::min(lo, c.x);
+    hi = std::max(hi, c.x);
   }
-  if (!groups.empty()) {
-    if (other_metric > 0)
-      chart.title += " (" + std::to_string(other_metric) + " cases of other metrics: see the table)";
-    chart.x_label = r.x_label;
-    chart.y_label = r.cases.front().metric + " (line: predicted, circles: measured)";
-    chart.log_x = true;
-    for (std::size_t g = 0; g < groups.size(); ++g) {
-      ChartSeries pred{groups[g] + " predicted", {}, false, static_cast<int>(g)};
-      ChartSeries meas{groups[g] + " measured", {}, true, static_cast<int>(g)};
-      std::vector<const ValidationCase*> cs;
-      for (const auto& c : r.cases)
-        if (c.group == groups[g] && c.metric == metric) cs.push_back(&c);
-      std::stable_sort(cs.begin(), cs.end(), [](auto* a, auto* b) { return a->x < b->x; });
-      for (const auto* c : cs) {
-        pred.points.push_back({c->x, c->predicted});
-        meas.points.push_back({c->x, c->measured});
-      }
-      chart.series.push_back(pred);
-      chart.series.push_back(meas);
-    }
-  } else {
-    chart.x_label = "measured";
-    chart.y_label = "predicted";
-    double hi = 0;
-    ChartSeries pts{"cases", {}, true, 0};
-    for (const auto& c : r.cases) {
-      pts.points.push_back({c.measured, c.predicted});
-      hi = std::max({hi, c.measured, c.predicted});
-    }
-    chart.series.push_back({"predicted = measured", {{0, 0}, {hi, hi}}, false, 1});
-    chart.series.push_back(pts);
+  pn.x_log_base = lo > 0 && hi / lo >= 4 ? 2 : 0;
+  return pn;
+}
+
+// Every case, predicted against measured, a colour per metric; on the line y = x a prediction is exact.
+PlotPanel agreement_panel(const ValidationReport& r) {
+  PlotPanel pn{"predicted against measured (above the line: predicted higher), each case in its metric's unit",
+               "measured",
+               "predicted",
+               0,
+               0,
+               {},
+               {},
+               {}};
+  std::vector<std::string> metrics;
+  double lo = 1e300, hi = 0;
+  for (const auto& c : r.cases) {
+    if (std::find(metrics.begin(), metrics.end(), c.metric) == metrics.end()) metrics.push_back(c.metric);
+    for (double v : {c.predicted, c.measured})
+      if (v > 0) lo = std::min(lo, v), hi = std::max(hi, v);
   }
-  return render_svg(chart);
+  for (std::size_t m = 0; m < metrics.size(); ++m) {
+    PlotSeries s{metrics[m], "points pt 7 ps 1.1", static_cast<int>(m) + 1, {}, {}};
+    for (const auto& c : r.cases)
+      if (c.metric == metrics[m] && c.measured > 0 && c.predicted > 0) s.rows.push_back({c.measured, c.predicted});
+    pn.series.push_back(std::move(s));
+  }
+  if (hi <= 0) lo = 1, hi = 10;
+  pn.x_log_base = pn.y_log_base = log_base_for(lo, hi);
+  char range[96];
+  std::snprintf(range, sizeof range, "[%.6g:%.6g]", pn.x_log_base ? lo / 1.3 : 0.0, hi * 1.1);
+  pn.setup = {std::string("set xrange ") + range, std::string("set yrange ") + range};
+  pn.functions = {"x with lines lw 1.5 lc rgb 'black' title \"predicted = measured\"",
+                  "1.1*x with lines dt 2 lc rgb '#888888' title \"+/- 10 %\"",
+                  "0.9*x with lines dt 2 lc rgb '#888888' notitle"};
+  return pn;
+}
+
+}  // namespace
+
+Plot validation_plot(const ValidationReport& r) {
+  Plot p;
+  p.title = "ringsim validate: " + r.title;
+  p.source = "ringsim validate --plot: predictions next to measurements";
+  const std::string metric = r.cases.empty() ? std::string() : r.cases.front().metric;
+  std::vector<std::string> groups;
+  for (const auto& c : r.cases)
+    if (!c.group.empty() && c.metric == metric && std::find(groups.begin(), groups.end(), c.group) == groups.end())
+      groups.push_back(c.group);
+  // Each group's own lines where there are few enough to tell apart; the errors against x wherever grouped.
+  if (!groups.empty() && groups.size() <= 6) p.panels.push_back(grouped_panel(r, metric, groups));
+  if (!groups.empty()) p.panels.push_back(error_panel(r, groups.size() <= 6));
+  for (auto& pn : p.panels)  // message sizes on x: named in bytes
+    if (pn.x_label == "bytes" && pn.x_log_base > 0)
+      pn.setup.push_back(byte_tics("x", x_range(r).first, x_range(r).second));
+  p.panels.push_back(agreement_panel(r));
+  return p;
 }
 
 std::vector<std::string> regressions(const ValidationReport& r, const std::string& recorded_json, double tolerance) {

@@ -9,6 +9,7 @@
 
 #include "load/catalog.h"
 #include "load/scenario.h"
+#include "report/plot.h"
 #include "validate/result_diff.h"
 
 namespace ringsim {
@@ -64,8 +65,9 @@ ValidationReport validate_timeline(const Catalog& catalog, const Scenario& scena
 
 std::string validation_table(const ValidationReport& r);
 std::string validation_json(const ValidationReport& r);
-// Predicted lines and measured markers per group over x; without groups, predicted vs measured with y = x.
-std::string validation_svg(const ValidationReport& r);
+// Grouped cases: predicted lines and measured markers over x; and every case, predicted against measured
+// with the line y = x and +/- 10 %.
+Plot validation_plot(const ValidationReport& r);
 
 // Cases whose |error| exceeds the recorded one (a validation JSON) by more than `tolerance_pp`
 // percentage points, or that the recorded file lacks; empty when none regressed.

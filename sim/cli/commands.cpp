@@ -18,6 +18,7 @@
 #include "report/catalog_listing.h"
 #include "report/job_script.h"
 #include "report/output_file.h"
+#include "report/plot.h"
 #include "report/prediction_report.h"
 #include "report/topo_matrix.h"
 #include "validate/calibration_fit.h"
@@ -133,6 +134,9 @@ int run_job(const std::string& catalog_dir, const JobCommandOptions& o) {
 int run_validate(const std::string& catalog_dir, const ValidateOptions& o) {
   const Catalog catalog = Catalog::load(catalog_dir);
   ValidationReport report;
+  for (const auto& f : {o.json_file})
+    if (f) check_output_path(*f);
+  if (o.plot_file) check_plot_file(*o.plot_file);
   if (o.local) {
     if (o.published || o.scenario || !o.measured.empty() || o.horovod_timeline)
       throw InputError({},
@@ -175,7 +179,7 @@ int run_validate(const std::string& catalog_dir, const ValidateOptions& o) {
     }
   }
   if (o.json_file) write_file_atomically(*o.json_file, validation_json(report));
-  if (o.plot_file) write_file_atomically(*o.plot_file, validation_svg(report));
+  if (o.plot_file) write_plot(*o.plot_file, validation_plot(report));
   std::cout << validation_table(report);
   int status = 0;
   if (o.max_mape && report.mape() > *o.max_mape) {
@@ -228,13 +232,15 @@ int run_calibrate(const std::string& catalog_dir, const CalibrateOptions& o) {
   const Scenario s = load_scenario(o.scenario, catalog, overrides);
   if (o.data_files.empty() && o.nccl_tests_files.empty())
     throw InputError({}, "calibrate: give measurements with --data FILE (ringsim-real calibrate) or --nccl-tests FILE");
+  if (o.out_file) check_output_path(*o.out_file);
+  if (o.plot_file) check_plot_file(*o.plot_file);
   const CalibrationResult r = calibrate(catalog, s, {o.data_files, o.nccl_tests_files});
   for (const auto& f : r.fits) std::cout << "  " << fit_summary(f) << "\n";
   if (r.collective_overhead >= 0)
     std::cout << "  collective call: " << format_time(r.collective_overhead)
               << " beyond its steps (2-process ring allreduce of small buffers)\n";
   for (const auto& n : r.notes) std::cout << "  note: " << n << "\n";
-  if (o.plot_file) write_file_atomically(*o.plot_file, calibration_svg(r));
+  if (o.plot_file) write_plot(*o.plot_file, calibration_plot(r));
   if (o.out_file)
     write_file_atomically(*o.out_file, r.overlay_yaml);
   else

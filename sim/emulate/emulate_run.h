@@ -28,8 +28,8 @@ struct EmulateOptions {
   int bench_iters = 1, bench_warmup = 0;
   bool bench_baseline = false;          // also time SMPI's own MPI_Allreduce (private temporaries: memory-hungry)
   std::optional<std::string> keep_dir;  // keep the generated files here
-  WorkLimits limits;  // train: refuse above them per iteration
-  std::string self;                             // this program's path (the emulation libraries are beside it)
+  WorkLimits limits;                    // train: refuse above them per iteration
+  std::string self;                     // this program's path (the emulation libraries are beside it)
 };
 
 int run_emulate(const std::string& catalog_dir, const EmulateOptions& o);

@@ -184,8 +184,7 @@ std::string describe(const WorkEstimate& e, Fidelity fidelity) {
   else
     out += sci(e.transfers_per_iteration) + " transfers per iteration (" + std::to_string(e.fusion_buffers) +
            " fusion buffers x " + sci(e.transfers_per_buffer) + ", " + sci(e.negotiations_per_iteration) +
-           " negotiations)" +
-           (e.iterations > 1 ? ", " + std::to_string(e.iterations) + " iterations" : "");
+           " negotiations)" + (e.iterations > 1 ? ", " + std::to_string(e.iterations) + " iterations" : "");
   return out + ", " + format_bytes(e.memory_bytes) + ", " + about_time(e.seconds) +
          (fidelity == Fidelity::Emulated ? " per iteration" : "");
 }

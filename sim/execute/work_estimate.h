@@ -21,9 +21,9 @@ struct WorkEstimate {
   // Negotiation cycles that do work: the simulation skips idle ones; the emulation runs every cycle's
   // allreduce of readiness flags (its transfers are in transfers_per_iteration).
   double negotiations_per_iteration = 0;
-  int iterations = 1;                  // iterations `predict` simulates (more with a storage section)
-  double memory_bytes = 0;             // peak, for the fidelity asked
-  double seconds = 0;                  // rough wall time on one core of a 2020s server
+  int iterations = 1;       // iterations `predict` simulates (more with a storage section)
+  double memory_bytes = 0;  // peak, for the fidelity asked
+  double seconds = 0;       // rough wall time on one core of a 2020s server
 };
 
 WorkEstimate estimate_work(const Catalog& catalog, const Scenario& scenario, Fidelity fidelity);

@@ -34,7 +34,7 @@ std::string format_bytes(double bytes);
 std::string format_bandwidth(double bytes_per_second);
 std::string format_time(double seconds);
 std::string format_flop_rate(double flops);
-std::string format_number(double v);  // up to 6 significant digits, no trailing zeros
+std::string format_number(double v);                   // up to 6 significant digits, no trailing zeros
 std::string format_quantity(double v, Quantity kind);  // the formatter of that kind
 
 }  // namespace ringsim

@@ -15,9 +15,11 @@
 #include "load/scenario.h"
 #include "load/units.h"
 #include "load/yaml_reader.h"
+#include "plan/charts.h"
 #include "plan/point_runner.h"
 #include "plan/sweep.h"
 #include "report/output_file.h"
+#include "report/plot.h"
 
 namespace ringsim {
 
@@ -246,6 +248,9 @@ int run_plan(const PlanOptions& o) {
   std::vector<Override> base_overrides;
   for (const auto& s : o.sets) base_overrides.push_back(parse_override(s));
   const Scenario base = load_scenario(o.scenario, catalog, base_overrides);
+  for (const auto& f : {o.csv_file, o.json_file})
+    if (f) check_output_path(*f);
+  if (o.plot_file) check_plot_file(*o.plot_file);
 
   // Prices: the catalog's file, then the overlays in order.
   PriceTable prices;
@@ -672,6 +677,10 @@ int run_plan(const PlanOptions& o) {
   std::cout << out.str();
   if (o.csv_file) write_file_atomically(*o.csv_file, csv);
   if (o.json_file) write_file_atomically(*o.json_file, json);
+  if (o.plot_file)
+    write_plot(*o.plot_file, plan_plot("ringsim plan: " + model.display_name + ", " +
+                                           std::to_string(base.training.epochs) + " epochs",
+                                       evals, goal.deadline_s, goal.budget_usd));
   return met ? 0 : 1;
 }
 

@@ -23,7 +23,7 @@ struct PlanOptions {
   std::vector<std::string> sets;
   int jobs = 1;
   std::optional<std::string> fidelity;
-  std::optional<std::string> json_file, csv_file;
+  std::optional<std::string> json_file, csv_file, plot_file;
   std::optional<std::string> deadline, budget, region, rank_by, headroom;
   std::vector<std::string> skus, nodes, strategies, fusion_thresholds, price_files;
   std::optional<bool> low_priority;

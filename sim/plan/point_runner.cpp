@@ -5,16 +5,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <iterator>
 #include <map>
 #include <stdexcept>
 
-#include "load/units.h"
+#include "report/progress.h"
 
 extern char** environ;
 
@@ -53,9 +53,8 @@ void run_predict_points(const PointRunOptions& o, const std::vector<PredictPoint
     if (rc != 0) throw std::runtime_error("cannot start " + o.self);
     running[pid] = &p;
   };
-  const bool tty = isatty(STDERR_FILENO);
-  const auto t0 = std::chrono::steady_clock::now();
-  std::size_t next = 0, finished = 0;
+  Progress progress("ringsim " + o.label, "points", points.size(), std::cerr);
+  std::size_t next = 0;
   std::string failure;
   try {
     while ((next < points.size() || !running.empty()) && failure.empty()) {
@@ -76,14 +75,7 @@ void run_predict_points(const PointRunOptions& o, const std::vector<PredictPoint
       }
       std::ifstream in(json_path);
       done(idx, nlohmann::json::parse(in));
-      ++finished;
-      const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      const double eta = elapsed / static_cast<double>(finished) * static_cast<double>(points.size() - finished);
-      if (tty)
-        std::fprintf(stderr, "\rringsim %s: %zu/%zu points, ETA %s   ", o.label.c_str(), finished, points.size(),
-                     format_time(eta).c_str());
-      else
-        std::fprintf(stderr, "ringsim %s: point %d done (%zu/%zu)\n", o.label.c_str(), idx, finished, points.size());
+      progress.done("point " + std::to_string(idx) + " done");
     }
   } catch (...) {
     for (auto& [pid, p] : running) kill(pid, SIGTERM);
@@ -94,7 +86,6 @@ void run_predict_points(const PointRunOptions& o, const std::vector<PredictPoint
   for (auto& [pid, p] : running) kill(pid, SIGTERM);
   for (auto& [pid, p] : running) waitpid(pid, nullptr, 0);
   std::filesystem::remove_all(tmp);
-  if (tty) std::fprintf(stderr, "\n");
   if (!failure.empty()) throw std::runtime_error(failure);
 }
 

@@ -20,9 +20,10 @@
 #include "load/scenario.h"
 #include "load/units.h"
 #include "load/yaml_reader.h"
+#include "plan/charts.h"
 #include "plan/point_runner.h"
 #include "report/output_file.h"
-#include "report/svg_chart.h"
+#include "report/plot.h"
 
 namespace ringsim {
 
@@ -142,6 +143,40 @@ std::pair<int, int> launcher_rank() {
   return {0, 1};
 }
 
+// The chart of the rows: against GPUs where the sweep varies them, else against its first axis; a line
+// per value of the other axes.
+Plot sweep_chart(const std::string& scenario, const std::vector<SweepAxis>& axes,
+                 const std::map<int, std::vector<std::string>>& rows) {
+  const std::size_t gpus_col = 1 + axes.size(), ips_col = gpus_col + 4, per_gpu_col = gpus_col + 5,
+                    eff_col = gpus_col + 6;
+  std::set<std::string> gpu_counts;
+  for (const auto& [idx, row] : rows) gpu_counts.insert(row[gpus_col]);
+  const bool gpus_on_x = gpu_counts.size() > 1 || axes.empty();
+  auto on_x = [&](std::size_t k) {
+    return gpus_on_x ? axes[k].key == "cluster.nodes" || axes[k].key == "cluster.gpus_per_node" : k == 0;
+  };
+  std::vector<SweepChartPoint> points;
+  for (const auto& [idx, row] : rows) {
+    SweepChartPoint q;
+    for (std::size_t k = 0; k < axes.size(); ++k)
+      if (!on_x(k))
+        q.series += (q.series.empty() ? "" : ", ") + axes[k].key.substr(axes[k].key.find('.') + 1) + "=" + row[1 + k];
+    if (q.series.empty()) q.series = "predicted";
+    q.x_text = gpus_on_x ? row[gpus_col] : row[1];
+    const auto& values = axes.empty() ? std::vector<std::string>{} : axes[0].values;
+    const auto pos = std::find(values.begin(), values.end(), q.x_text) - values.begin();
+    char* end = nullptr;
+    q.x = std::strtod(q.x_text.c_str(), &end);
+    if (end != q.x_text.c_str() + q.x_text.size() || q.x_text.empty()) q.x = static_cast<double>(pos + 1);
+    q.images_per_sec = std::stod(row[ips_col]);
+    q.scaling_efficiency = std::stod(row[eff_col]);
+    if (q.scaling_efficiency > 0) q.single_gpu_images_per_sec = std::stod(row[per_gpu_col]) / q.scaling_efficiency;
+    points.push_back(q);
+  }
+  return sweep_plot("ringsim sweep: " + std::filesystem::path(scenario).filename().string(),
+                    gpus_on_x ? "GPUs" : axes[0].key, gpus_on_x, points);
+}
+
 }  // namespace
 
 std::vector<SweepAxis> read_sweep_axes(const std::string& scenario_file, const std::vector<std::string>& cli_axes) {
@@ -245,6 +280,9 @@ int run_sweep(const SweepOptions& o) {
   const Catalog catalog = Catalog::load(o.catalog_dir);
   const std::vector<SweepAxis> axes = read_sweep_axes(o.scenario, o.axes);
   const std::vector<SweepPoint> points = expand_sweep(axes, o.zip);
+  for (const auto& f : {o.csv_file, o.json_file})
+    if (f) check_output_path(*f);
+  if (o.plot_file) check_plot_file(*o.plot_file);
 
   // Every point must be a valid scenario before anything runs.
   auto point_sets = [&](const SweepPoint& p) {
@@ -383,41 +421,7 @@ int run_sweep(const SweepOptions& o) {
     j["points"] = pts;
     write_file_atomically(*o.json_file, j.dump(2) + "\n");
   }
-  if (o.plot_file) {
-    // Scaling curves: images/s vs GPUs, one line per value of the axes that do not set the GPU count.
-    Chart chart;
-    chart.title = "ringsim sweep: " + o.scenario;
-    chart.x_label = "GPUs";
-    chart.y_label = "images/s (dashed grey: ideal from the single-GPU rate)";
-    chart.log_x = true;
-    std::map<std::string, ChartSeries> series;
-    std::vector<std::string> order;
-    const std::size_t gpus_col = 1 + axes.size(), ips_col = gpus_col + 4, eff_col = gpus_col + 6;
-    double ideal_rate = 0, max_gpus = 0;
-    for (const auto& [idx, row] : rows) {
-      std::string name;
-      for (std::size_t k = 0; k < axes.size(); ++k)
-        if (axes[k].key != "cluster.nodes" && axes[k].key != "cluster.gpus_per_node")
-          name += (name.empty() ? "" : ", ") + axes[k].key + "=" + row[1 + k];
-      if (name.empty()) name = "predicted";
-      if (!series.count(name)) {
-        order.push_back(name);
-        series[name] = {name, {}, false, static_cast<int>(order.size() - 1)};
-      }
-      const double g = std::stod(row[gpus_col]), ips = std::stod(row[ips_col]), eff = std::stod(row[eff_col]);
-      series[name].points.push_back({g, ips});
-      if (eff > 0) ideal_rate = std::max(ideal_rate, ips / g / eff);
-      max_gpus = std::max(max_gpus, g);
-    }
-    for (const auto& n : order) {
-      auto s = series[n];
-      std::stable_sort(s.points.begin(), s.points.end());
-      chart.series.push_back(s);
-    }
-    if (ideal_rate > 0)
-      chart.series.push_back({"ideal", {{1, ideal_rate}, {max_gpus, ideal_rate * max_gpus}}, false, 7});
-    write_file_atomically(*o.plot_file, render_svg(chart));
-  }
+  if (o.plot_file) write_plot(*o.plot_file, sweep_chart(o.scenario, axes, rows));
   if (!o.csv_file && !o.json_file) std::cout << csv.str();
   return 0;
 }
