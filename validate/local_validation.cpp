@@ -120,6 +120,7 @@ ValidationReport median_over_runs(std::vector<ValidationReport> runs) {
       v.emplace_back(&c, r);
     }
   ValidationReport out;
+  if (!runs.empty()) out.x_label = runs.front().x_label;  // the runs' cases are the same
   for (const auto& key : order) {
     auto v = by_case.at(key);
     std::sort(v.begin(), v.end(),
