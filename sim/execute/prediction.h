@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "execute/data_pipeline.h"
+#include "load/catalog.h"
 #include "load/scenario.h"
 
 namespace ringsim {
@@ -77,5 +78,13 @@ struct Prediction {
   // steady state (epochs >= 2) and time_to_train_s adds epoch 1; without, data is synthetic.
   DataPipeline data_pipeline;
 };
+
+// The figures every result derives the same way, from gpus, iteration_time_s and single_gpu_images_per_sec:
+// images/s in all and per GPU, scaling efficiency, iterations per epoch, epoch time and time to train.
+void derive_throughput(Prediction& p, const Scenario& s);
+
+// The model's tensors as the result lists them: name, bytes and when each gradient was ready.
+void set_tensors(Prediction& p, const ModelSpec& model, const std::vector<std::uint64_t>& bytes,
+                 const std::vector<double>& ready_s);
 
 }  // namespace ringsim

@@ -12,6 +12,7 @@
 #include <stdexcept>
 
 #include "collective/fusion.h"
+#include "collective/horovod_cycle.h"
 #include "collective/transport.h"
 #include "execute/buffer_collective.h"
 #include "execute/comm_model.h"
@@ -125,7 +126,10 @@ class SimgridTransport final : public collective::Transport {
   std::vector<sg4::CommPtr> comms_;
 };
 
-class TrainingRun {
+// The simulated run. It is Horovod's cycle runtime (collective/horovod_cycle.h): its ranks announce their
+// gradients to the planner as they compute, and an idle cycle waits for the next one ready; and the cycle's
+// buffer runner, on SimGrid flows (flow fidelity) or the step model.
+class TrainingRun final : public collective::CycleRuntime, public collective::BufferRunner {
  public:
   TrainingRun(const Catalog& catalog, const Scenario& s, Fidelity fidelity)
       : catalog_(catalog),
@@ -149,6 +153,12 @@ class TrainingRun {
 
   Prediction run();
   CollectiveTiming run_alone(const Collective& c);
+
+  double now() override { return sg4::Engine::get_clock(); }
+  void agree_ready(collective::FusionPlanner&, double) override {}  // the ranks announce as they compute
+  void wait_next_cycle(collective::FusionPlanner& planner, double tick, double cycle_s, bool idle) override;
+  void start(const collective::FusionBuffer& b) override { launch_buffer(b); }
+  void finish() override;
   // The collective this scenario runs for one fusion buffer of `bytes`.
   std::unique_ptr<Collective> buffer_collective(std::uint64_t bytes, int element_bytes) const {
     collective::FusionBuffer b;
@@ -487,37 +497,33 @@ void TrainingRun::coordinator() {
 }
 
 void TrainingRun::run_iteration(int k) {
-  collective::FusionPlanner& planner = *planners_[k];
-  const double cycle = s_.communication.cycle_time_s;
-  while (!planner.all_planned()) {
-    const double tick = sg4::Engine::get_clock();
-    auto buffers = planner.negotiate(tick);
-    for (const auto& b : buffers) launch_buffer(b);
-    if (planner.all_planned()) break;
-    if (cycle > 0) {
-      double next = tick + cycle;
-      if (buffers.empty() && !planner.has_ready()) {
-        // An idle cycle negotiates nothing: wait for the next ready gradient, then for the first tick at or
-        // after it, rather than simulate every empty cycle between (a 1 ns cycle over a backward pass).
-        {
-          std::unique_lock<sg4::Mutex> lock(*announce_mutex_);
-          while (!planner.has_ready()) announced_->wait(lock);
-        }
-        const double now = sg4::Engine::get_clock();
-        if (now > next) next = tick + std::ceil((now - tick) / cycle) * cycle;
-      }
-      if (sg4::Engine::get_clock() < next) sleep(next - sg4::Engine::get_clock());
-    } else if (buffers.empty()) {
-      // No cycle: negotiate again as soon as another gradient is announced.
-      std::unique_lock<sg4::Mutex> lock(*announce_mutex_);
-      while (!planner.has_ready()) announced_->wait(lock);
-    }
-  }
-  {
-    std::unique_lock<sg4::Mutex> lock(*announce_mutex_);
-    while (in_flight_ > 0) collective_done_->wait(lock);
-  }
+  collective::run_horovod_cycles(*planners_[k], *this, *this, s_.communication.cycle_time_s);
   if (s_.communication.strategy != Strategy::ParameterServer) sleep(compute_.update_s);  // optimizer step
+}
+
+void TrainingRun::wait_next_cycle(collective::FusionPlanner& planner, double tick, double cycle, bool idle) {
+  auto wait_for_ready = [&] {
+    std::unique_lock<sg4::Mutex> lock(*announce_mutex_);
+    while (!planner.has_ready()) announced_->wait(lock);
+  };
+  if (cycle <= 0) {  // no cycle: negotiate again as soon as another gradient is announced
+    if (idle) wait_for_ready();
+    return;
+  }
+  double next = tick + cycle;
+  if (idle && !planner.has_ready()) {
+    // An idle cycle negotiates nothing: wait for the next ready gradient, then for the first tick at or
+    // after it, rather than simulate every empty cycle between (a 1 ns cycle over a backward pass).
+    wait_for_ready();
+    const double now = sg4::Engine::get_clock();
+    if (now > next) next = tick + std::ceil((now - tick) / cycle) * cycle;
+  }
+  if (sg4::Engine::get_clock() < next) sleep(next - sg4::Engine::get_clock());
+}
+
+void TrainingRun::finish() {
+  std::unique_lock<sg4::Mutex> lock(*announce_mutex_);
+  while (in_flight_ > 0) collective_done_->wait(lock);
 }
 
 void TrainingRun::launch_buffer(const collective::FusionBuffer& b) {
@@ -622,22 +628,15 @@ Prediction TrainingRun::run() {
     p.communication_time_s += end - start;
   }
   p.exposed_communication_s = std::max(0.0, p.iteration_time_s - p.compute_time_s);
-  const double images = static_cast<double>(p.gpus) * s_.model.batch_per_gpu;
-  p.images_per_sec = images / p.iteration_time_s;
-  p.images_per_sec_per_gpu = p.images_per_sec / p.gpus;
   p.single_gpu_images_per_sec = compute_.single_gpu_images_per_sec;
-  p.scaling_efficiency = p.images_per_sec_per_gpu / p.single_gpu_images_per_sec;
-  p.iterations_per_epoch = static_cast<std::int64_t>(std::ceil(s_.training.dataset_images / images));
-  p.epoch_time_s = p.iterations_per_epoch * p.iteration_time_s;
-  p.time_to_train_s = s_.training.epochs * p.epoch_time_s;
-  if (s_.storage) apply_data_pipeline(p, images);
+  derive_throughput(p, s_);
+  if (s_.storage) apply_data_pipeline(p, static_cast<double>(p.gpus) * s_.model.batch_per_gpu);
   p.compute_source = compute_.source;
   p.compute_source_detail = compute_.source_detail;
-  for (std::size_t t = 0; t < model_.tensors.size(); ++t) {
-    p.tensor_names.push_back(model_.tensors[t].name);
-    p.tensor_bytes.push_back(factory_.tensor_bytes()[t]);
-    p.tensor_ready_s.push_back(planner.ready_time(static_cast<int>(t)) - reported_start_);
-  }
+  std::vector<double> ready;
+  for (std::size_t t = 0; t < model_.tensors.size(); ++t)
+    ready.push_back(planner.ready_time(static_cast<int>(t)) - reported_start_);
+  set_tensors(p, model_, factory_.tensor_bytes(), ready);
   std::stable_sort(records_.begin(), records_.end(),
                    [](const CollectiveRecord& a, const CollectiveRecord& b) { return a.index < b.index; });
   p.collectives = std::move(records_);
