@@ -127,7 +127,7 @@ void run_edge(const std::string& scenario, const std::vector<std::string>& sets)
 
 }  // namespace
 
-TEST_CASE("edges: every numeric scenario key at zero, negative, tiny, huge and non-finite values", "[edges]") {
+TEST_CASE("edges: every numeric scenario key at zero, negative, tiny, huge and non-finite values", "[edges_matrix]") {
   for (const auto& e : edges())
     for (const auto& v : edge_values(e.unit)) {
       std::vector<std::string> sets = e.sets;

@@ -137,59 +137,53 @@ QuotaRequest quota_request(const SkuSpec& sku, const std::string& region, int vm
   return q;
 }
 
-PlanGoal read_plan_goal(const std::string& scenario_file, const PlanOptions& cli, const Catalog& catalog) {
-  PlanGoal g;
-  g.where = {scenario_file, 0, 0, ""};
-  auto doc = std::make_shared<YamlDocument>(YamlDocument::load_file(scenario_file));
-  YamlField root = YamlField::root(doc);
-  const std::filesystem::path base = std::filesystem::path(scenario_file).parent_path();
-  if (root.is_map()) {
-    if (auto p = root.find("plan")) {
-      g.where = p->location();
-      if (!p->is_map()) p->fail("expected a mapping with deadline and/or budget, e.g. {deadline: 24 h, budget: 5000}");
-      p->require_map(kPlanKeys);
-      if (auto f = p->find("deadline")) g.deadline_s = f->positive_quantity(Quantity::Time);
-      if (auto f = p->find("budget")) g.budget_usd = f->number(1e-9, 1e12);
-      if (auto f = p->find("region")) g.region = f->str();
-      if (auto f = p->find("skus")) {
-        if (!f->is_sequence()) f->fail("expected a list of SKU names, e.g. [NC24rs_v3, ND40rs_v2]");
-        for (auto& item : f->items()) {
-          const SkuSpec* sku = catalog.find_sku(item.str());
-          if (!sku) item.fail("unknown SKU '" + item.str() + "'" + suggestion_suffix(item.str(), catalog.sku_names()));
-          g.skus.push_back(sku->name);
-        }
-        if (g.skus.empty()) f->fail("the list of SKUs is empty");
-      }
-      if (auto f = p->find("nodes")) {
-        if (!f->is_sequence()) f->fail("expected a list of node counts, e.g. [1, 2, 4, 8]");
-        g.nodes.clear();
-        for (auto& item : f->items()) g.nodes.push_back(static_cast<int>(item.integer(1, kMaxPlanNodes)));
-        if (g.nodes.empty()) f->fail("the list of node counts is empty");
-      }
-      if (auto f = p->find("strategies")) {
-        if (!f->is_sequence()) f->fail("expected a list of strategies, e.g. [ring, parameter_server]");
-        for (auto& item : f->items()) g.strategies.push_back(item.choice(kStrategies));
-        if (g.strategies.empty()) f->fail("the list of strategies is empty");
-      }
-      if (auto f = p->find("fusion_thresholds")) {
-        if (!f->is_sequence()) f->fail("expected a list of sizes, e.g. [0, 64 MiB]");
-        for (auto& item : f->items()) {
-          item.nonnegative_quantity(Quantity::Bytes);
-          g.fusion_thresholds.push_back(item.str());
-        }
-        if (g.fusion_thresholds.empty()) f->fail("the list of fusion thresholds is empty");
-      }
-      if (auto f = p->find("low_priority")) g.low_priority = f->boolean();
-      if (auto f = p->find("rank_by")) g.rank_by = f->choice({"cost", "time"}) == "cost" ? RankBy::Cost : RankBy::Time;
-      if (auto f = p->find("quota_headroom")) g.quota_headroom = f->number(0, 10);
-      if (auto f = p->find("top")) g.top = static_cast<int>(f->integer(1, 100000));
-      if (auto f = p->find("prices")) {
-        const std::filesystem::path file = f->str();
-        g.price_files.push_back((file.is_absolute() ? file : base / file).string());
-      }
+namespace {
+
+// The scenario's `plan:` section into the goal.
+void read_plan_section(const YamlField& p, const std::filesystem::path& base, const Catalog& catalog, PlanGoal& g) {
+  if (auto f = p.find("deadline")) g.deadline_s = f->positive_quantity(Quantity::Time);
+  if (auto f = p.find("budget")) g.budget_usd = f->number(1e-9, 1e12);
+  if (auto f = p.find("region")) g.region = f->str();
+  if (auto f = p.find("skus")) {
+    if (!f->is_sequence()) f->fail("expected a list of SKU names, e.g. [NC24rs_v3, ND40rs_v2]");
+    for (auto& item : f->items()) {
+      const SkuSpec* sku = catalog.find_sku(item.str());
+      if (!sku) item.fail("unknown SKU '" + item.str() + "'" + suggestion_suffix(item.str(), catalog.sku_names()));
+      g.skus.push_back(sku->name);
     }
+    if (g.skus.empty()) f->fail("the list of SKUs is empty");
   }
-  // The command line replaces the file's keys.
+  if (auto f = p.find("nodes")) {
+    if (!f->is_sequence()) f->fail("expected a list of node counts, e.g. [1, 2, 4, 8]");
+    g.nodes.clear();
+    for (auto& item : f->items()) g.nodes.push_back(static_cast<int>(item.integer(1, kMaxPlanNodes)));
+    if (g.nodes.empty()) f->fail("the list of node counts is empty");
+  }
+  if (auto f = p.find("strategies")) {
+    if (!f->is_sequence()) f->fail("expected a list of strategies, e.g. [ring, parameter_server]");
+    for (auto& item : f->items()) g.strategies.push_back(item.choice(kStrategies));
+    if (g.strategies.empty()) f->fail("the list of strategies is empty");
+  }
+  if (auto f = p.find("fusion_thresholds")) {
+    if (!f->is_sequence()) f->fail("expected a list of sizes, e.g. [0, 64 MiB]");
+    for (auto& item : f->items()) {
+      item.nonnegative_quantity(Quantity::Bytes);
+      g.fusion_thresholds.push_back(item.str());
+    }
+    if (g.fusion_thresholds.empty()) f->fail("the list of fusion thresholds is empty");
+  }
+  if (auto f = p.find("low_priority")) g.low_priority = f->boolean();
+  if (auto f = p.find("rank_by")) g.rank_by = f->choice({"cost", "time"}) == "cost" ? RankBy::Cost : RankBy::Time;
+  if (auto f = p.find("quota_headroom")) g.quota_headroom = f->number(0, 10);
+  if (auto f = p.find("top")) g.top = static_cast<int>(f->integer(1, 100000));
+  if (auto f = p.find("prices")) {
+    const std::filesystem::path file = f->str();
+    g.price_files.push_back((file.is_absolute() ? file : base / file).string());
+  }
+}
+
+// The command line replaces the file's keys.
+void apply_plan_options(const PlanOptions& cli, const Catalog& catalog, PlanGoal& g) {
   if (cli.deadline) {
     const SourceLocation w = option("--deadline", *cli.deadline);
     try {
@@ -233,6 +227,24 @@ PlanGoal read_plan_goal(const std::string& scenario_file, const PlanOptions& cli
   if (cli.headroom) g.quota_headroom = parse_fraction(*cli.headroom, option("--headroom", *cli.headroom));
   if (cli.top) g.top = *cli.top;
   for (const auto& f : cli.price_files) g.price_files.push_back(f);
+}
+
+}  // namespace
+
+PlanGoal read_plan_goal(const std::string& scenario_file, const PlanOptions& cli, const Catalog& catalog) {
+  PlanGoal g;
+  g.where = {scenario_file, 0, 0, ""};
+  auto doc = std::make_shared<YamlDocument>(YamlDocument::load_file(scenario_file));
+  YamlField root = YamlField::root(doc);
+  if (root.is_map()) {
+    if (auto p = root.find("plan")) {
+      g.where = p->location();
+      if (!p->is_map()) p->fail("expected a mapping with deadline and/or budget, e.g. {deadline: 24 h, budget: 5000}");
+      p->require_map(kPlanKeys);
+      read_plan_section(*p, std::filesystem::path(scenario_file).parent_path(), catalog, g);
+    }
+  }
+  apply_plan_options(cli, catalog, g);
   if (!g.deadline_s && !g.budget_usd)
     throw InputError(g.where,
                      "plan: give a deadline and/or a budget (plan: {deadline: 24 h, budget: 5000}, or "
@@ -242,19 +254,45 @@ PlanGoal read_plan_goal(const std::string& scenario_file, const PlanOptions& cli
   return g;
 }
 
-int run_plan(const PlanOptions& o) {
-  const Catalog catalog = Catalog::load(o.catalog_dir);
-  const PlanGoal goal = read_plan_goal(o.scenario, o, catalog);
-  std::vector<Override> base_overrides;
-  for (const auto& s : o.sets) base_overrides.push_back(parse_override(s));
-  const Scenario base = load_scenario(o.scenario, catalog, base_overrides);
-  for (const auto& f : {o.csv_file, o.json_file})
-    if (f) check_output_path(*f);
-  if (o.plot_file) check_plot_file(*o.plot_file);
+namespace {
 
-  // Prices: the catalog's file, then the overlays in order.
+struct PlanFlag {
+  std::string kind, sku, text;  // sku: the SKU it is about, where it is about one
+};
+
+// What a plan's stages hand on, in order: the goal and its prices, the search space and its candidates, the
+// priced evaluations in rank order, the flags.
+struct PlanRun {
+  PlanRun(const PlanOptions& options, const Catalog& c, PlanGoal g, Scenario s)
+      : o(options), catalog(c), goal(std::move(g)), base(std::move(s)) {}
+  const PlanOptions& o;
+  const Catalog& catalog;
+  PlanGoal goal;
+  Scenario base;
   PriceTable prices;
   std::vector<std::string> price_sources;
+  const RegionPrices* region = nullptr;
+  std::vector<std::string> skus, unpriced, strategies, fusions;
+  std::vector<Candidate> candidates;
+  std::vector<std::pair<std::string, std::string>> skipped;  // configuration, why
+  std::vector<PlanEvaluation> evals;
+  std::vector<int> order;  // of evals, the best first
+  std::vector<PlanFlag> flags;
+  const PlanEvaluation& best() const { return evals[static_cast<std::size_t>(order.front())]; }
+  bool met() const { return best().feasible(); }
+};
+
+std::string describe(const Candidate& c) {
+  return std::to_string(c.nodes) + " x " + c.sku + ", " + c.strategy + (c.fusion.empty() ? "" : ", fusion " + c.fusion);
+}
+
+// Prices: the catalog's file, then the overlays in order.
+void load_prices(PlanRun& r) {
+  const PlanGoal& goal = r.goal;
+  const Catalog& catalog = r.catalog;
+  auto& prices = r.prices;
+  auto& price_sources = r.price_sources;
+  auto& region = r.region;
   const std::string catalog_prices = (std::filesystem::path(catalog.dir()) / "prices.yaml").string();
   std::error_code ec;
   if (std::filesystem::exists(catalog_prices, ec)) {
@@ -265,16 +303,24 @@ int run_plan(const PlanOptions& o) {
     prices.overlay(PriceTable::load(f, catalog));
     price_sources.push_back(f);
   }
-  const RegionPrices* region = prices.region(goal.region);
+  region = prices.region(goal.region);
   if (!region) {
     const auto names = prices.region_names();
     throw InputError(goal.where, "plan: no prices for region '" + goal.region + "'" +
                                      (names.empty() ? std::string("; no prices file has any region (--prices FILE)")
                                                     : suggestion_suffix(goal.region, names)));
   }
+}
 
-  // Candidate SKUs: the plan's list (each must be priced) or every priced SKU of the catalog.
-  std::vector<std::string> skus, unpriced;
+// Candidate SKUs: the plan's list (each must be priced) or every priced SKU of the catalog.
+void choose_skus(PlanRun& r) {
+  const PlanGoal& goal = r.goal;
+  const Catalog& catalog = r.catalog;
+  const Scenario& base = r.base;
+  const PriceTable& prices = r.prices;
+  const RegionPrices* region = r.region;
+  auto& skus = r.skus;
+  auto& unpriced = r.unpriced;
   if (!goal.skus.empty()) {
     for (const auto& s : goal.skus) {
       if (!prices.price(goal.region, s, false))
@@ -289,17 +335,26 @@ int run_plan(const PlanOptions& o) {
   std::set<std::string> gpu_types;
   for (const auto& s : skus) gpu_types.insert(catalog.sku(s).gpu);
   if (base.model.images_per_sec_single_gpu && gpu_types.size() > 1)
-    throw InputError({o.scenario, 0, 0, ""},
+    throw InputError({r.o.scenario, 0, 0, ""},
                      "plan: model.images_per_sec_single_gpu fixes one GPU's speed, but the plan compares " +
                          std::to_string(gpu_types.size()) +
                          " GPU types; remove it (the catalog's rates apply) or restrict plan.skus to one GPU type");
+}
 
-  // The search space. Each SKU runs whole VMs (every GPU), on InfiniBand where it has it.
-  const std::vector<std::string> strategies =
-      goal.strategies.empty() ? std::vector<std::string>{std::string(to_string(base.communication.strategy))}
-                              : goal.strategies;
-  const std::vector<std::string> fusions =
-      goal.fusion_thresholds.empty() ? std::vector<std::string>{""} : goal.fusion_thresholds;
+// The search space. Each SKU runs whole VMs (every GPU), on InfiniBand where it has it; a configuration
+// that is no valid scenario is skipped, with why.
+void make_candidates(PlanRun& r) {
+  const PlanGoal& goal = r.goal;
+  const Catalog& catalog = r.catalog;
+  const Scenario& base = r.base;
+  const auto& skus = r.skus;
+  auto& strategies = r.strategies;
+  auto& fusions = r.fusions;
+  auto& candidates = r.candidates;
+  auto& skipped = r.skipped;
+  strategies = goal.strategies.empty() ? std::vector<std::string>{std::string(to_string(base.communication.strategy))}
+                                       : goal.strategies;
+  fusions = goal.fusion_thresholds.empty() ? std::vector<std::string>{""} : goal.fusion_thresholds;
   const double space = static_cast<double>(skus.size()) * static_cast<double>(goal.nodes.size()) *
                        static_cast<double>(strategies.size()) * static_cast<double>(fusions.size());
   if (space > kMaxSweepPoints)
@@ -308,12 +363,6 @@ int run_plan(const PlanOptions& o) {
                                      std::to_string(strategies.size()) + " strategies x " +
                                      std::to_string(fusions.size()) + " fusion settings is more than the " +
                                      std::to_string(kMaxSweepPoints) + " configurations a plan predicts; narrow it");
-  std::vector<Candidate> candidates;
-  std::vector<std::pair<std::string, std::string>> skipped;  // configuration, why
-  auto describe = [](const Candidate& c) {
-    return std::to_string(c.nodes) + " x " + c.sku + ", " + c.strategy +
-           (c.fusion.empty() ? "" : ", fusion " + c.fusion);
-  };
   for (const auto& sku_name : skus) {
     const SkuSpec& sku = catalog.sku(sku_name);
     for (int nodes : goal.nodes)
@@ -324,7 +373,7 @@ int run_plan(const PlanOptions& o) {
           c.nodes = nodes;
           c.strategy = strategy;
           c.fusion = fusion;
-          c.sets = o.sets;
+          c.sets = r.o.sets;
           c.sets.push_back("cluster.sku=" + sku_name);
           c.sets.push_back("cluster.gpus_per_node=" + std::to_string(sku.gpus));
           c.sets.push_back(std::string("cluster.fabric=") + (sku.infiniband_link ? "infiniband" : "ethernet"));
@@ -339,7 +388,7 @@ int run_plan(const PlanOptions& o) {
           std::vector<Override> ov;
           for (const auto& s : c.sets) ov.push_back(parse_override(s));
           try {
-            load_scenario(o.scenario, catalog, ov);
+            load_scenario(r.o.scenario, catalog, ov);
           } catch (const InputError& e) {
             skipped.emplace_back(describe(c), e.what());
             continue;
@@ -351,20 +400,34 @@ int run_plan(const PlanOptions& o) {
   if (candidates.empty())
     throw InputError(goal.where, "plan: no configuration of the search space is a valid scenario; the first: " +
                                      skipped.front().first + ": " + skipped.front().second);
+}
 
+std::map<int, nlohmann::json> predict_candidates(const PlanRun& r) {
+  const auto& candidates = r.candidates;
   std::vector<PredictPoint> points;
   for (const auto& c : candidates) points.push_back({c.index, c.sets});
   std::map<int, nlohmann::json> results;
-  const PointRunOptions run{.self = o.self,
-                            .catalog_dir = o.catalog_dir,
-                            .scenario = o.scenario,
-                            .fidelity = o.fidelity,
-                            .jobs = o.jobs,
+  const PointRunOptions run{.self = r.o.self,
+                            .catalog_dir = r.o.catalog_dir,
+                            .scenario = r.o.scenario,
+                            .fidelity = r.o.fidelity,
+                            .jobs = r.o.jobs,
                             .label = "plan"};
   run_predict_points(run, points, [&](int idx, const nlohmann::json& j) { results[idx] = j; });
 
-  // Price every configuration, dedicated and (when allowed) low-priority.
-  std::vector<PlanEvaluation> evals;
+  return results;
+}
+
+// Price every configuration, dedicated and (when allowed) low-priority, and rank them.
+void price_candidates(PlanRun& r, const std::map<int, nlohmann::json>& results) {
+  const PlanGoal& goal = r.goal;
+  const Catalog& catalog = r.catalog;
+  const Scenario& base = r.base;
+  const PriceTable& prices = r.prices;
+  const auto& candidates = r.candidates;
+  auto& skipped = r.skipped;
+  auto& evals = r.evals;
+  auto& order = r.order;
   for (const auto& c : candidates) {
     const auto& j = results.at(c.index);
     const SkuSpec& sku = catalog.sku(c.sku);
@@ -403,73 +466,82 @@ int run_plan(const PlanOptions& o) {
     }
   }
   if (evals.empty()) throw InputError(goal.where, "plan: no configuration could be priced");
-  const std::vector<int> order = rank_evaluations(evals, goal.rank_by);
-  const PlanEvaluation& best = evals[static_cast<std::size_t>(order.front())];
-  const bool met = best.feasible();
-  int feasible = 0;
-  for (const auto& e : evals) feasible += e.feasible() ? 1 : 0;
+  order = rank_evaluations(evals, goal.rank_by);
+}
 
-  // Flags.
-  std::vector<std::string> flags;
-  nlohmann::ordered_json flags_json = nlohmann::ordered_json::array();
-  if (met) {
-    // Scaling up against scaling out: the best plan of every other GPU type.
-    std::map<std::string, const PlanEvaluation*> best_of_type;
-    std::map<std::string, int> most_gpus_tried;
-    for (int i : order) {
-      const auto& e = evals[static_cast<std::size_t>(i)];
-      most_gpus_tried[e.gpu] = std::max(most_gpus_tried[e.gpu], e.gpus);
-      if (e.feasible() && !best_of_type.count(e.gpu)) best_of_type[e.gpu] = &e;
-    }
-    std::vector<std::string> outscaled;
-    for (const auto& [gpu, most] : most_gpus_tried) {
-      if (gpu == best.gpu) continue;
-      auto it = best_of_type.find(gpu);
-      if (it == best_of_type.end()) {
-        if (most > best.gpus)
-          outscaled.push_back(gpu + ": nothing up to " + std::to_string(most) + " GPUs meets the goal");
-      } else if (it->second->gpus > best.gpus) {
-        const auto& e = *it->second;
-        outscaled.push_back(gpu + ": needs " + std::to_string(e.gpus) + " GPUs (" + std::to_string(e.vms) + " x " +
-                            e.sku + "), " + fmt_usd(e.cost_usd) + " in " + format_time(e.time_to_train_s));
-      }
-    }
-    if (!outscaled.empty()) {
-      std::string text = "Scaling up beats scaling out: " + std::to_string(best.gpus) + " x " + best.gpu + " (" +
-                         std::to_string(best.vms) + " x " + best.sku + ") meet the goal for " + fmt_usd(best.cost_usd) +
-                         "; the other GPU types need more of them:";
-      for (const auto& s : outscaled) text += "\n    " + s;
-      flags.push_back(text);
-      flags_json.push_back({{"flag", "scale_up"}, {"text", text}});
-    }
-    // Network-bound: a fifth or more of each iteration waits on a network link.
-    const double exposed_share = best.exposed_communication_s / best.iteration_time_s;
-    if (exposed_share >= 0.2 && (best.bottleneck_kind == "ethernet" || best.bottleneck_kind == "infiniband")) {
-      const SkuSpec& sku = catalog.sku(best.sku);
-      std::string advice;
-      if (best.bottleneck_kind == "ethernet") {
-        for (const auto& n : catalog.sku_names()) {
-          const SkuSpec& r = catalog.sku(n);
-          if (r.infiniband_link && r.gpu == sku.gpu && r.gpus == sku.gpus && r.series == sku.series) {
-            advice = "the RDMA size " + n + " has InfiniBand (" + *r.infiniband_link + ")" +
-                     (std::find(skus.begin(), skus.end(), n) == skus.end() ? "; add it to plan.skus" : "");
-            break;
-          }
-        }
-      }
-      if (advice.empty())
-        advice = best.strategy == "hierarchical"
-                     ? "fewer, larger nodes (more GPUs per VM) cut the traffic between nodes"
-                     : "try strategy hierarchical, or fewer, larger nodes";
-      const std::string text = "Network-bound: " + fmt_pct(exposed_share) + " of each iteration waits on " +
-                               best.bottleneck_link + " (" + best.bottleneck_kind + ", " +
-                               fmt_pct(best.bottleneck_utilisation) + " busy); " + advice;
-      flags.push_back(text);
-      flags_json.push_back({{"flag", "network_bound"}, {"text", text}});
+// Scaling up against scaling out: the best plan of every other GPU type.
+void scale_up_flag(PlanRun& r) {
+  const auto& evals = r.evals;
+  const auto& order = r.order;
+  const PlanEvaluation& best = r.best();
+  auto& flags = r.flags;
+  std::map<std::string, const PlanEvaluation*> best_of_type;
+  std::map<std::string, int> most_gpus_tried;
+  for (int i : order) {
+    const auto& e = evals[static_cast<std::size_t>(i)];
+    most_gpus_tried[e.gpu] = std::max(most_gpus_tried[e.gpu], e.gpus);
+    if (e.feasible() && !best_of_type.count(e.gpu)) best_of_type[e.gpu] = &e;
+  }
+  std::vector<std::string> outscaled;
+  for (const auto& [gpu, most] : most_gpus_tried) {
+    if (gpu == best.gpu) continue;
+    auto it = best_of_type.find(gpu);
+    if (it == best_of_type.end()) {
+      if (most > best.gpus)
+        outscaled.push_back(gpu + ": nothing up to " + std::to_string(most) + " GPUs meets the goal");
+    } else if (it->second->gpus > best.gpus) {
+      const auto& e = *it->second;
+      outscaled.push_back(gpu + ": needs " + std::to_string(e.gpus) + " GPUs (" + std::to_string(e.vms) + " x " +
+                          e.sku + "), " + fmt_usd(e.cost_usd) + " in " + format_time(e.time_to_train_s));
     }
   }
-  // Parameter servers: one server's NIC cannot move a worker's gradients within its compute time, so
-  // even a server per worker would not keep up.
+  if (!outscaled.empty()) {
+    std::string text = "Scaling up beats scaling out: " + std::to_string(best.gpus) + " x " + best.gpu + " (" +
+                       std::to_string(best.vms) + " x " + best.sku + ") meet the goal for " + fmt_usd(best.cost_usd) +
+                       "; the other GPU types need more of them:";
+    for (const auto& s : outscaled) text += "\n    " + s;
+    flags.push_back({"scale_up", "", text});
+  }
+}
+
+void network_bound_flag(PlanRun& r) {
+  const Catalog& catalog = r.catalog;
+  const auto& skus = r.skus;
+  const PlanEvaluation& best = r.best();
+  auto& flags = r.flags;
+  // Network-bound: a fifth or more of each iteration waits on a network link.
+  const double exposed_share = best.exposed_communication_s / best.iteration_time_s;
+  if (exposed_share >= 0.2 && (best.bottleneck_kind == "ethernet" || best.bottleneck_kind == "infiniband")) {
+    const SkuSpec& sku = catalog.sku(best.sku);
+    std::string advice;
+    if (best.bottleneck_kind == "ethernet") {
+      for (const auto& n : catalog.sku_names()) {
+        const SkuSpec& r = catalog.sku(n);
+        if (r.infiniband_link && r.gpu == sku.gpu && r.gpus == sku.gpus && r.series == sku.series) {
+          advice = "the RDMA size " + n + " has InfiniBand (" + *r.infiniband_link + ")" +
+                   (std::find(skus.begin(), skus.end(), n) == skus.end() ? "; add it to plan.skus" : "");
+          break;
+        }
+      }
+    }
+    if (advice.empty())
+      advice = best.strategy == "hierarchical" ? "fewer, larger nodes (more GPUs per VM) cut the traffic between nodes"
+                                               : "try strategy hierarchical, or fewer, larger nodes";
+    const std::string text = "Network-bound: " + fmt_pct(exposed_share) + " of each iteration waits on " +
+                             best.bottleneck_link + " (" + best.bottleneck_kind + ", " +
+                             fmt_pct(best.bottleneck_utilisation) + " busy); " + advice;
+    flags.push_back({"network_bound", "", text});
+  }
+}
+
+// Parameter servers: one server's NIC cannot move a worker's gradients within its compute time, so
+// even a server per worker would not keep up.
+void server_flags(PlanRun& r) {
+  const Catalog& catalog = r.catalog;
+  const Scenario& base = r.base;
+  const auto& evals = r.evals;
+  const auto& order = r.order;
+  auto& flags = r.flags;
   {
     const LibraryProfile& lib = catalog.library(std::string(to_string(base.communication.library)));
     const double grad = catalog.model(base.model.name).gradient_bytes();
@@ -491,14 +563,27 @@ int run_plan(const PlanOptions& o) {
                                format_time(e.compute_time_s) + " of compute; " + std::to_string(e.gpus) +
                                " workers would need " + std::to_string(needed) +
                                " servers, more servers than workers. Use ring or hierarchical allreduce.";
-      flags.push_back(text);
-      flags_json.push_back({{"flag", "parameter_servers_outnumber_workers"}, {"sku", e.sku}, {"text", text}});
+      flags.push_back({"parameter_servers_outnumber_workers", e.sku, text});
     }
   }
+}
 
-  // The report.
+std::string report_header(const PlanRun& r) {
+  const PlanGoal& goal = r.goal;
+  const Catalog& catalog = r.catalog;
+  const Scenario& base = r.base;
+  const RegionPrices* region = r.region;
+  const auto& skus = r.skus;
+  const auto& unpriced = r.unpriced;
+  const auto& strategies = r.strategies;
+  const auto& fusions = r.fusions;
+  const auto& price_sources = r.price_sources;
+  const auto& evals = r.evals;
+  const auto& skipped = r.skipped;
   std::ostringstream out;
   const ModelSpec& model = catalog.model(base.model.name);
+  int feasible = 0;
+  for (const auto& e : evals) feasible += e.feasible() ? 1 : 0;
   out << "ringsim plan: " << model.display_name << ", batch " << base.model.batch_per_gpu << " per GPU, "
       << base.training.epochs << " epochs of " << base.training.dataset_images << " images\n";
   out << "  goal           ";
@@ -521,6 +606,16 @@ int run_plan(const PlanOptions& o) {
     out << " (no price in " << goal.region << ")\n";
   }
   if (!skipped.empty()) out << "  skipped        " << skipped.size() << " configurations (see --json for why)\n";
+  return out.str();
+}
+
+std::string report_table(const PlanRun& r) {
+  const PlanGoal& goal = r.goal;
+  const auto& evals = r.evals;
+  const auto& order = r.order;
+  const RegionPrices* region = r.region;
+  const bool met = r.met();
+  std::ostringstream out;
   out << "\n" << (met ? "Configurations that meet the goal" : "No configuration meets the goal; the closest") << ":\n";
   const std::vector<std::size_t> w = {4, 11, 5, 6, 17, 8, 14, 14, 12, 10, 8, 30};
   const std::vector<std::string> head = {"#",        "SKU",  "VMs",  "GPUs",     "strategy", "fusion",
@@ -564,14 +659,24 @@ int run_plan(const PlanOptions& o) {
     out << "  * low-priority price estimated as " << fmt_pct(*region->low_priority_discount) << " off dedicated ("
         << region->file << "): a lower bound on the cost. Low-priority VMs can be preempted; "
         << "the time assumes they are not.\n";
+  return out.str();
+}
+
+std::string report_flags(const PlanRun& r) {
+  const auto& flags = r.flags;
+  std::ostringstream out;
   if (!flags.empty()) {
     out << "\nFlags:\n";
-    for (const auto& f : flags) out << "  - " << f << "\n";
+    for (const auto& f : flags) out << "  - " << f.text << "\n";
   }
-  nlohmann::ordered_json quota_json = nullptr;
-  if (met) {
-    const QuotaRequest q =
-        quota_request(catalog.sku(best.sku), goal.region, best.vms, best.low_priority, goal.quota_headroom);
+  return out.str();
+}
+
+std::string report_quota(const PlanRun& r, const QuotaRequest& q) {
+  const PlanGoal& goal = r.goal;
+  const PlanEvaluation& best = r.best();
+  std::ostringstream out;
+  {
     out << "\nQuota request for the winning plan (" << best.vms << " x " << best.sku << ", " << best.strategy << ", "
         << (best.low_priority ? "low-priority" : "dedicated") << ", " << format_time(best.time_to_train_s) << ", "
         << fmt_usd(best.cost_usd) << "):\n";
@@ -583,19 +688,25 @@ int run_plan(const PlanOptions& o) {
     out << "  (" << q.requested_nodes << " VMs x " << q.vcpus_per_node << " vCPUs; " << q.nodes
         << (q.nodes == 1 ? " VM needed" : " VMs needed")
         << (goal.quota_headroom > 0 ? ", headroom " + fmt_pct(goal.quota_headroom) : std::string()) << ")\n";
-    quota_json = {{"vm_family", q.family},
-                  {"region", q.region},
-                  {"dedicated_vcpus", q.dedicated_vcpus},
-                  {"low_priority_vcpus", q.low_priority_vcpus},
-                  {"vms", q.requested_nodes},
-                  {"vms_needed", q.nodes},
-                  {"vcpus_per_vm", q.vcpus_per_node},
-                  {"headroom", goal.quota_headroom}};
   }
+  return out.str();
+}
 
-  // Files (rendered before any is written).
-  std::string csv, json;
-  if (o.csv_file) {
+nlohmann::ordered_json quota_json(const QuotaRequest& q, double headroom) {
+  return {{"vm_family", q.family},
+          {"region", q.region},
+          {"dedicated_vcpus", q.dedicated_vcpus},
+          {"low_priority_vcpus", q.low_priority_vcpus},
+          {"vms", q.requested_nodes},
+          {"vms_needed", q.nodes},
+          {"vcpus_per_vm", q.vcpus_per_node},
+          {"headroom", headroom}};
+}
+
+std::string plan_csv(const PlanRun& r) {
+  const auto& evals = r.evals;
+  const auto& order = r.order;
+  {
     std::ostringstream c;
     c << "rank,sku,gpu,vms,gpus,strategy,fusion,capacity,usd_per_vm_hour,price_estimated,time_to_train_s,cost_usd,"
          "images_per_sec,scaling_efficiency,iteration_time_s,exposed_communication_s,bottleneck_link,bottleneck_kind,"
@@ -627,10 +738,24 @@ int run_plan(const PlanOptions& o) {
       for (std::size_t k = 0; k < f.size(); ++k) c << (k ? "," : "") << csv_field(f[k]);
       c << "\n";
     }
-    csv = c.str();
+    return c.str();
   }
-  if (o.json_file) {
-    nlohmann::ordered_json j = {{"schema", "ringsim.plan/1"}, {"scenario", o.scenario}};
+}
+
+std::string plan_json(const PlanRun& r, const std::optional<QuotaRequest>& quota) {
+  const PlanGoal& goal = r.goal;
+  const RegionPrices* region = r.region;
+  const auto& skus = r.skus;
+  const auto& unpriced = r.unpriced;
+  const auto& strategies = r.strategies;
+  const auto& price_sources = r.price_sources;
+  const auto& evals = r.evals;
+  const auto& order = r.order;
+  const auto& skipped = r.skipped;
+  const auto& flags = r.flags;
+  const bool met = r.met();
+  {
+    nlohmann::ordered_json j = {{"schema", "ringsim.plan/1"}, {"scenario", r.o.scenario}};
     nlohmann::ordered_json g = {{"deadline_s", goal.deadline_s ? nlohmann::ordered_json(*goal.deadline_s) : nullptr},
                                 {"budget_usd", goal.budget_usd ? nlohmann::ordered_json(*goal.budget_usd) : nullptr},
                                 {"region", goal.region},
@@ -670,18 +795,54 @@ int run_plan(const PlanOptions& o) {
     for (const auto& [what, why] : skipped) sk.push_back({{"configuration", what}, {"why", why}});
     j["skipped"] = sk;
     j["not_priced"] = unpriced;
+    nlohmann::ordered_json flags_json = nlohmann::ordered_json::array();
+    for (const auto& f : flags) {
+      nlohmann::ordered_json one = {{"flag", f.kind}};
+      if (!f.sku.empty()) one["sku"] = f.sku;
+      one["text"] = f.text;
+      flags_json.push_back(one);
+    }
     j["flags"] = flags_json;
-    j["quota_request"] = quota_json;
-    json = j.dump(2) + "\n";
+    j["quota_request"] = quota ? quota_json(*quota, goal.quota_headroom) : nlohmann::ordered_json(nullptr);
+    return j.dump(2) + "\n";
   }
-  std::cout << out.str();
+}
+
+}  // namespace
+
+int run_plan(const PlanOptions& o) {
+  const Catalog catalog = Catalog::load(o.catalog_dir);
+  std::vector<Override> base_overrides;
+  for (const auto& s : o.sets) base_overrides.push_back(parse_override(s));
+  PlanRun r{o, catalog, read_plan_goal(o.scenario, o, catalog), load_scenario(o.scenario, catalog, base_overrides)};
+  for (const auto& f : {o.csv_file, o.json_file})
+    if (f) check_output_path(*f);
+  if (o.plot_file) check_plot_file(*o.plot_file);
+  load_prices(r);
+  choose_skus(r);
+  make_candidates(r);
+  price_candidates(r, predict_candidates(r));
+  if (r.met()) {
+    scale_up_flag(r);
+    network_bound_flag(r);
+  }
+  server_flags(r);
+  const std::optional<QuotaRequest> quota =
+      r.met() ? std::optional(quota_request(catalog.sku(r.best().sku), r.goal.region, r.best().vms,
+                                            r.best().low_priority, r.goal.quota_headroom))
+              : std::nullopt;
+  // Rendered whole before any file is written.
+  const std::string report =
+      report_header(r) + report_table(r) + report_flags(r) + (quota ? report_quota(r, *quota) : std::string());
+  const std::string csv = o.csv_file ? plan_csv(r) : "", json = o.json_file ? plan_json(r, quota) : "";
+  std::cout << report;
   if (o.csv_file) write_file_atomically(*o.csv_file, csv);
   if (o.json_file) write_file_atomically(*o.json_file, json);
   if (o.plot_file)
-    write_plot(*o.plot_file, plan_plot("ringsim plan: " + model.display_name + ", " +
-                                           std::to_string(base.training.epochs) + " epochs",
-                                       evals, goal.deadline_s, goal.budget_usd));
-  return met ? 0 : 1;
+    write_plot(*o.plot_file, plan_plot("ringsim plan: " + catalog.model(r.base.model.name).display_name + ", " +
+                                           std::to_string(r.base.training.epochs) + " epochs",
+                                       r.evals, r.goal.deadline_s, r.goal.budget_usd));
+  return r.met() ? 0 : 1;
 }
 
 }  // namespace ringsim
