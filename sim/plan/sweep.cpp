@@ -276,27 +276,26 @@ std::vector<SweepPoint> expand_sweep(const std::vector<SweepAxis>& axes, bool zi
   }
 }
 
-int run_sweep(const SweepOptions& o) {
-  const Catalog catalog = Catalog::load(o.catalog_dir);
-  const std::vector<SweepAxis> axes = read_sweep_axes(o.scenario, o.axes);
-  const std::vector<SweepPoint> points = expand_sweep(axes, o.zip);
-  for (const auto& f : {o.csv_file, o.json_file})
-    if (f) check_output_path(*f);
-  if (o.plot_file) check_plot_file(*o.plot_file);
+namespace {
 
-  // Every point must be a valid scenario before anything runs.
-  auto point_sets = [&](const SweepPoint& p) {
-    std::vector<std::string> sets = o.sets;
-    for (std::size_t k = 0; k < axes.size(); ++k) sets.push_back(axes[k].key + "=" + p.values[k]);
-    return sets;
-  };
+using Rows = std::map<int, std::vector<std::string>>;  // point index -> CSV row
+
+std::vector<std::string> point_sets(const SweepOptions& o, const std::vector<SweepAxis>& axes, const SweepPoint& p) {
+  std::vector<std::string> sets = o.sets;
+  for (std::size_t k = 0; k < axes.size(); ++k) sets.push_back(axes[k].key + "=" + p.values[k]);
+  return sets;
+}
+
+// Every point must be a valid scenario before anything runs; a value the scenario refuses on its own is
+// reported where the sweep gives it.
+void check_points(const SweepOptions& o, const Catalog& catalog, const std::vector<SweepAxis>& axes,
+                  const std::vector<SweepPoint>& points) {
   for (const auto& p : points) {
     std::vector<Override> ov;
-    for (const auto& s : point_sets(p)) ov.push_back(parse_override(s));
+    for (const auto& s : point_sets(o, axes, p)) ov.push_back(parse_override(s));
     try {
       load_scenario(o.scenario, catalog, ov);
     } catch (const InputError& e) {
-      // A value the scenario refuses on its own is reported where the sweep gives it.
       for (std::size_t k = 0; k < axes.size(); ++k) {
         const auto& a = axes[k];
         if (e.where().origin != "--set " + a.key + "=" + p.values[k]) continue;
@@ -310,35 +309,109 @@ int run_sweep(const SweepOptions& o) {
                        "sweep point " + std::to_string(p.index) + " (" + at + "): " + e.what());
     }
   }
+}
 
-  // Header and, with --resume, the rows already computed.
+std::vector<std::string> sweep_header(const std::vector<SweepAxis>& axes) {
   std::vector<std::string> header = {"point"};
   for (const auto& a : axes) header.push_back(a.key);
   header.insert(header.end(), kResultColumns.begin(), kResultColumns.end());
-  std::map<int, std::vector<std::string>> rows;
-  std::error_code exists_error;
-  if (o.resume && o.csv_file && std::filesystem::exists(*o.csv_file, exists_error)) {
-    std::ifstream in(*o.csv_file);
-    std::string line;
-    std::getline(in, line);
-    if (split_csv(line) != header)
-      throw InputError({*o.csv_file, 1, 1, ""}, "--resume: the file's columns are not this sweep's");
-    int line_no = 1;
-    while (std::getline(in, line)) {
-      ++line_no;
-      auto f = split_csv(line);
-      if (f.size() != header.size())
-        throw InputError({*o.csv_file, line_no, 1, ""}, "--resume: a row with the wrong number of fields");
-      const int idx = std::stoi(f[0]);
-      if (idx < 0 || idx >= static_cast<int>(points.size()) ||
-          !std::equal(points[idx].values.begin(), points[idx].values.end(), f.begin() + 1))
-        throw InputError({*o.csv_file, line_no, 1, ""}, "--resume: row for a point this sweep does not have");
-      rows[idx] = f;
-    }
-  }
+  return header;
+}
 
-  // Under an MPI launcher every copy runs every size-th point; rank 0 gathers the others' rows through
-  // part files next to its output (a shared file system, as on any cluster) and writes the outputs.
+// With --resume, the rows already in the CSV file (each checked against this sweep's points).
+Rows resumed_rows(const SweepOptions& o, const std::vector<std::string>& header,
+                  const std::vector<SweepPoint>& points) {
+  Rows rows;
+  std::error_code exists_error;
+  if (!o.resume || !o.csv_file || !std::filesystem::exists(*o.csv_file, exists_error)) return rows;
+  std::ifstream in(*o.csv_file);
+  std::string line;
+  std::getline(in, line);
+  if (split_csv(line) != header)
+    throw InputError({*o.csv_file, 1, 1, ""}, "--resume: the file's columns are not this sweep's");
+  int line_no = 1;
+  while (std::getline(in, line)) {
+    ++line_no;
+    auto f = split_csv(line);
+    if (f.size() != header.size())
+      throw InputError({*o.csv_file, line_no, 1, ""}, "--resume: a row with the wrong number of fields");
+    const int idx = std::stoi(f[0]);
+    if (idx < 0 || idx >= static_cast<int>(points.size()) ||
+        !std::equal(points[idx].values.begin(), points[idx].values.end(), f.begin() + 1))
+      throw InputError({*o.csv_file, line_no, 1, ""}, "--resume: row for a point this sweep does not have");
+    rows[idx] = f;
+  }
+  return rows;
+}
+
+std::string csv_line(const std::vector<std::string>& fields) {
+  std::string out;
+  for (std::size_t i = 0; i < fields.size(); ++i) out += (i ? "," : "") + csv_field(fields[i]);
+  return out + "\n";
+}
+
+// Under an MPI launcher rank 0 gathers the other ranks' rows through part files next to its output (a
+// shared file system, as on any cluster); the others write theirs there.
+void exchange_parts(const SweepOptions& o, int rank, int size, const std::vector<int>& mine, Rows& rows) {
+  const std::string part_base = o.csv_file ? *o.csv_file : *o.json_file;  // one of them, checked before
+  auto part = [&](int r) { return part_base + ".part" + std::to_string(r); };
+  if (rank != 0) {
+    std::string text;
+    for (int idx : mine) text += csv_line(rows[idx]);
+    write_file_atomically(part(rank), text);
+    return;
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::hours(24);
+  for (int r = 1; r < size; ++r) {
+    while (!std::filesystem::exists(part(r))) {
+      if (std::chrono::steady_clock::now() > deadline)
+        throw std::runtime_error("sweep: rank " + std::to_string(r) + " wrote no results (" + part(r) + ")");
+      usleep(100000);
+    }
+    std::ifstream in(part(r));
+    for (std::string line; std::getline(in, line);) {
+      auto f = split_csv(line);
+      rows[std::stoi(f[0])] = f;
+    }
+    in.close();
+    std::filesystem::remove(part(r));
+  }
+}
+
+std::string sweep_json(const SweepOptions& o, const std::vector<SweepAxis>& axes, const Rows& rows) {
+  nlohmann::ordered_json j = {{"schema", "ringsim.sweep/1"}, {"scenario", o.scenario}, {"zip", o.zip}};
+  nlohmann::ordered_json ax = nlohmann::ordered_json::array();
+  for (const auto& a : axes) ax.push_back({{"key", a.key}, {"values", a.values}});
+  j["axes"] = ax;
+  nlohmann::ordered_json pts = nlohmann::ordered_json::array();
+  for (const auto& [idx, row] : rows) {
+    nlohmann::ordered_json pt = {{"point", idx}};
+    nlohmann::ordered_json vals;
+    for (std::size_t k = 0; k < axes.size(); ++k) vals[axes[k].key] = row[1 + k];
+    pt["values"] = vals;
+    nlohmann::ordered_json res;
+    for (std::size_t c = 0; c < kResultColumns.size(); ++c) res[kResultColumns[c]] = row[1 + axes.size() + c];
+    pt["result"] = res;
+    pts.push_back(pt);
+  }
+  j["points"] = pts;
+  return j.dump(2) + "\n";
+}
+
+}  // namespace
+
+int run_sweep(const SweepOptions& o) {
+  const Catalog catalog = Catalog::load(o.catalog_dir);
+  const std::vector<SweepAxis> axes = read_sweep_axes(o.scenario, o.axes);
+  const std::vector<SweepPoint> points = expand_sweep(axes, o.zip);
+  for (const auto& f : {o.csv_file, o.json_file})
+    if (f) check_output_path(*f);
+  if (o.plot_file) check_plot_file(*o.plot_file);
+  check_points(o, catalog, axes, points);
+  const std::vector<std::string> header = sweep_header(axes);
+  Rows rows = resumed_rows(o, header, points);
+
+  // Under an MPI launcher every copy runs every size-th point; rank 0 writes the outputs.
   const auto [rank, size] = launcher_rank();
   if (size > 1 && !o.csv_file && !o.json_file)
     throw InputError({}, "sweep: under an MPI launcher give --csv or --json (rank 0 gathers the points there)");
@@ -347,7 +420,7 @@ int run_sweep(const SweepOptions& o) {
   for (const auto& p : points)
     if (!rows.count(p.index) && p.index % size == rank) {
       todo.push_back(p.index);
-      jobs.push_back({p.index, point_sets(p)});
+      jobs.push_back({p.index, point_sets(o, axes, p)});
     }
   // The missing points, `jobs` at a time, as `ringsim predict` children.
   const PointRunOptions run{.self = o.self,
@@ -362,67 +435,16 @@ int run_sweep(const SweepOptions& o) {
     for (auto& f : result_row(j)) row.push_back(f);
     rows[idx] = row;
   });
-
-  if (size > 1) {
-    const std::string part_base = o.csv_file ? *o.csv_file : *o.json_file;  // one of them, checked above
-    auto part = [&](int r) { return part_base + ".part" + std::to_string(r); };
-    if (rank != 0) {
-      std::ostringstream mine;
-      for (int idx : todo) {
-        const auto& row = rows[idx];
-        for (std::size_t i = 0; i < row.size(); ++i) mine << (i ? "," : "") << csv_field(row[i]);
-        mine << "\n";
-      }
-      write_file_atomically(part(rank), mine.str());
-      return 0;
-    }
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::hours(24);
-    for (int r = 1; r < size; ++r) {
-      while (!std::filesystem::exists(part(r))) {
-        if (std::chrono::steady_clock::now() > deadline)
-          throw std::runtime_error("sweep: rank " + std::to_string(r) + " wrote no results (" + part(r) + ")");
-        usleep(100000);
-      }
-      std::ifstream in(part(r));
-      for (std::string line; std::getline(in, line);) {
-        auto f = split_csv(line);
-        rows[std::stoi(f[0])] = f;
-      }
-      in.close();
-      std::filesystem::remove(part(r));
-    }
-  }
+  if (size > 1) exchange_parts(o, rank, size, todo, rows);
+  if (rank != 0) return 0;
 
   // Outputs, in point order.
-  std::ostringstream csv;
-  for (std::size_t i = 0; i < header.size(); ++i) csv << (i ? "," : "") << csv_field(header[i]);
-  csv << "\n";
-  for (const auto& [idx, row] : rows) {
-    for (std::size_t i = 0; i < row.size(); ++i) csv << (i ? "," : "") << csv_field(row[i]);
-    csv << "\n";
-  }
-  if (o.csv_file) write_file_atomically(*o.csv_file, csv.str());
-  if (o.json_file) {
-    nlohmann::ordered_json j = {{"schema", "ringsim.sweep/1"}, {"scenario", o.scenario}, {"zip", o.zip}};
-    nlohmann::ordered_json ax = nlohmann::ordered_json::array();
-    for (const auto& a : axes) ax.push_back({{"key", a.key}, {"values", a.values}});
-    j["axes"] = ax;
-    nlohmann::ordered_json pts = nlohmann::ordered_json::array();
-    for (const auto& [idx, row] : rows) {
-      nlohmann::ordered_json pt = {{"point", idx}};
-      nlohmann::ordered_json vals;
-      for (std::size_t k = 0; k < axes.size(); ++k) vals[axes[k].key] = row[1 + k];
-      pt["values"] = vals;
-      nlohmann::ordered_json res;
-      for (std::size_t c = 0; c < kResultColumns.size(); ++c) res[kResultColumns[c]] = row[1 + axes.size() + c];
-      pt["result"] = res;
-      pts.push_back(pt);
-    }
-    j["points"] = pts;
-    write_file_atomically(*o.json_file, j.dump(2) + "\n");
-  }
+  std::string csv = csv_line(header);
+  for (const auto& [idx, row] : rows) csv += csv_line(row);
+  if (o.csv_file) write_file_atomically(*o.csv_file, csv);
+  if (o.json_file) write_file_atomically(*o.json_file, sweep_json(o, axes, rows));
   if (o.plot_file) write_plot(*o.plot_file, sweep_chart(o.scenario, axes, rows));
-  if (!o.csv_file && !o.json_file) std::cout << csv.str();
+  if (!o.csv_file && !o.json_file) std::cout << csv;
   return 0;
 }
 
