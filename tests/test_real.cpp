@@ -482,9 +482,17 @@ TEST_CASE("real + validate --local: each run calibrates, then measures and predi
   CHECK(overlay.find("regimes_by: footprint") != std::string::npos);               // copies between processes: caches
   CHECK(overlay.find("host_reduction_regimes_by: message") != std::string::npos);  // the reduction's own size
   CHECK(overlay.find("gpus:\n  cpu-process: {memory_bandwidth: ") != std::string::npos);  // copies, core handoff
-  CHECK(overlay.find("core_handoff: ") != std::string::npos);
-  if (std::thread::hardware_concurrency() >= 2) CHECK(overlay.find("cross_core_handoff: ") != std::string::npos);
-  CHECK(overlay.find("    collective_overhead: ") != std::string::npos);  // a call's own cost, measured
+  // Fits that need several small exchanges in the near placement: written, or (where the placement filter
+  // left too few, as on a loaded machine) said in a note instead.
+  const bool left_out = r.output.find("had no sample that counts") != std::string::npos;
+  auto written_or_noted = [&](const std::string& key, const std::string& note) {
+    INFO(key);
+    CHECK((overlay.find(key) != std::string::npos || r.output.find(note) != std::string::npos || left_out));
+  };
+  written_or_noted("core_handoff: ", "to fit the core_handoff");
+  if (std::thread::hardware_concurrency() >= 2)
+    written_or_noted("cross_core_handoff: ", "to fit the cross_core_handoff");
+  written_or_noted("    collective_overhead: ", "allreduce_small: no exchanges");  // a call's own cost, measured
   // --local measures this machine: a scenario or --measured with it is refused.
   const auto bad = ringsim::test::run_command(std::string(RINGSIM_TEST_BINARY) + kCatalog + " validate --local " +
                                               kScenarios + "/landolakes_cifar10_2x_nc24rs_v3.yaml 2>&1");

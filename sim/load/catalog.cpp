@@ -131,312 +131,313 @@ std::string Catalog::default_dir() {
   return RINGSIM_CATALOG_DIR;
 }
 
-Catalog Catalog::load(const std::string& dir) {
-  Catalog c;
-  c.dir_ = dir;
-  const fs::path base(dir);
-  if (!fs::is_directory(base))
-    throw InputError({dir, 0, 0, ""}, "catalog directory not found (set --catalog DIR or RINGSIM_CATALOG)");
+std::string Catalog::require_link(const YamlField& f, std::optional<LinkKind> kind) const {
+  const std::string name = f.str();
+  auto it = links_.find(name);
+  if (it == links_.end()) f.fail("unknown link class '" + name + "'" + suggestion_suffix(name, link_order_));
+  if (kind && it->second.kind != *kind)
+    f.fail("link class '" + name + "' is of kind " + std::string(to_string(it->second.kind)) + ", expected " +
+           std::string(to_string(*kind)));
+  return name;
+}
 
-  // Link classes first: everything else refers to them.
-  {
-    YamlField root = open_root(base / "links.yaml", {"link_classes"});
-    for (auto& [name, f] : root.get("link_classes").entries()) {
-      f.require_map({"kind", "description", "bandwidth", "latency"});
-      LinkClass l;
-      l.name = name;
-      l.kind = parse_link_kind(f.get("kind"));
-      l.description = f.get("description").str();
-      l.bandwidth = f.get("bandwidth").positive_quantity(Quantity::Bandwidth);
-      l.latency = f.get("latency").nonnegative_quantity(Quantity::Time);
-      c.links_.emplace(name, l);
-      c.link_order_.push_back(name);
-    }
+// links.yaml: the link classes, first, as everything else refers to them.
+void Catalog::load_links(const fs::path& base) {
+  YamlField root = open_root(base / "links.yaml", {"link_classes"});
+  for (auto& [name, f] : root.get("link_classes").entries()) {
+    f.require_map({"kind", "description", "bandwidth", "latency"});
+    LinkClass l;
+    l.name = name;
+    l.kind = parse_link_kind(f.get("kind"));
+    l.description = f.get("description").str();
+    l.bandwidth = f.get("bandwidth").positive_quantity(Quantity::Bandwidth);
+    l.latency = f.get("latency").nonnegative_quantity(Quantity::Time);
+    links_.emplace(name, l);
+    link_order_.push_back(name);
   }
-  auto require_link = [&](const YamlField& f, std::optional<LinkKind> kind) {
-    const std::string name = f.str();
-    auto it = c.links_.find(name);
-    if (it == c.links_.end()) f.fail("unknown link class '" + name + "'" + suggestion_suffix(name, c.link_order_));
-    if (kind && it->second.kind != *kind)
-      f.fail("link class '" + name + "' is of kind " + std::string(to_string(it->second.kind)) + ", expected " +
-             std::string(to_string(*kind)));
-    return name;
-  };
+}
 
-  {
-    YamlField root = open_root(base / "gpus.yaml", {"gpus"});
-    for (auto& [name, f] : root.get("gpus").entries()) {
-      f.require_map({"description", "kind", "fp32_peak", "memory_bandwidth", "memory", "gpus_per_board", "core_handoff",
-                     "cross_core_handoff"});
-      GpuSpec g;
-      g.name = name;
-      if (auto k = f.find("kind")) g.cpu_process = k->choice({"gpu", "cpu_process"}) == "cpu_process";
-      // Required of CPU processes, refused for GPUs.
-      for (auto [key, value] :
-           {std::pair{"core_handoff", &g.core_handoff}, {"cross_core_handoff", &g.cross_core_handoff}}) {
-        const auto h = g.cpu_process ? std::optional<YamlField>(f.get(key)) : f.find(key);
-        if (h) *value = core_handoff_of(g, *h);
-      }
-      g.description = f.get("description").str();
-      g.fp32_peak_flops = f.get("fp32_peak").positive_quantity(Quantity::FlopRate);
-      g.memory_bandwidth = f.get("memory_bandwidth").positive_quantity(Quantity::Bandwidth);
-      g.memory_bytes = f.get("memory").positive_quantity(Quantity::Bytes);
-      g.gpus_per_board = static_cast<int>(f.get("gpus_per_board").integer(1, 2));
-      c.gpus_.emplace(name, g);
-      c.gpu_order_.push_back(name);
+// gpus.yaml.
+void Catalog::load_gpus(const fs::path& base) {
+  YamlField root = open_root(base / "gpus.yaml", {"gpus"});
+  for (auto& [name, f] : root.get("gpus").entries()) {
+    f.require_map({"description", "kind", "fp32_peak", "memory_bandwidth", "memory", "gpus_per_board", "core_handoff",
+                   "cross_core_handoff"});
+    GpuSpec g;
+    g.name = name;
+    if (auto k = f.find("kind")) g.cpu_process = k->choice({"gpu", "cpu_process"}) == "cpu_process";
+    // Required of CPU processes, refused for GPUs.
+    for (auto [key, value] :
+         {std::pair{"core_handoff", &g.core_handoff}, {"cross_core_handoff", &g.cross_core_handoff}}) {
+      const auto h = g.cpu_process ? std::optional<YamlField>(f.get(key)) : f.find(key);
+      if (h) *value = core_handoff_of(g, *h);
     }
+    g.description = f.get("description").str();
+    g.fp32_peak_flops = f.get("fp32_peak").positive_quantity(Quantity::FlopRate);
+    g.memory_bandwidth = f.get("memory_bandwidth").positive_quantity(Quantity::Bandwidth);
+    g.memory_bytes = f.get("memory").positive_quantity(Quantity::Bytes);
+    g.gpus_per_board = static_cast<int>(f.get("gpus_per_board").integer(1, 2));
+    gpus_.emplace(name, g);
+    gpu_order_.push_back(name);
   }
+}
 
-  {
-    YamlField root = open_root(base / "fabrics.yaml", {"fabrics"});
-    YamlField fabrics = root.get("fabrics");
-    fabrics.require_map({"infiniband", "ethernet"});
-    for (auto kind : {FabricKind::InfiniBand, FabricKind::Ethernet}) {
-      YamlField f = fabrics.get(std::string(to_string(kind)));
-      f.require_map({"description", "switch_latency", "default_nodes_per_leaf"});
-      FabricSpec s;
-      s.kind = kind;
-      s.description = f.get("description").str();
-      s.switch_latency = f.get("switch_latency").nonnegative_quantity(Quantity::Time);
-      s.default_nodes_per_leaf = static_cast<int>(f.get("default_nodes_per_leaf").integer(1, 4096));
-      c.fabrics_.emplace(kind, s);
+// fabrics.yaml.
+void Catalog::load_fabrics(const fs::path& base) {
+  YamlField root = open_root(base / "fabrics.yaml", {"fabrics"});
+  YamlField fabrics = root.get("fabrics");
+  fabrics.require_map({"infiniband", "ethernet"});
+  for (auto kind : {FabricKind::InfiniBand, FabricKind::Ethernet}) {
+    YamlField f = fabrics.get(std::string(to_string(kind)));
+    f.require_map({"description", "switch_latency", "default_nodes_per_leaf"});
+    FabricSpec s;
+    s.kind = kind;
+    s.description = f.get("description").str();
+    s.switch_latency = f.get("switch_latency").nonnegative_quantity(Quantity::Time);
+    s.default_nodes_per_leaf = static_cast<int>(f.get("default_nodes_per_leaf").integer(1, 4096));
+    fabrics_.emplace(kind, s);
+  }
+}
+
+// datasets.yaml.
+void Catalog::load_datasets(const fs::path& base) {
+  YamlField root = open_root(base / "datasets.yaml", {"datasets"});
+  for (auto& [name, f] : root.get("datasets").entries()) {
+    f.require_map({"description", "training_images", "training_bytes"});
+    f.get("description").str();
+    DatasetSpec d{name, f.get("training_images").integer(1, std::int64_t(1) << 40), 0};
+    if (auto b = f.find("training_bytes")) d.training_bytes = b->positive_quantity(Quantity::Bytes);
+    datasets_.emplace(name, d);
+    dataset_order_.push_back(name);
+  }
+}
+
+// skus.yaml's node layouts: devices, their PCIe tree and NVLinks, NICs and each GPU's rail.
+void Catalog::load_layouts(const YamlField& layouts) {
+  for (auto& [name, f] : layouts.entries()) {
+    f.require_map({"description", "sockets", "pcie_switches", "gpus", "nics", "nvlink_class", "nvlinks"});
+    NodeLayout l;
+    l.name = name;
+    l.description = f.get("description").str();
+    l.sockets = static_cast<int>(f.get("sockets").integer(1, 8));
+    std::set<std::string> parents;
+    for (int s = 0; s < l.sockets; ++s) parents.insert("cpu" + std::to_string(s));
+    auto check_parent = [&](const YamlField& field, const Attachment& a) {
+      if (!parents.count(a.parent)) {
+        field.get("parent").fail("unknown parent '" + a.parent + "'" +
+                                 suggestion_suffix(a.parent, {parents.begin(), parents.end()}));
+      }
+    };
+    if (auto sw = f.find("pcie_switches")) {
+      for (auto& item : sw->items()) {
+        item.require_map({"name", "parent", "link"});
+        PcieSwitchSpec s{item.get("name").str(),
+                         {item.get("parent").str(), require_link(item.get("link"), LinkKind::Pcie)}};
+        check_parent(item, s.uplink);
+        if (!parents.insert(s.name).second) item.get("name").fail("duplicate device name '" + s.name + "'");
+        l.pcie_switches.push_back(s);
+      }
     }
-  }
-
-  {
-    YamlField root = open_root(base / "datasets.yaml", {"datasets"});
-    for (auto& [name, f] : root.get("datasets").entries()) {
-      f.require_map({"description", "training_images", "training_bytes"});
-      f.get("description").str();
-      DatasetSpec d{name, f.get("training_images").integer(1, std::int64_t(1) << 40), 0};
-      if (auto b = f.find("training_bytes")) d.training_bytes = b->positive_quantity(Quantity::Bytes);
-      c.datasets_.emplace(name, d);
-      c.dataset_order_.push_back(name);
+    for (auto& item : f.get("gpus").items()) {
+      Attachment a = parse_attachment(item);
+      // PCIe for GPUs; memory for the processes of a CPU-only host (checked against the SKU's device).
+      if (links_.count(a.link) && links_.at(a.link).kind != LinkKind::Memory)
+        require_link(item.get("link"), LinkKind::Pcie);
+      else
+        require_link(item.get("link"), LinkKind::Memory);
+      check_parent(item, a);
+      l.gpus.push_back(a);
     }
-  }
-
-  {
-    YamlField root = open_root(base / "skus.yaml", {"layouts", "skus"});
-    for (auto& [name, f] : root.get("layouts").entries()) {
-      f.require_map({"description", "sockets", "pcie_switches", "gpus", "nics", "nvlink_class", "nvlinks"});
-      NodeLayout l;
-      l.name = name;
-      l.description = f.get("description").str();
-      l.sockets = static_cast<int>(f.get("sockets").integer(1, 8));
-      std::set<std::string> parents;
-      for (int s = 0; s < l.sockets; ++s) parents.insert("cpu" + std::to_string(s));
-      auto check_parent = [&](const YamlField& field, const Attachment& a) {
-        if (!parents.count(a.parent)) {
-          field.get("parent").fail("unknown parent '" + a.parent + "'" +
-                                   suggestion_suffix(a.parent, {parents.begin(), parents.end()}));
-        }
-      };
-      if (auto sw = f.find("pcie_switches")) {
-        for (auto& item : sw->items()) {
-          item.require_map({"name", "parent", "link"});
-          PcieSwitchSpec s{item.get("name").str(),
-                           {item.get("parent").str(), require_link(item.get("link"), LinkKind::Pcie)}};
-          check_parent(item, s.uplink);
-          if (!parents.insert(s.name).second) item.get("name").fail("duplicate device name '" + s.name + "'");
-          l.pcie_switches.push_back(s);
-        }
+    if (l.gpus.empty()) f.get("gpus").fail("a layout needs at least one GPU");
+    YamlField nics = f.get("nics");
+    nics.require_map({"ethernet", "infiniband"});
+    if (auto e = nics.find("ethernet")) {
+      l.ethernet_nic = parse_attachment(*e);
+      require_link(e->get("link"), LinkKind::Pcie);
+      check_parent(*e, *l.ethernet_nic);
+    }
+    if (auto ib = nics.find("infiniband")) {  // one NIC, or a list of them (one per rail)
+      for (const YamlField& item : ib->is_sequence() ? ib->items() : std::vector<YamlField>{*ib}) {
+        l.infiniband_nics.push_back(parse_attachment(item));
+        require_link(item.get("link"), LinkKind::Pcie);
+        check_parent(item, l.infiniband_nics.back());
       }
-      for (auto& item : f.get("gpus").items()) {
-        Attachment a = parse_attachment(item);
-        // PCIe for GPUs; memory for the processes of a CPU-only host (checked against the SKU's device).
-        if (c.links_.count(a.link) && c.links_.at(a.link).kind != LinkKind::Memory)
-          require_link(item.get("link"), LinkKind::Pcie);
-        else
-          require_link(item.get("link"), LinkKind::Memory);
-        check_parent(item, a);
-        l.gpus.push_back(a);
+      if (l.infiniband_nics.empty()) ib->fail("expected a NIC ({parent, link}) or a list of them, not an empty list");
+    }
+    if (auto nv = f.find("nvlinks")) {
+      for (auto& item : nv->items()) {
+        item.require_map({"gpus", "links"});
+        auto pair = item.get("gpus").items();
+        if (pair.size() != 2) item.get("gpus").fail("expected two GPU indices, e.g. [0, 1]");
+        const int n = static_cast<int>(l.gpus.size());
+        NvLinkSpec s{static_cast<int>(pair[0].integer(0, n - 1)), static_cast<int>(pair[1].integer(0, n - 1)),
+                     static_cast<int>(item.get("links").integer(1, 12))};
+        if (s.gpu_a == s.gpu_b) item.get("gpus").fail("an NVLink joins two different GPUs");
+        l.nvlinks.push_back(s);
       }
-      if (l.gpus.empty()) f.get("gpus").fail("a layout needs at least one GPU");
-      YamlField nics = f.get("nics");
-      nics.require_map({"ethernet", "infiniband"});
-      if (auto e = nics.find("ethernet")) {
-        l.ethernet_nic = parse_attachment(*e);
-        require_link(e->get("link"), LinkKind::Pcie);
-        check_parent(*e, *l.ethernet_nic);
-      }
-      if (auto ib = nics.find("infiniband")) {  // one NIC, or a list of them (one per rail)
-        for (const YamlField& item : ib->is_sequence() ? ib->items() : std::vector<YamlField>{*ib}) {
-          l.infiniband_nics.push_back(parse_attachment(item));
-          require_link(item.get("link"), LinkKind::Pcie);
-          check_parent(item, l.infiniband_nics.back());
-        }
-        if (l.infiniband_nics.empty()) ib->fail("expected a NIC ({parent, link}) or a list of them, not an empty list");
-      }
-      if (auto nv = f.find("nvlinks")) {
-        for (auto& item : nv->items()) {
-          item.require_map({"gpus", "links"});
-          auto pair = item.get("gpus").items();
-          if (pair.size() != 2) item.get("gpus").fail("expected two GPU indices, e.g. [0, 1]");
-          const int n = static_cast<int>(l.gpus.size());
-          NvLinkSpec s{static_cast<int>(pair[0].integer(0, n - 1)), static_cast<int>(pair[1].integer(0, n - 1)),
-                       static_cast<int>(item.get("links").integer(1, 12))};
-          if (s.gpu_a == s.gpu_b) item.get("gpus").fail("an NVLink joins two different GPUs");
-          l.nvlinks.push_back(s);
-        }
-        if (!l.nvlinks.empty()) l.nvlink_class = require_link(f.get("nvlink_class"), LinkKind::NvLink);
-      }
-      // Rails: the NIC whose PCIe path from the GPU meets it soonest. A device's chain is its parent, the
-      // parent's parent, ... up to its CPU socket; devices under different sockets meet past the socket
-      // link.
-      std::map<std::string, std::string> parent_of;
-      for (const auto& sw : l.pcie_switches) parent_of[sw.name] = sw.uplink.parent;
-      auto chain = [&](const std::string& parent) {
-        std::vector<std::string> c{parent};
-        while (parent_of.count(c.back())) c.push_back(parent_of.at(c.back()));
-        return c;
-      };
-      for (const auto& g : l.gpus) {
-        const auto cg = chain(g.parent);
-        int best = -1;
-        std::size_t best_hops = 0;
-        for (std::size_t k = 0; k < l.infiniband_nics.size(); ++k) {
-          const auto cn = chain(l.infiniband_nics[k].parent);
-          std::size_t hops = cg.size() + cn.size() + 1;  // beyond both sockets
-          for (std::size_t i = 0; i < cg.size(); ++i)
-            if (auto it = std::find(cn.begin(), cn.end(), cg[i]); it != cn.end()) {
-              hops = i + static_cast<std::size_t>(it - cn.begin());
-              break;
-            }
-          if (best < 0 || hops < best_hops) {
-            best = static_cast<int>(k);
-            best_hops = hops;
+      if (!l.nvlinks.empty()) l.nvlink_class = require_link(f.get("nvlink_class"), LinkKind::NvLink);
+    }
+    // Rails: the NIC whose PCIe path from the GPU meets it soonest. A device's chain is its parent, the
+    // parent's parent, ... up to its CPU socket; devices under different sockets meet past the socket
+    // link.
+    std::map<std::string, std::string> parent_of;
+    for (const auto& sw : l.pcie_switches) parent_of[sw.name] = sw.uplink.parent;
+    auto chain = [&](const std::string& parent) {
+      std::vector<std::string> c{parent};
+      while (parent_of.count(c.back())) c.push_back(parent_of.at(c.back()));
+      return c;
+    };
+    for (const auto& g : l.gpus) {
+      const auto cg = chain(g.parent);
+      int best = -1;
+      std::size_t best_hops = 0;
+      for (std::size_t k = 0; k < l.infiniband_nics.size(); ++k) {
+        const auto cn = chain(l.infiniband_nics[k].parent);
+        std::size_t hops = cg.size() + cn.size() + 1;  // beyond both sockets
+        for (std::size_t i = 0; i < cg.size(); ++i)
+          if (auto it = std::find(cn.begin(), cn.end(), cg[i]); it != cn.end()) {
+            hops = i + static_cast<std::size_t>(it - cn.begin());
+            break;
           }
+        if (best < 0 || hops < best_hops) {
+          best = static_cast<int>(k);
+          best_hops = hops;
         }
-        if (best >= 0) l.gpu_rail.push_back(best);
       }
-      c.layouts_.emplace(name, l);
+      if (best >= 0) l.gpu_rail.push_back(best);
     }
+    layouts_.emplace(name, l);
+  }
+}
 
-    for (auto& [name, f] : root.get("skus").entries()) {
-      f.require_map({"azure_name", "series", "quota_family", "gpu", "gpus", "vcpus", "memory", "local_ssd", "cpu",
-                     "layout", "socket_link", "memory_link", "ethernet", "infiniband"});
-      SkuSpec s;
-      s.name = name;
-      if (auto a = f.find("azure_name")) s.azure_name = a->str();  // absent: not an Azure size
-      s.series = f.get("series").str();
-      if (auto q = f.find("quota_family")) s.quota_family = q->str();  // absent: no Azure quota
-      if (s.azure_name.empty() != s.quota_family.empty())
-        f.fail("azure_name and quota_family go together (both for an Azure size, neither otherwise)");
-      s.gpu = f.get("gpu").str();
-      if (!c.gpus_.count(s.gpu))
-        f.get("gpu").fail("unknown GPU '" + s.gpu + "'" + suggestion_suffix(s.gpu, c.gpu_order_));
-      s.gpus = static_cast<int>(f.get("gpus").integer(1, 64));
-      s.vcpus = static_cast<int>(f.get("vcpus").integer(1, 4096));
-      s.memory_bytes = f.get("memory").positive_quantity(Quantity::Bytes);
-      s.local_ssd_bytes = f.get("local_ssd").nonnegative_quantity(Quantity::Bytes);
-      s.cpu = f.get("cpu").str();
-      s.layout = f.get("layout").str();
-      auto lit = c.layouts_.find(s.layout);
-      if (lit == c.layouts_.end())
-        f.get("layout").fail("unknown layout '" + s.layout + "'" + suggestion_suffix(s.layout, keys_of(c.layouts_)));
-      const NodeLayout& layout = lit->second;
-      if (static_cast<int>(layout.gpus.size()) != s.gpus)
-        f.get("gpus").fail("layout '" + s.layout + "' places " + std::to_string(layout.gpus.size()) + " GPUs, not " +
-                           std::to_string(s.gpus));
-      const bool processes = c.gpus_.at(s.gpu).cpu_process;
-      for (const Attachment& a : layout.gpus)
-        if ((c.links_.at(a.link).kind == LinkKind::Memory) != processes)
-          f.get("layout").fail(
-              "layout '" + s.layout + "' attaches its devices with " + a.link + ", but '" + s.gpu + "' is " +
-              (processes ? "a CPU process (expected a memory-kind link)" : "a GPU (expected a PCIe link)"));
-      if (layout.sockets > 1)
-        s.socket_link = require_link(f.get("socket_link"), LinkKind::SocketInterconnect);
-      else if (f.has("socket_link"))
-        f.get("socket_link").fail("layout '" + s.layout + "' has one socket: no socket link");
-      s.memory_link = require_link(f.get("memory_link"), LinkKind::Memory);
-      YamlField eth = f.get("ethernet");
-      eth.require_map({"bandwidth", "link"});
-      s.ethernet_bandwidth = eth.get("bandwidth").positive_quantity(Quantity::Bandwidth);
-      s.ethernet_link = require_link(eth.get("link"), LinkKind::Ethernet);
-      if (!layout.ethernet_nic) f.get("layout").fail("layout '" + s.layout + "' has no Ethernet NIC");
-      if (auto ib = f.find("infiniband")) {
-        s.infiniband_link = require_link(*ib, LinkKind::InfiniBand);
-        if (layout.infiniband_nics.empty()) ib->fail("layout '" + s.layout + "' has no InfiniBand NIC slot");
-      }
-      c.skus_.emplace(name, s);
-      c.sku_order_.push_back(name);
+// skus.yaml's sizes, each on a layout.
+void Catalog::load_skus(const YamlField& skus) {
+  for (auto& [name, f] : skus.entries()) {
+    f.require_map({"azure_name", "series", "quota_family", "gpu", "gpus", "vcpus", "memory", "local_ssd", "cpu",
+                   "layout", "socket_link", "memory_link", "ethernet", "infiniband"});
+    SkuSpec s;
+    s.name = name;
+    if (auto a = f.find("azure_name")) s.azure_name = a->str();  // absent: not an Azure size
+    s.series = f.get("series").str();
+    if (auto q = f.find("quota_family")) s.quota_family = q->str();  // absent: no Azure quota
+    if (s.azure_name.empty() != s.quota_family.empty())
+      f.fail("azure_name and quota_family go together (both for an Azure size, neither otherwise)");
+    s.gpu = f.get("gpu").str();
+    if (!gpus_.count(s.gpu)) f.get("gpu").fail("unknown GPU '" + s.gpu + "'" + suggestion_suffix(s.gpu, gpu_order_));
+    s.gpus = static_cast<int>(f.get("gpus").integer(1, 64));
+    s.vcpus = static_cast<int>(f.get("vcpus").integer(1, 4096));
+    s.memory_bytes = f.get("memory").positive_quantity(Quantity::Bytes);
+    s.local_ssd_bytes = f.get("local_ssd").nonnegative_quantity(Quantity::Bytes);
+    s.cpu = f.get("cpu").str();
+    s.layout = f.get("layout").str();
+    auto lit = layouts_.find(s.layout);
+    if (lit == layouts_.end())
+      f.get("layout").fail("unknown layout '" + s.layout + "'" + suggestion_suffix(s.layout, keys_of(layouts_)));
+    const NodeLayout& layout = lit->second;
+    if (static_cast<int>(layout.gpus.size()) != s.gpus)
+      f.get("gpus").fail("layout '" + s.layout + "' places " + std::to_string(layout.gpus.size()) + " GPUs, not " +
+                         std::to_string(s.gpus));
+    const bool processes = gpus_.at(s.gpu).cpu_process;
+    for (const Attachment& a : layout.gpus)
+      if ((links_.at(a.link).kind == LinkKind::Memory) != processes)
+        f.get("layout").fail(
+            "layout '" + s.layout + "' attaches its devices with " + a.link + ", but '" + s.gpu + "' is " +
+            (processes ? "a CPU process (expected a memory-kind link)" : "a GPU (expected a PCIe link)"));
+    if (layout.sockets > 1)
+      s.socket_link = require_link(f.get("socket_link"), LinkKind::SocketInterconnect);
+    else if (f.has("socket_link"))
+      f.get("socket_link").fail("layout '" + s.layout + "' has one socket: no socket link");
+    s.memory_link = require_link(f.get("memory_link"), LinkKind::Memory);
+    YamlField eth = f.get("ethernet");
+    eth.require_map({"bandwidth", "link"});
+    s.ethernet_bandwidth = eth.get("bandwidth").positive_quantity(Quantity::Bandwidth);
+    s.ethernet_link = require_link(eth.get("link"), LinkKind::Ethernet);
+    if (!layout.ethernet_nic) f.get("layout").fail("layout '" + s.layout + "' has no Ethernet NIC");
+    if (auto ib = f.find("infiniband")) {
+      s.infiniband_link = require_link(*ib, LinkKind::InfiniBand);
+      if (layout.infiniband_nics.empty()) ib->fail("layout '" + s.layout + "' has no InfiniBand NIC slot");
+    }
+    skus_.emplace(name, s);
+    sku_order_.push_back(name);
+  }
+}
+
+// libraries.yaml: the collective libraries' path profiles.
+void Catalog::load_libraries(const fs::path& base) {
+  YamlField root = open_root(base / "libraries.yaml", {"libraries"});
+  for (auto& [name, f] : root.get("libraries").entries()) {
+    f.require_map({"description", "data_path", "collective_overhead", "host_reduction_rate", "paths"});
+    LibraryProfile l;
+    l.name = name;
+    l.description = f.get("description").str();
+    l.data_path = f.get("data_path").choice({"device", "host"}) == "device" ? DataPath::Device : DataPath::Host;
+    l.collective_overhead = f.get("collective_overhead").nonnegative_quantity(Quantity::Time);
+    l.host_reduction_rate = f.get("host_reduction_rate").positive_quantity(Quantity::Bandwidth);
+    YamlField paths = f.get("paths");
+    paths.require_map({"intra_node", "infiniband", "ethernet"});
+    auto path = [&](const char* key) {
+      YamlField p = paths.get(key);
+      p.require_map({"bandwidth_fraction", "message_overhead"});
+      PathProfile r;
+      r.bandwidth_fraction = p.get("bandwidth_fraction").number(0.01, 1.0);
+      r.message_overhead = p.get("message_overhead").nonnegative_quantity(Quantity::Time);
+      return r;
+    };
+    l.intra_node = path("intra_node");
+    l.infiniband = path("infiniband");
+    l.ethernet = path("ethernet");
+    libraries_.emplace(name, l);
+    library_order_.push_back(name);
+  }
+  for (const char* required : {"nccl", "mpi"})
+    if (!libraries_.count(required)) root.get("libraries").fail(std::string("library '") + required + "' is missing");
+}
+
+// storage.yaml.
+void Catalog::load_storage(const fs::path& base) {
+  YamlField root = open_root(base / "storage.yaml", {"storage_backends"});
+  auto entries = root.get("storage_backends").entries();
+  for (auto& [name, f] : entries) {
+    f.require_map({"description", "kind", "scaling", "bandwidth", "iops", "request_latency", "default_servers", "cache",
+                   "cache_default"});
+    StorageBackendSpec b;
+    b.name = name;
+    b.description = f.get("description").str();
+    b.kind = f.get("kind").choice({"local", "network"}) == "local" ? StorageKind::Local : StorageKind::Network;
+    const std::string sc = f.get("scaling").choice({"per_node", "shared", "per_server"});
+    b.scaling = sc == "per_node" ? StorageScaling::PerNode
+                : sc == "shared" ? StorageScaling::Shared
+                                 : StorageScaling::PerServer;
+    if (b.kind == StorageKind::Local && b.scaling != StorageScaling::PerNode)
+      f.get("scaling").fail("a local backend is per_node (every node reads its own disk)");
+    b.bandwidth = f.get("bandwidth").positive_quantity(Quantity::Bandwidth);
+    b.iops = f.get("iops").positive_number();
+    b.request_latency = f.get("request_latency").nonnegative_quantity(Quantity::Time);
+    if (b.scaling == StorageScaling::PerServer)
+      b.default_servers = static_cast<int>(f.get("default_servers").integer(1, 65536));
+    else if (auto d = f.find("default_servers"))
+      d->fail("applies only to scaling: per_server");
+    storage_.emplace(name, b);
+    storage_order_.push_back(name);
+  }
+  // Cache references after all backends are known.
+  for (auto& [name, f] : entries) {
+    StorageBackendSpec& b = storage_.at(name);
+    if (auto cf = f.find("cache")) {
+      b.cache = cf->str();
+      auto it = storage_.find(b.cache);
+      if (it == storage_.end())
+        cf->fail("unknown storage backend '" + b.cache + "'" + suggestion_suffix(b.cache, storage_order_));
+      if (it->second.kind != StorageKind::Local) cf->fail("a cache is a local backend; '" + b.cache + "' is not");
+      b.cache_default = f.get("cache_default").boolean();
+    } else if (auto d = f.find("cache_default")) {
+      d->fail("applies only to a backend with a cache");
     }
   }
+}
 
-  {
-    YamlField root = open_root(base / "libraries.yaml", {"libraries"});
-    for (auto& [name, f] : root.get("libraries").entries()) {
-      f.require_map({"description", "data_path", "collective_overhead", "host_reduction_rate", "paths"});
-      LibraryProfile l;
-      l.name = name;
-      l.description = f.get("description").str();
-      l.data_path = f.get("data_path").choice({"device", "host"}) == "device" ? DataPath::Device : DataPath::Host;
-      l.collective_overhead = f.get("collective_overhead").nonnegative_quantity(Quantity::Time);
-      l.host_reduction_rate = f.get("host_reduction_rate").positive_quantity(Quantity::Bandwidth);
-      YamlField paths = f.get("paths");
-      paths.require_map({"intra_node", "infiniband", "ethernet"});
-      auto path = [&](const char* key) {
-        YamlField p = paths.get(key);
-        p.require_map({"bandwidth_fraction", "message_overhead"});
-        PathProfile r;
-        r.bandwidth_fraction = p.get("bandwidth_fraction").number(0.01, 1.0);
-        r.message_overhead = p.get("message_overhead").nonnegative_quantity(Quantity::Time);
-        return r;
-      };
-      l.intra_node = path("intra_node");
-      l.infiniband = path("infiniband");
-      l.ethernet = path("ethernet");
-      c.libraries_.emplace(name, l);
-      c.library_order_.push_back(name);
-    }
-    for (const char* required : {"nccl", "mpi"})
-      if (!c.libraries_.count(required))
-        root.get("libraries").fail(std::string("library '") + required + "' is missing");
-  }
-
-  {
-    YamlField root = open_root(base / "storage.yaml", {"storage_backends"});
-    auto entries = root.get("storage_backends").entries();
-    for (auto& [name, f] : entries) {
-      f.require_map({"description", "kind", "scaling", "bandwidth", "iops", "request_latency", "default_servers",
-                     "cache", "cache_default"});
-      StorageBackendSpec b;
-      b.name = name;
-      b.description = f.get("description").str();
-      b.kind = f.get("kind").choice({"local", "network"}) == "local" ? StorageKind::Local : StorageKind::Network;
-      const std::string sc = f.get("scaling").choice({"per_node", "shared", "per_server"});
-      b.scaling = sc == "per_node" ? StorageScaling::PerNode
-                  : sc == "shared" ? StorageScaling::Shared
-                                   : StorageScaling::PerServer;
-      if (b.kind == StorageKind::Local && b.scaling != StorageScaling::PerNode)
-        f.get("scaling").fail("a local backend is per_node (every node reads its own disk)");
-      b.bandwidth = f.get("bandwidth").positive_quantity(Quantity::Bandwidth);
-      b.iops = f.get("iops").positive_number();
-      b.request_latency = f.get("request_latency").nonnegative_quantity(Quantity::Time);
-      if (b.scaling == StorageScaling::PerServer)
-        b.default_servers = static_cast<int>(f.get("default_servers").integer(1, 65536));
-      else if (auto d = f.find("default_servers"))
-        d->fail("applies only to scaling: per_server");
-      c.storage_.emplace(name, b);
-      c.storage_order_.push_back(name);
-    }
-    // Cache references after all backends are known.
-    for (auto& [name, f] : entries) {
-      StorageBackendSpec& b = c.storage_.at(name);
-      if (auto cf = f.find("cache")) {
-        b.cache = cf->str();
-        auto it = c.storage_.find(b.cache);
-        if (it == c.storage_.end())
-          cf->fail("unknown storage backend '" + b.cache + "'" + suggestion_suffix(b.cache, c.storage_order_));
-        if (it->second.kind != StorageKind::Local) cf->fail("a cache is a local backend; '" + b.cache + "' is not");
-        b.cache_default = f.get("cache_default").boolean();
-      } else if (auto d = f.find("cache_default")) {
-        d->fail("applies only to a backend with a cache");
-      }
-    }
-  }
-
-  // Models: one file per model under models/, loaded in file-name order.
+// Models: one file per model under models/, loaded in file-name order.
+void Catalog::load_models(const fs::path& base) {
   std::vector<fs::path> model_files;
   if (fs::is_directory(base / "models"))
     for (const auto& e : fs::directory_iterator(base / "models"))
@@ -452,8 +453,8 @@ Catalog Catalog::load(const std::string& dir) {
       f.get("name").fail("model name must match its file name '" + file.stem().string() + "'");
     m.display_name = f.get("display_name").str();
     m.dataset = f.get("dataset").str();
-    if (!c.datasets_.count(m.dataset))
-      f.get("dataset").fail("unknown dataset '" + m.dataset + "'" + suggestion_suffix(m.dataset, c.dataset_order_));
+    if (!datasets_.count(m.dataset))
+      f.get("dataset").fail("unknown dataset '" + m.dataset + "'" + suggestion_suffix(m.dataset, dataset_order_));
     for (auto& d : f.get("input_shape").items()) m.input_shape.push_back(static_cast<int>(d.integer(1, 1 << 16)));
     if (m.input_shape.size() != 3) f.get("input_shape").fail("expected [channels, height, width]");
     m.dtype = f.get("dtype").choice({"float32", "float16"});
@@ -487,36 +488,57 @@ Catalog Catalog::load(const std::string& dir) {
     if (sum != m.total_params)
       f.get("total_params")
           .fail("the tensors sum to " + std::to_string(sum) + " parameters, not " + std::to_string(m.total_params));
-    if (c.models_.count(m.name)) f.get("name").fail("duplicate model '" + m.name + "'");
-    c.model_order_.push_back(m.name);
-    c.models_.emplace(m.name, std::move(m));
+    if (models_.count(m.name)) f.get("name").fail("duplicate model '" + m.name + "'");
+    model_order_.push_back(m.name);
+    models_.emplace(m.name, std::move(m));
   }
-  {
-    YamlField root = open_root(base / "compute.yaml", {"roofline", "measured"});
-    YamlField roof = root.get("roofline");
-    roof.require_map({"backward_to_forward", "efficiency"});
-    c.compute_.backward_to_forward = roof.get("backward_to_forward").number(0, 100);
-    c.compute_.roofline_efficiency = roof.get("efficiency").number(0.001, 1);
-    for (auto& item : root.get("measured").items()) {
-      item.require_map({"gpu", "model", "batch_per_gpu", "images_per_sec"});
-      MeasuredRate m;
-      m.gpu = item.get("gpu").str();
-      if (!c.gpus_.count(m.gpu))
-        item.get("gpu").fail("unknown GPU '" + m.gpu + "'" + suggestion_suffix(m.gpu, c.gpu_order_));
-      m.model = item.get("model").str();
-      if (!c.models_.count(m.model))
-        item.get("model").fail("unknown model '" + m.model + "'" + suggestion_suffix(m.model, c.model_order_));
-      m.batch_per_gpu = static_cast<int>(item.get("batch_per_gpu").integer(1, 1 << 20));
-      m.images_per_sec = item.get("images_per_sec").positive_number();
-      const SourceLocation at = item.location();
-      m.source = fs::path(at.file).filename().string() + ":" + std::to_string(at.line);
-      if (c.compute_.find(m.gpu, m.model, m.batch_per_gpu))
-        item.fail("duplicate measured rate for " + m.gpu + " / " + m.model + " / batch " +
-                  std::to_string(m.batch_per_gpu));
-      c.compute_.measured.push_back(m);
-    }
-  }
+}
 
+// compute.yaml: the roofline and measured single-GPU rates.
+void Catalog::load_compute(const fs::path& base) {
+  YamlField root = open_root(base / "compute.yaml", {"roofline", "measured"});
+  YamlField roof = root.get("roofline");
+  roof.require_map({"backward_to_forward", "efficiency"});
+  compute_.backward_to_forward = roof.get("backward_to_forward").number(0, 100);
+  compute_.roofline_efficiency = roof.get("efficiency").number(0.001, 1);
+  for (auto& item : root.get("measured").items()) {
+    item.require_map({"gpu", "model", "batch_per_gpu", "images_per_sec"});
+    MeasuredRate m;
+    m.gpu = item.get("gpu").str();
+    if (!gpus_.count(m.gpu)) item.get("gpu").fail("unknown GPU '" + m.gpu + "'" + suggestion_suffix(m.gpu, gpu_order_));
+    m.model = item.get("model").str();
+    if (!models_.count(m.model))
+      item.get("model").fail("unknown model '" + m.model + "'" + suggestion_suffix(m.model, model_order_));
+    m.batch_per_gpu = static_cast<int>(item.get("batch_per_gpu").integer(1, 1 << 20));
+    m.images_per_sec = item.get("images_per_sec").positive_number();
+    const SourceLocation at = item.location();
+    m.source = fs::path(at.file).filename().string() + ":" + std::to_string(at.line);
+    if (compute_.find(m.gpu, m.model, m.batch_per_gpu))
+      item.fail("duplicate measured rate for " + m.gpu + " / " + m.model + " / batch " +
+                std::to_string(m.batch_per_gpu));
+    compute_.measured.push_back(m);
+  }
+}
+
+Catalog Catalog::load(const std::string& dir) {
+  Catalog c;
+  c.dir_ = dir;
+  const fs::path base(dir);
+  if (!fs::is_directory(base))
+    throw InputError({dir, 0, 0, ""}, "catalog directory not found (set --catalog DIR or RINGSIM_CATALOG)");
+  c.load_links(base);
+  c.load_gpus(base);
+  c.load_fabrics(base);
+  c.load_datasets(base);
+  {
+    YamlField root = open_root(base / "skus.yaml", {"layouts", "skus"});
+    c.load_layouts(root.get("layouts"));
+    c.load_skus(root.get("skus"));
+  }
+  c.load_libraries(base);
+  c.load_storage(base);
+  c.load_models(base);
+  c.load_compute(base);
   if (c.skus_.empty()) throw InputError({(base / "skus.yaml").string(), 0, 0, ""}, "the catalog defines no SKU");
   return c;
 }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <string>
@@ -277,6 +278,8 @@ struct LibraryProfile {
   const PathProfile& fabric(FabricKind kind) const { return kind == FabricKind::InfiniBand ? infiniband : ethernet; }
 };
 
+class YamlField;
+
 class Catalog {
  public:
   // Loads every catalog file under `dir`; throws InputError with file:line:col on bad data.
@@ -316,6 +319,20 @@ class Catalog {
   std::vector<std::string> dataset_names() const { return dataset_order_; }
 
  private:
+  // One reader per catalog file, in the order load() calls them (each may refer to what came before).
+  void load_links(const std::filesystem::path& base);
+  void load_gpus(const std::filesystem::path& base);
+  void load_fabrics(const std::filesystem::path& base);
+  void load_datasets(const std::filesystem::path& base);
+  void load_layouts(const YamlField& layouts);
+  void load_skus(const YamlField& skus);
+  void load_libraries(const std::filesystem::path& base);
+  void load_storage(const std::filesystem::path& base);
+  void load_models(const std::filesystem::path& base);
+  void load_compute(const std::filesystem::path& base);
+  // A link class by name, of `kind` where given; fails at `f` otherwise.
+  std::string require_link(const YamlField& f, std::optional<LinkKind> kind) const;
+
   std::string dir_;
   std::map<std::string, GpuSpec> gpus_;
   std::map<std::string, LinkClass> links_;

@@ -199,30 +199,22 @@ StorageConfig parse_storage(const YamlField& st, const Scenario& s, const SkuSpe
   return c;
 }
 
-Scenario parse(std::shared_ptr<YamlDocument> doc, const Catalog& catalog, const std::vector<Override>& overrides) {
-  for (const auto& o : overrides) apply_override(*doc, o);
-  YamlField root = YamlField::root(doc);
-  if (!root.node().IsDefined() || root.node().IsNull())
-    root.fail("the scenario is empty; expected the sections cluster, model, training, communication");
-  root.require_map(kTopKeys);
-
-  Scenario s;
-  s.file = doc->file;
-  if (auto f = root.find("name")) s.name = f->str();
-  if (auto f = root.find("description")) s.description = f->str();
+// calibration: an overlay (ringsim calibrate), relative to the scenario file.
+void parse_calibration(const YamlField& root, const YamlDocument& doc, Scenario& s) {
   if (auto f = root.find("calibration")) {
-    // A calibration overlay (ringsim calibrate), relative to the scenario file.
     namespace fs = std::filesystem;
     fs::path p = f->str();
-    if (p.is_relative() && !doc->file.empty() && !doc->overrides.count("calibration"))
-      p = fs::path(doc->file).parent_path() / p;
+    if (p.is_relative() && !doc.file.empty() && !doc.overrides.count("calibration"))
+      p = fs::path(doc.file).parent_path() / p;
     std::error_code ec;
     if (!fs::exists(p, ec))
       f->fail(ec ? "cannot access calibration file: " + ec.message() : "no calibration file '" + p.string() + "'");
     s.calibration = p.string();
   }
+}
 
-  // cluster
+// cluster: the SKU, nodes, processes per node and fabric; returns the SKU.
+const SkuSpec& parse_cluster(const YamlField& root, const Catalog& catalog, Scenario& s) {
   YamlField cl = root.get("cluster");
   cl.require_map(kClusterKeys);
   YamlField sku_field = cl.get("sku");
@@ -266,7 +258,11 @@ Scenario parse(std::shared_ptr<YamlDocument> doc, const Catalog& catalog, const 
       if (auto f = cl.find(k)) f->fail(std::string(k) + " applies only to fabric_topology: fat_tree");
   }
 
-  // model
+  return *sku;
+}
+
+// model and training; returns the model.
+const ModelSpec& parse_model(const YamlField& root, const Catalog& catalog, Scenario& s) {
   YamlField mo = root.get("model");
   mo.require_map(kModelKeys);
   YamlField model_field = mo.get("name");
@@ -280,7 +276,6 @@ Scenario parse(std::shared_ptr<YamlDocument> doc, const Catalog& catalog, const 
   // limit in sight) to a billion.
   if (auto f = mo.find("images_per_sec_single_gpu")) s.model.images_per_sec_single_gpu = f->number(1e-3, 1e9);
 
-  // training
   YamlField tr = root.get("training");
   tr.require_map(kTrainingKeys);
   s.training.epochs = static_cast<int>(tr.get("epochs").integer(1, 100000));
@@ -289,103 +284,146 @@ Scenario parse(std::shared_ptr<YamlDocument> doc, const Catalog& catalog, const 
   else
     s.training.dataset_images = catalog.dataset(model->dataset).training_images;
 
+  return *model;
+}
+
+// communication: the strategy, and the hierarchical allreduce's cross-node algorithm.
+void parse_strategy(const YamlField& co, Scenario& s) {
+  if (auto f = co.find("strategy")) {
+    const std::string v = f->choice({"ring", "hierarchical", "halving_doubling", "parameter_server"});
+    s.communication.strategy = v == "ring"               ? Strategy::Ring
+                               : v == "hierarchical"     ? Strategy::Hierarchical
+                               : v == "halving_doubling" ? Strategy::HalvingDoubling
+                                                         : Strategy::ParameterServer;
+  }
+  if (auto f = co.find("cross_node")) {
+    if (s.communication.strategy != Strategy::Hierarchical) f->fail("applies only to strategy: hierarchical");
+    s.communication.cross_node = f->choice({"ring", "halving_doubling"}) == "ring"
+                                     ? collective::CrossNode::Ring
+                                     : collective::CrossNode::HalvingDoubling;
+  }
+}
+
+// communication: the parameter servers' keys (they apply to that strategy only).
+void parse_parameter_server_keys(const YamlField& co, Scenario& s) {
+  const bool ps = s.communication.strategy == Strategy::ParameterServer;
+  if (auto f = co.find("parameter_servers")) {
+    if (!ps) f->fail("applies only to strategy: parameter_server");
+    s.communication.parameter_servers = static_cast<int>(f->integer(1, 1 << 20));
+  }
+  if (auto f = co.find("parameter_server_placement")) {
+    if (!ps) f->fail("applies only to strategy: parameter_server");
+    const std::string v = f->choice({"colocated", "dedicated", "gpus"});
+    s.communication.ps_placement = v == "colocated"   ? PsPlacement::Colocated
+                                   : v == "dedicated" ? PsPlacement::Dedicated
+                                                      : PsPlacement::Gpus;
+  }
+  if (auto f = co.find("parameter_server_assignment")) {
+    if (!ps) f->fail("applies only to strategy: parameter_server");
+    s.communication.ps_assignment = f->choice({"greedy", "round_robin"}) == "greedy"
+                                        ? collective::ServerAssignment::Greedy
+                                        : collective::ServerAssignment::RoundRobin;
+  }
+  if (auto f = co.find("parameter_server_aggregation")) {
+    if (!ps) f->fail("applies only to strategy: parameter_server");
+    s.communication.ps_aggregation = f->choice({"none", "node"}) == "none" ? PsAggregation::None : PsAggregation::Node;
+    if (s.communication.ps_aggregation == PsAggregation::Node && s.communication.ps_placement == PsPlacement::Gpus)
+      f->fail(
+          "node aggregation pushes to servers in host memory; it does not apply to parameter_server_placement: gpus");
+  }
+}
+
+// communication: fusion, cycle, collectives in flight, library and rings; returns the rings asked for (0: auto).
+int parse_buffers(const YamlField& co, Scenario& s) {
+  int channels = 0;
+  if (auto f = co.find("fusion_threshold"))
+    s.communication.fusion_threshold_bytes = f->nonnegative_quantity(Quantity::Bytes);
+  if (auto f = co.find("cycle_time")) s.communication.cycle_time_s = f->nonnegative_quantity(Quantity::Time);
+  if (auto f = co.find("concurrent_collectives")) {
+    const std::string v = f->str();
+    if (v == "unlimited")
+      s.communication.concurrent_collectives = 0;
+    else if (is_whole_number(v))
+      s.communication.concurrent_collectives = static_cast<int>(f->integer(1, 1 << 20));
+    else
+      f->fail(
+          "expected a whole number of collectives in flight at once (1: one at a time, as Horovod) or "
+          "'unlimited', got '" +
+          v + "'");
+  }
+  if (auto f = co.find("library"))
+    s.communication.library = f->choice({"nccl", "mpi"}) == "nccl" ? CommLibrary::Nccl : CommLibrary::Mpi;
+  if (auto f = co.find("channels")) {  // `auto` suits every strategy (one ring but for a ring), a number a ring
+    const std::string v = f->str();
+    if (v != "auto") {
+      if (!is_whole_number(v))
+        f->fail("expected 'auto' or a whole number of rings run at once (1 to 64), got '" + v + "'");
+      if (s.communication.strategy != Strategy::Ring) f->fail("a number of rings applies only to strategy: ring");
+      channels = static_cast<int>(f->integer(1, 64));
+    }
+  }
+  return channels;
+}
+
+// communication: how many parameter servers, which follows from the placement where it can.
+void parse_parameter_server_count(const YamlField& co, Scenario& s) {
+  const bool ps = s.communication.strategy == Strategy::ParameterServer;
+  if (ps && s.communication.ps_placement == PsPlacement::Gpus) {
+    // One server per worker GPU: the count follows from the cluster.
+    const int gpus = s.cluster.total_gpus();
+    if (auto f = co.find("parameter_servers"); f && s.communication.parameter_servers != gpus)
+      f->fail("with parameter_server_placement: gpus every GPU is a server: " + std::to_string(gpus) +
+              " on this cluster (leave parameter_servers out)");
+    s.communication.parameter_servers = gpus;
+  }
+  if (ps && s.communication.parameter_servers == 0) s.communication.parameter_servers = 1;
+  if (ps && s.communication.ps_placement == PsPlacement::Colocated &&
+      s.communication.parameter_servers > s.cluster.nodes) {
+    co.get("parameter_servers")
+        .fail("colocated parameter servers run one per node at most: " +
+              std::to_string(s.communication.parameter_servers) + " servers on " + std::to_string(s.cluster.nodes) +
+              " node(s)");
+  }
+}
+
+// Rings run at once where the scenario leaves it to `auto`: one per rail a node's GPUs leave by for a device
+// ring across InfiniBand nodes, else one.
+void default_channels(const Catalog& catalog, const SkuSpec& sku, Scenario& s) {
+  const bool device_ring =
+      s.communication.strategy == Strategy::Ring &&
+      catalog.library(std::string(to_string(s.communication.library))).data_path == DataPath::Device;
+  // The rails the node's GPUs leave by: GPUs 0 and 1 of a DGX-1 share one NIC, four GPUs use two.
+  const int rails = catalog.layout(sku.layout).rails_of_first(s.cluster.gpus_per_node);
+  s.communication.channels =
+      device_ring && s.cluster.nodes > 1 && s.cluster.fabric == FabricKind::InfiniBand ? std::max(1, rails) : 1;
+}
+
+Scenario parse(std::shared_ptr<YamlDocument> doc, const Catalog& catalog, const std::vector<Override>& overrides) {
+  for (const auto& o : overrides) apply_override(*doc, o);
+  YamlField root = YamlField::root(doc);
+  if (!root.node().IsDefined() || root.node().IsNull())
+    root.fail("the scenario is empty; expected the sections cluster, model, training, communication");
+  root.require_map(kTopKeys);
+
+  Scenario s;
+  s.file = doc->file;
+  if (auto f = root.find("name")) s.name = f->str();
+  if (auto f = root.find("description")) s.description = f->str();
+  parse_calibration(root, *doc, s);
+  const SkuSpec& sku = parse_cluster(root, catalog, s);
+  const ModelSpec& model = parse_model(root, catalog, s);
   // communication (the whole section may be omitted: Horovod's defaults)
   int channels = 0;  // 0: auto
   if (auto co = root.find("communication")) {
     co->require_map(kCommKeys);
-    if (auto f = co->find("strategy")) {
-      const std::string v = f->choice({"ring", "hierarchical", "halving_doubling", "parameter_server"});
-      s.communication.strategy = v == "ring"               ? Strategy::Ring
-                                 : v == "hierarchical"     ? Strategy::Hierarchical
-                                 : v == "halving_doubling" ? Strategy::HalvingDoubling
-                                                           : Strategy::ParameterServer;
-    }
-    if (auto f = co->find("cross_node")) {
-      if (s.communication.strategy != Strategy::Hierarchical) f->fail("applies only to strategy: hierarchical");
-      s.communication.cross_node = f->choice({"ring", "halving_doubling"}) == "ring"
-                                       ? collective::CrossNode::Ring
-                                       : collective::CrossNode::HalvingDoubling;
-    }
-    const bool ps = s.communication.strategy == Strategy::ParameterServer;
-    if (auto f = co->find("parameter_servers")) {
-      if (!ps) f->fail("applies only to strategy: parameter_server");
-      s.communication.parameter_servers = static_cast<int>(f->integer(1, 1 << 20));
-    }
-    if (auto f = co->find("parameter_server_placement")) {
-      if (!ps) f->fail("applies only to strategy: parameter_server");
-      const std::string v = f->choice({"colocated", "dedicated", "gpus"});
-      s.communication.ps_placement = v == "colocated"   ? PsPlacement::Colocated
-                                     : v == "dedicated" ? PsPlacement::Dedicated
-                                                        : PsPlacement::Gpus;
-    }
-    if (auto f = co->find("parameter_server_assignment")) {
-      if (!ps) f->fail("applies only to strategy: parameter_server");
-      s.communication.ps_assignment = f->choice({"greedy", "round_robin"}) == "greedy"
-                                          ? collective::ServerAssignment::Greedy
-                                          : collective::ServerAssignment::RoundRobin;
-    }
-    if (auto f = co->find("parameter_server_aggregation")) {
-      if (!ps) f->fail("applies only to strategy: parameter_server");
-      s.communication.ps_aggregation =
-          f->choice({"none", "node"}) == "none" ? PsAggregation::None : PsAggregation::Node;
-      if (s.communication.ps_aggregation == PsAggregation::Node && s.communication.ps_placement == PsPlacement::Gpus)
-        f->fail(
-            "node aggregation pushes to servers in host memory; it does not apply to parameter_server_placement: gpus");
-    }
-    if (auto f = co->find("fusion_threshold"))
-      s.communication.fusion_threshold_bytes = f->nonnegative_quantity(Quantity::Bytes);
-    if (auto f = co->find("cycle_time")) s.communication.cycle_time_s = f->nonnegative_quantity(Quantity::Time);
-    if (auto f = co->find("concurrent_collectives")) {
-      const std::string v = f->str();
-      if (v == "unlimited")
-        s.communication.concurrent_collectives = 0;
-      else if (is_whole_number(v))
-        s.communication.concurrent_collectives = static_cast<int>(f->integer(1, 1 << 20));
-      else
-        f->fail(
-            "expected a whole number of collectives in flight at once (1: one at a time, as Horovod) or "
-            "'unlimited', got '" +
-            v + "'");
-    }
-    if (auto f = co->find("library"))
-      s.communication.library = f->choice({"nccl", "mpi"}) == "nccl" ? CommLibrary::Nccl : CommLibrary::Mpi;
-    if (auto f = co->find("channels")) {  // `auto` suits every strategy (one ring but for a ring), a number a ring
-      const std::string v = f->str();
-      if (v != "auto") {
-        if (!is_whole_number(v))
-          f->fail("expected 'auto' or a whole number of rings run at once (1 to 64), got '" + v + "'");
-        if (s.communication.strategy != Strategy::Ring) f->fail("a number of rings applies only to strategy: ring");
-        channels = static_cast<int>(f->integer(1, 64));
-      }
-    }
-    if (ps && s.communication.ps_placement == PsPlacement::Gpus) {
-      // One server per worker GPU: the count follows from the cluster.
-      const int gpus = s.cluster.total_gpus();
-      if (auto f = co->find("parameter_servers"); f && s.communication.parameter_servers != gpus)
-        f->fail("with parameter_server_placement: gpus every GPU is a server: " + std::to_string(gpus) +
-                " on this cluster (leave parameter_servers out)");
-      s.communication.parameter_servers = gpus;
-    }
-    if (ps && s.communication.parameter_servers == 0) s.communication.parameter_servers = 1;
-    if (ps && s.communication.ps_placement == PsPlacement::Colocated &&
-        s.communication.parameter_servers > s.cluster.nodes) {
-      co->get("parameter_servers")
-          .fail("colocated parameter servers run one per node at most: " +
-                std::to_string(s.communication.parameter_servers) + " servers on " + std::to_string(s.cluster.nodes) +
-                " node(s)");
-    }
+    parse_strategy(*co, s);
+    parse_parameter_server_keys(*co, s);
+    channels = parse_buffers(*co, s);
+    parse_parameter_server_count(*co, s);
   }
   s.communication.channels = channels;
-  if (channels == 0) {  // auto
-    const bool device_ring =
-        s.communication.strategy == Strategy::Ring &&
-        catalog.library(std::string(to_string(s.communication.library))).data_path == DataPath::Device;
-    // The rails the node's GPUs leave by: GPUs 0 and 1 of a DGX-1 share one NIC, four GPUs use two.
-    const int rails = catalog.layout(sku->layout).rails_of_first(s.cluster.gpus_per_node);
-    s.communication.channels =
-        device_ring && s.cluster.nodes > 1 && s.cluster.fabric == FabricKind::InfiniBand ? std::max(1, rails) : 1;
-  }
-  if (auto st = root.find("storage")) s.storage = parse_storage(*st, s, *sku, *model, catalog);
+  if (channels == 0) default_channels(catalog, sku, s);
+  if (auto st = root.find("storage")) s.storage = parse_storage(*st, s, sku, model, catalog);
   return s;
 }
 
