@@ -17,6 +17,7 @@
 #include "load/input_error.h"
 #include "load/units.h"
 #include "report/plot.h"
+#include "report/stats.h"
 #include "validate/json_file.h"
 #include "validate/nccl_tests.h"
 #include "validate/placement.h"
@@ -189,9 +190,8 @@ std::vector<FitPoint> median_per_size(std::vector<FitPoint> pts) {
     std::vector<double> t;
     for (; j < pts.size() && pts[j].x_alpha == pts[i].x_alpha && pts[j].x_beta == pts[i].x_beta; ++j)
       t.push_back(pts[j].seconds);
-    std::sort(t.begin(), t.end());
     FitPoint m = pts[i];
-    m.seconds = t.size() % 2 ? t[t.size() / 2] : (t[t.size() / 2 - 1] + t[t.size() / 2]) / 2;
+    m.seconds = median(t);
     out.push_back(m);
     i = j;
   }
@@ -481,8 +481,7 @@ CalibrationResult calibrate(const Catalog& catalog, const Scenario& s, const Cal
       r.notes.push_back("allreduce_small: no exchanges of half its sizes in class " + call_class +
                         " to take out; the library's collective_overhead is kept");
     } else {
-      std::sort(extra.begin(), extra.end());
-      r.collective_overhead = std::max(0.0, extra[extra.size() / 2]);
+      r.collective_overhead = std::max(0.0, upper_median(extra));
       y << "    collective_overhead: " << fmt(r.collective_overhead) << " s   # 2-process ring allreduce of "
         << format_bytes(calls.front().x_beta) << "-" << format_bytes(calls.back().x_beta)
         << " less its two exchanges and reduction (median over " << extra.size() << " sizes)\n";

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "load/input_error.h"
+#include "report/stats.h"
 #include "validate/json_file.h"
 
 namespace ringsim {
@@ -133,10 +134,7 @@ TimelineSummary read_horovod_timeline(const std::string& file) {
     for (std::size_t i = 1; i < spans.size(); ++i) periods.push_back(spans[i].first - spans[i - 1].first);
   }
   for (const auto& [span, n] : buffers) s.buffers.push_back({span.first, span.second, n});
-  if (!periods.empty()) {
-    std::sort(periods.begin(), periods.end());
-    s.iteration_s = periods[periods.size() / 2];
-  }
+  s.iteration_s = upper_median(periods);
   return s;
 }
 

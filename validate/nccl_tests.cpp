@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "collective/collective.h"
 #include "load/input_error.h"
 
 namespace ringsim {
@@ -278,12 +279,13 @@ NcclTestsData Reader::finish() {
   for (const auto& r : rows_) {
     if (r.bytes <= 0 || r.seconds <= 0) continue;  // size 0: a call that moves nothing
     FitPoint p{1, r.bytes, r.seconds};
+    using collective::BusOp;
     if (d.op == "all_reduce") {
       p.x_alpha = 2 * (n - 1);
-      p.x_beta = r.bytes * 2 * (n - 1) / n;
+      p.x_beta = r.bytes * collective::bus_bandwidth_factor(BusOp::AllReduce, d.ranks);
     } else if (d.op != "sendrecv") {  // n - 1 steps of one rank's share
       p.x_alpha = n - 1;
-      p.x_beta = r.bytes * (n - 1) / n;
+      p.x_beta = r.bytes * collective::bus_bandwidth_factor(BusOp::AllGather, d.ranks);
     }
     d.points.push_back(p);
   }

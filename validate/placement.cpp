@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <vector>
 
+#include "report/stats.h"
+
 namespace ringsim {
 
 void PlacementFilter::add_file(const nlohmann::json& file) {
@@ -34,9 +36,7 @@ double PlacementFilter::point_seconds(const nlohmann::json& point) {
   std::vector<double> t;
   for (const auto& s : point.at("samples"))
     if (accept(s)) t.push_back(s.at("seconds").get<double>());
-  if (t.empty()) return -1;
-  std::sort(t.begin(), t.end());
-  return t.size() % 2 ? t[t.size() / 2] : (t[t.size() / 2 - 1] + t[t.size() / 2]) / 2;
+  return t.empty() ? -1 : median(t);
 }
 
 std::string PlacementFilter::summary(const std::string& what) const {

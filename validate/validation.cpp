@@ -20,6 +20,7 @@
 #include "load/yaml_reader.h"
 #include "report/plot.h"
 #include "report/prediction_report.h"
+#include "report/stats.h"
 #include "validate/horovod_timeline.h"
 #include "validate/json_file.h"
 #include "validate/placement.h"
@@ -39,7 +40,8 @@ double predicted_busbw_gbps(const Catalog& catalog, const Scenario& s, std::uint
     return std::string(out);
   }));
   const double overhead = catalog.library(std::string(to_string(s.communication.library))).collective_overhead;
-  return static_cast<double>(bytes) / (seconds + overhead) / 1e9 * 2.0 * (ranks - 1) / ranks;
+  return static_cast<double>(bytes) / (seconds + overhead) / 1e9 *
+         collective::bus_bandwidth_factor(collective::BusOp::AllReduce, ranks);
 }
 
 // predict() in a forked child (SimGrid allows one engine per process); returns the result JSON.
@@ -52,24 +54,16 @@ nlohmann::json predict_isolated(const Catalog& catalog, const Scenario& s) {
 
 double spread_pct(std::vector<double> runs) {
   if (runs.size() < 2) return -1;
-  std::sort(runs.begin(), runs.end());
-  const double median = runs[runs.size() / 2];
-  return median != 0 ? (runs.back() - runs.front()) / std::fabs(median) * 100 : -1;
+  const double middle = upper_median(runs);
+  const auto [lo, hi] = std::minmax_element(runs.begin(), runs.end());
+  return middle != 0 ? (*hi - *lo) / std::fabs(middle) * 100 : -1;
 }
-
-namespace {
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-}  // namespace
 
 double against_others_pct(const std::vector<double>& runs, std::size_t i) {
   if (runs.size() < 3 || runs[i] == 0) return -1;
   std::vector<double> others = runs;
   others.erase(others.begin() + static_cast<std::ptrdiff_t>(i));
-  return std::fabs(runs[i] - median_of(others)) / std::fabs(runs[i]) * 100;
+  return std::fabs(runs[i] - median(others)) / std::fabs(runs[i]) * 100;
 }
 
 double others_error_pct(const std::vector<double>& runs) {
@@ -79,7 +73,7 @@ double others_error_pct(const std::vector<double>& runs) {
     if (e < 0) return -1;
     errors.push_back(e);
   }
-  return errors.empty() ? -1 : median_of(errors);
+  return errors.empty() ? -1 : median(errors);
 }
 
 double ValidationReport::mape() const {
@@ -316,11 +310,10 @@ std::string validation_table(const ValidationReport& r) {
   o << line;
   for (const auto& n : r.notes) o << "  note: " << n << "\n";
   if (!spreads.empty()) {
-    std::sort(spreads.begin(), spreads.end());
     std::snprintf(line, sizeof line,
                   "  the measurements themselves: runs' spread (largest - smallest) / median, median %.1f %%, "
                   "max %.1f %%\n",
-                  spreads[spreads.size() / 2], spreads.back());
+                  upper_median(spreads), *std::max_element(spreads.begin(), spreads.end()));
     o << line;
   }
   for (const auto& [name, d] : r.differences) o << "\n" << name << ":\n" << diff_table(d);

@@ -65,8 +65,11 @@ std::unique_ptr<collective::Collective> make_op(const std::string& op, const std
 }
 
 double bus_factor(const std::string& op, int p) {
-  if (p <= 1) return 1;
-  return op == "allreduce" ? 2.0 * (p - 1) / p : static_cast<double>(p - 1) / p;
+  using collective::BusOp;
+  return collective::bus_bandwidth_factor(op == "allreduce"        ? BusOp::AllReduce
+                                          : op == "reduce_scatter" ? BusOp::ReduceScatter
+                                                                   : BusOp::AllGather,
+                                          p);
 }
 
 }  // namespace

@@ -18,6 +18,7 @@
 #include "collective/transport.h"
 #include "placement/core_to_core.h"
 #include "report/output_file.h"
+#include "report/stats.h"
 #include "transport/mpi_host_transport.h"
 #include "transport/transport_base.h"
 
@@ -43,11 +44,6 @@ void yielding_barrier(MPI_Comm comm) {
   for (int done = 0; MPI_Test(&arrived, &done, MPI_STATUS_IGNORE), !done;) sched_yield();
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 // Per size, its samples: a point of the JSON, the median time and, where the placement was probed, every
 // sample with its probes.
 struct SizeSamples {
@@ -56,7 +52,7 @@ struct SizeSamples {
   nlohmann::ordered_json point() const {
     std::vector<double> seconds;
     for (const auto& s : samples) seconds.push_back(s.seconds);
-    nlohmann::ordered_json p = {{"bytes", bytes}, {"seconds", median(seconds)}};
+    nlohmann::ordered_json p = {{"bytes", bytes}, {"seconds", upper_median(seconds)}};
     if (!samples.empty() && samples.front().before_ns >= 0) {
       nlohmann::ordered_json all = nlohmann::ordered_json::array();
       for (const auto& s : samples) {

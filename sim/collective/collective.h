@@ -94,6 +94,15 @@ std::unique_ptr<Collective> make_ring_allreduce(int members, std::uint64_t bytes
 // ring_chunk_owned(m, p); the allgather expects each member to hold that chunk and gives everyone all.
 std::unique_ptr<Collective> make_ring_reduce_scatter(int members, std::uint64_t bytes, int element_bytes);
 std::unique_ptr<Collective> make_ring_allgather(int members, std::uint64_t bytes, int element_bytes);
+
+// Bus bandwidth over algorithm bandwidth, as nccl-tests reports them: what each rank's link carries in a
+// ring of `members` relative to the buffer, 2(n-1)/n for an allreduce, (n-1)/n for a reduce-scatter or an
+// allgather (whose buffer is the whole); 1 for one member.
+enum class BusOp : std::uint8_t { AllReduce, ReduceScatter, AllGather };
+inline double bus_bandwidth_factor(BusOp op, int members) {
+  if (members <= 1) return 1;
+  return op == BusOp::AllReduce ? 2.0 * (members - 1) / members : static_cast<double>(members - 1) / members;
+}
 inline int ring_chunk_owned(int member, int members) { return (member + 1) % members; }
 
 // Recursive halving and doubling (Rabenseifner's allreduce, as in Gloo and MPI libraries): with P the largest
