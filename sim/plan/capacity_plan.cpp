@@ -288,53 +288,42 @@ std::string describe(const Candidate& c) {
 
 // Prices: the catalog's file, then the overlays in order.
 void load_prices(PlanRun& r) {
-  const PlanGoal& goal = r.goal;
-  const Catalog& catalog = r.catalog;
-  auto& prices = r.prices;
-  auto& price_sources = r.price_sources;
-  auto& region = r.region;
-  const std::string catalog_prices = (std::filesystem::path(catalog.dir()) / "prices.yaml").string();
+  const std::string catalog_prices = (std::filesystem::path(r.catalog.dir()) / "prices.yaml").string();
   std::error_code ec;
   if (std::filesystem::exists(catalog_prices, ec)) {
-    prices = PriceTable::load(catalog_prices, catalog);
-    price_sources.push_back(catalog_prices);
+    r.prices = PriceTable::load(catalog_prices, r.catalog);
+    r.price_sources.push_back(catalog_prices);
   }
-  for (const auto& f : goal.price_files) {
-    prices.overlay(PriceTable::load(f, catalog));
-    price_sources.push_back(f);
+  for (const auto& f : r.goal.price_files) {
+    r.prices.overlay(PriceTable::load(f, r.catalog));
+    r.price_sources.push_back(f);
   }
-  region = prices.region(goal.region);
-  if (!region) {
-    const auto names = prices.region_names();
-    throw InputError(goal.where, "plan: no prices for region '" + goal.region + "'" +
-                                     (names.empty() ? std::string("; no prices file has any region (--prices FILE)")
-                                                    : suggestion_suffix(goal.region, names)));
+  r.region = r.prices.region(r.goal.region);
+  if (!r.region) {
+    const auto names = r.prices.region_names();
+    throw InputError(r.goal.where, "plan: no prices for region '" + r.goal.region + "'" +
+                                       (names.empty() ? std::string("; no prices file has any region (--prices FILE)")
+                                                      : suggestion_suffix(r.goal.region, names)));
   }
 }
 
 // Candidate SKUs: the plan's list (each must be priced) or every priced SKU of the catalog.
 void choose_skus(PlanRun& r) {
-  const PlanGoal& goal = r.goal;
-  const Catalog& catalog = r.catalog;
-  const Scenario& base = r.base;
-  const PriceTable& prices = r.prices;
-  const RegionPrices* region = r.region;
-  auto& skus = r.skus;
-  auto& unpriced = r.unpriced;
-  if (!goal.skus.empty()) {
-    for (const auto& s : goal.skus) {
-      if (!prices.price(goal.region, s, false))
-        throw InputError(goal.where, "plan: no price for " + s + " in " + goal.region + " (" + region->file +
-                                         "); add it with --prices FILE");
-      if (std::find(skus.begin(), skus.end(), s) == skus.end()) skus.push_back(s);
+  if (!r.goal.skus.empty()) {
+    for (const auto& s : r.goal.skus) {
+      if (!r.prices.price(r.goal.region, s, false))
+        throw InputError(r.goal.where, "plan: no price for " + s + " in " + r.goal.region + " (" + r.region->file +
+                                           "); add it with --prices FILE");
+      if (std::find(r.skus.begin(), r.skus.end(), s) == r.skus.end()) r.skus.push_back(s);
     }
   } else {
-    for (const auto& s : catalog.sku_names()) (prices.price(goal.region, s, false) ? skus : unpriced).push_back(s);
+    for (const auto& s : r.catalog.sku_names())
+      (r.prices.price(r.goal.region, s, false) ? r.skus : r.unpriced).push_back(s);
   }
-  if (skus.empty()) throw InputError(goal.where, "plan: no SKU has a price in " + goal.region);
+  if (r.skus.empty()) throw InputError(r.goal.where, "plan: no SKU has a price in " + r.goal.region);
   std::set<std::string> gpu_types;
-  for (const auto& s : skus) gpu_types.insert(catalog.sku(s).gpu);
-  if (base.model.images_per_sec_single_gpu && gpu_types.size() > 1)
+  for (const auto& s : r.skus) gpu_types.insert(r.catalog.sku(s).gpu);
+  if (r.base.model.images_per_sec_single_gpu && gpu_types.size() > 1)
     throw InputError({r.o.scenario, 0, 0, ""},
                      "plan: model.images_per_sec_single_gpu fixes one GPU's speed, but the plan compares " +
                          std::to_string(gpu_types.size()) +
@@ -344,30 +333,23 @@ void choose_skus(PlanRun& r) {
 // The search space. Each SKU runs whole VMs (every GPU), on InfiniBand where it has it; a configuration
 // that is no valid scenario is skipped, with why.
 void make_candidates(PlanRun& r) {
-  const PlanGoal& goal = r.goal;
-  const Catalog& catalog = r.catalog;
-  const Scenario& base = r.base;
-  const auto& skus = r.skus;
-  auto& strategies = r.strategies;
-  auto& fusions = r.fusions;
-  auto& candidates = r.candidates;
-  auto& skipped = r.skipped;
-  strategies = goal.strategies.empty() ? std::vector<std::string>{std::string(to_string(base.communication.strategy))}
-                                       : goal.strategies;
-  fusions = goal.fusion_thresholds.empty() ? std::vector<std::string>{""} : goal.fusion_thresholds;
-  const double space = static_cast<double>(skus.size()) * static_cast<double>(goal.nodes.size()) *
-                       static_cast<double>(strategies.size()) * static_cast<double>(fusions.size());
+  r.strategies = r.goal.strategies.empty()
+                     ? std::vector<std::string>{std::string(to_string(r.base.communication.strategy))}
+                     : r.goal.strategies;
+  r.fusions = r.goal.fusion_thresholds.empty() ? std::vector<std::string>{""} : r.goal.fusion_thresholds;
+  const double space = static_cast<double>(r.skus.size()) * static_cast<double>(r.goal.nodes.size()) *
+                       static_cast<double>(r.strategies.size()) * static_cast<double>(r.fusions.size());
   if (space > kMaxSweepPoints)
-    throw InputError(goal.where, "plan: " + std::to_string(skus.size()) + " SKUs x " +
-                                     std::to_string(goal.nodes.size()) + " node counts x " +
-                                     std::to_string(strategies.size()) + " strategies x " +
-                                     std::to_string(fusions.size()) + " fusion settings is more than the " +
-                                     std::to_string(kMaxSweepPoints) + " configurations a plan predicts; narrow it");
-  for (const auto& sku_name : skus) {
-    const SkuSpec& sku = catalog.sku(sku_name);
-    for (int nodes : goal.nodes)
-      for (const auto& strategy : strategies)
-        for (const auto& fusion : fusions) {
+    throw InputError(r.goal.where, "plan: " + std::to_string(r.skus.size()) + " SKUs x " +
+                                       std::to_string(r.goal.nodes.size()) + " node counts x " +
+                                       std::to_string(r.strategies.size()) + " strategies x " +
+                                       std::to_string(r.fusions.size()) + " fusion settings is more than the " +
+                                       std::to_string(kMaxSweepPoints) + " configurations a plan predicts; narrow it");
+  for (const auto& sku_name : r.skus) {
+    const SkuSpec& sku = r.catalog.sku(sku_name);
+    for (int nodes : r.goal.nodes)
+      for (const auto& strategy : r.strategies)
+        for (const auto& fusion : r.fusions) {
           Candidate c;
           c.sku = sku_name;
           c.nodes = nodes;
@@ -378,34 +360,33 @@ void make_candidates(PlanRun& r) {
           c.sets.push_back("cluster.gpus_per_node=" + std::to_string(sku.gpus));
           c.sets.push_back(std::string("cluster.fabric=") + (sku.infiniband_link ? "infiniband" : "ethernet"));
           c.sets.push_back("cluster.nodes=" + std::to_string(nodes));
-          if (!goal.strategies.empty()) c.sets.push_back("communication.strategy=" + strategy);
+          if (!r.goal.strategies.empty()) c.sets.push_back("communication.strategy=" + strategy);
           // Parameter servers: one per worker node (TensorFlow's usual layout) unless the scenario says.
-          if (strategy == "parameter_server" && (base.communication.strategy != Strategy::ParameterServer ||
-                                                 (base.communication.ps_placement == PsPlacement::Colocated &&
-                                                  base.communication.parameter_servers > nodes)))
+          if (strategy == "parameter_server" && (r.base.communication.strategy != Strategy::ParameterServer ||
+                                                 (r.base.communication.ps_placement == PsPlacement::Colocated &&
+                                                  r.base.communication.parameter_servers > nodes)))
             c.sets.push_back("communication.parameter_servers=" + std::to_string(nodes));
           if (!fusion.empty()) c.sets.push_back("communication.fusion_threshold=" + fusion);
           std::vector<Override> ov;
           for (const auto& s : c.sets) ov.push_back(parse_override(s));
           try {
-            load_scenario(r.o.scenario, catalog, ov);
+            load_scenario(r.o.scenario, r.catalog, ov);
           } catch (const InputError& e) {
-            skipped.emplace_back(describe(c), e.what());
+            r.skipped.emplace_back(describe(c), e.what());
             continue;
           }
-          c.index = static_cast<int>(candidates.size());
-          candidates.push_back(std::move(c));
+          c.index = static_cast<int>(r.candidates.size());
+          r.candidates.push_back(std::move(c));
         }
   }
-  if (candidates.empty())
-    throw InputError(goal.where, "plan: no configuration of the search space is a valid scenario; the first: " +
-                                     skipped.front().first + ": " + skipped.front().second);
+  if (r.candidates.empty())
+    throw InputError(r.goal.where, "plan: no configuration of the search space is a valid scenario; the first: " +
+                                       r.skipped.front().first + ": " + r.skipped.front().second);
 }
 
 std::map<int, nlohmann::json> predict_candidates(const PlanRun& r) {
-  const auto& candidates = r.candidates;
   std::vector<PredictPoint> points;
-  for (const auto& c : candidates) points.push_back({c.index, c.sets});
+  for (const auto& c : r.candidates) points.push_back({c.index, c.sets});
   std::map<int, nlohmann::json> results;
   const PointRunOptions run{.self = r.o.self,
                             .catalog_dir = r.o.catalog_dir,
@@ -420,33 +401,25 @@ std::map<int, nlohmann::json> predict_candidates(const PlanRun& r) {
 
 // Price every configuration, dedicated and (when allowed) low-priority, and rank them.
 void price_candidates(PlanRun& r, const std::map<int, nlohmann::json>& results) {
-  const PlanGoal& goal = r.goal;
-  const Catalog& catalog = r.catalog;
-  const Scenario& base = r.base;
-  const PriceTable& prices = r.prices;
-  const auto& candidates = r.candidates;
-  auto& skipped = r.skipped;
-  auto& evals = r.evals;
-  auto& order = r.order;
-  for (const auto& c : candidates) {
+  for (const auto& c : r.candidates) {
     const auto& j = results.at(c.index);
-    const SkuSpec& sku = catalog.sku(c.sku);
+    const SkuSpec& sku = r.catalog.sku(c.sku);
     for (bool lp : {false, true}) {
-      if (lp && !goal.low_priority) continue;
-      const auto price = prices.price(goal.region, c.sku, lp);
+      if (lp && !r.goal.low_priority) continue;
+      const auto price = r.prices.price(r.goal.region, c.sku, lp);
       if (!price) {
-        skipped.emplace_back(describe(c) + ", low-priority", "no low-priority price or discount in " + goal.region);
+        r.skipped.emplace_back(describe(c) + ", low-priority", "no low-priority price or discount in " + r.goal.region);
         continue;
       }
       PlanEvaluation e;
-      e.index = static_cast<int>(evals.size());
+      e.index = static_cast<int>(r.evals.size());
       e.sku = c.sku;
       e.gpu = sku.gpu;
       e.worker_nodes = j["worker_nodes"].get<int>();
       e.vms = e.worker_nodes + j["server_nodes"].get<int>();
       e.gpus = j["gpus"].get<int>();
       e.strategy = c.strategy;
-      e.fusion = c.fusion.empty() ? format_bytes(base.communication.fusion_threshold_bytes) : c.fusion;
+      e.fusion = c.fusion.empty() ? format_bytes(r.base.communication.fusion_threshold_bytes) : c.fusion;
       e.low_priority = lp;
       e.time_to_train_s = j["time_to_train_s"];
       e.iteration_time_s = j["iteration_time_s"];
@@ -460,25 +433,22 @@ void price_candidates(PlanRun& r, const std::map<int, nlohmann::json>& results) 
       e.usd_per_vm_hour = price->usd;
       e.price_estimated = price->estimated;
       e.cost_usd = training_cost_usd(e.vms, e.usd_per_vm_hour, e.time_to_train_s);
-      if (goal.deadline_s) e.meets_deadline = e.time_to_train_s <= *goal.deadline_s;
-      if (goal.budget_usd) e.meets_budget = e.cost_usd <= *goal.budget_usd;
-      evals.push_back(e);
+      if (r.goal.deadline_s) e.meets_deadline = e.time_to_train_s <= *r.goal.deadline_s;
+      if (r.goal.budget_usd) e.meets_budget = e.cost_usd <= *r.goal.budget_usd;
+      r.evals.push_back(e);
     }
   }
-  if (evals.empty()) throw InputError(goal.where, "plan: no configuration could be priced");
-  order = rank_evaluations(evals, goal.rank_by);
+  if (r.evals.empty()) throw InputError(r.goal.where, "plan: no configuration could be priced");
+  r.order = rank_evaluations(r.evals, r.goal.rank_by);
 }
 
 // Scaling up against scaling out: the best plan of every other GPU type.
 void scale_up_flag(PlanRun& r) {
-  const auto& evals = r.evals;
-  const auto& order = r.order;
   const PlanEvaluation& best = r.best();
-  auto& flags = r.flags;
   std::map<std::string, const PlanEvaluation*> best_of_type;
   std::map<std::string, int> most_gpus_tried;
-  for (int i : order) {
-    const auto& e = evals[static_cast<std::size_t>(i)];
+  for (int i : r.order) {
+    const auto& e = r.evals[static_cast<std::size_t>(i)];
     most_gpus_tried[e.gpu] = std::max(most_gpus_tried[e.gpu], e.gpus);
     if (e.feasible() && !best_of_type.count(e.gpu)) best_of_type[e.gpu] = &e;
   }
@@ -500,26 +470,23 @@ void scale_up_flag(PlanRun& r) {
                        std::to_string(best.vms) + " x " + best.sku + ") meet the goal for " + fmt_usd(best.cost_usd) +
                        "; the other GPU types need more of them:";
     for (const auto& s : outscaled) text += "\n    " + s;
-    flags.push_back({"scale_up", "", text});
+    r.flags.push_back({"scale_up", "", text});
   }
 }
 
 void network_bound_flag(PlanRun& r) {
-  const Catalog& catalog = r.catalog;
-  const auto& skus = r.skus;
   const PlanEvaluation& best = r.best();
-  auto& flags = r.flags;
   // Network-bound: a fifth or more of each iteration waits on a network link.
   const double exposed_share = best.exposed_communication_s / best.iteration_time_s;
   if (exposed_share >= 0.2 && (best.bottleneck_kind == "ethernet" || best.bottleneck_kind == "infiniband")) {
-    const SkuSpec& sku = catalog.sku(best.sku);
+    const SkuSpec& sku = r.catalog.sku(best.sku);
     std::string advice;
     if (best.bottleneck_kind == "ethernet") {
-      for (const auto& n : catalog.sku_names()) {
-        const SkuSpec& r = catalog.sku(n);
-        if (r.infiniband_link && r.gpu == sku.gpu && r.gpus == sku.gpus && r.series == sku.series) {
-          advice = "the RDMA size " + n + " has InfiniBand (" + *r.infiniband_link + ")" +
-                   (std::find(skus.begin(), skus.end(), n) == skus.end() ? "; add it to plan.skus" : "");
+      for (const auto& n : r.catalog.sku_names()) {
+        const SkuSpec& rdma = r.catalog.sku(n);
+        if (rdma.infiniband_link && rdma.gpu == sku.gpu && rdma.gpus == sku.gpus && rdma.series == sku.series) {
+          advice = "the RDMA size " + n + " has InfiniBand (" + *rdma.infiniband_link + ")" +
+                   (std::find(r.skus.begin(), r.skus.end(), n) == r.skus.end() ? "; add it to plan.skus" : "");
           break;
         }
       }
@@ -530,28 +497,23 @@ void network_bound_flag(PlanRun& r) {
     const std::string text = "Network-bound: " + fmt_pct(exposed_share) + " of each iteration waits on " +
                              best.bottleneck_link + " (" + best.bottleneck_kind + ", " +
                              fmt_pct(best.bottleneck_utilisation) + " busy); " + advice;
-    flags.push_back({"network_bound", "", text});
+    r.flags.push_back({"network_bound", "", text});
   }
 }
 
 // Parameter servers: one server's NIC cannot move a worker's gradients within its compute time, so
 // even a server per worker would not keep up.
 void server_flags(PlanRun& r) {
-  const Catalog& catalog = r.catalog;
-  const Scenario& base = r.base;
-  const auto& evals = r.evals;
-  const auto& order = r.order;
-  auto& flags = r.flags;
   {
-    const LibraryProfile& lib = catalog.library(std::string(to_string(base.communication.library)));
-    const double grad = catalog.model(base.model.name).gradient_bytes();
+    const LibraryProfile& lib = r.catalog.library(std::string(to_string(r.base.communication.library)));
+    const double grad = r.catalog.model(r.base.model.name).gradient_bytes();
     std::set<std::string> flagged;
-    for (int i : order) {
-      const auto& e = evals[static_cast<std::size_t>(i)];
+    for (int i : r.order) {
+      const auto& e = r.evals[static_cast<std::size_t>(i)];
       if (e.strategy != "parameter_server" || flagged.count(e.sku)) continue;
-      const SkuSpec& sku = catalog.sku(e.sku);
+      const SkuSpec& sku = r.catalog.sku(e.sku);
       const double nic = sku.infiniband_link
-                             ? catalog.link(*sku.infiniband_link).bandwidth * lib.infiniband.bandwidth_fraction
+                             ? r.catalog.link(*sku.infiniband_link).bandwidth * lib.infiniband.bandwidth_fraction
                              : sku.ethernet_bandwidth * lib.ethernet.bandwidth_fraction;
       const double per_worker = grad / (nic * e.compute_time_s);  // servers per worker needed
       const int needed = static_cast<int>(std::ceil(per_worker * e.gpus - 1e-9));
@@ -563,57 +525,42 @@ void server_flags(PlanRun& r) {
                                format_time(e.compute_time_s) + " of compute; " + std::to_string(e.gpus) +
                                " workers would need " + std::to_string(needed) +
                                " servers, more servers than workers. Use ring or hierarchical allreduce.";
-      flags.push_back({"parameter_servers_outnumber_workers", e.sku, text});
+      r.flags.push_back({"parameter_servers_outnumber_workers", e.sku, text});
     }
   }
 }
 
 std::string report_header(const PlanRun& r) {
-  const PlanGoal& goal = r.goal;
-  const Catalog& catalog = r.catalog;
-  const Scenario& base = r.base;
-  const RegionPrices* region = r.region;
-  const auto& skus = r.skus;
-  const auto& unpriced = r.unpriced;
-  const auto& strategies = r.strategies;
-  const auto& fusions = r.fusions;
-  const auto& price_sources = r.price_sources;
-  const auto& evals = r.evals;
-  const auto& skipped = r.skipped;
   std::ostringstream out;
-  const ModelSpec& model = catalog.model(base.model.name);
+  const ModelSpec& model = r.catalog.model(r.base.model.name);
   int feasible = 0;
-  for (const auto& e : evals) feasible += e.feasible() ? 1 : 0;
-  out << "ringsim plan: " << model.display_name << ", batch " << base.model.batch_per_gpu << " per GPU, "
-      << base.training.epochs << " epochs of " << base.training.dataset_images << " images\n";
+  for (const auto& e : r.evals) feasible += e.feasible() ? 1 : 0;
+  out << "ringsim plan: " << model.display_name << ", batch " << r.base.model.batch_per_gpu << " per GPU, "
+      << r.base.training.epochs << " epochs of " << r.base.training.dataset_images << " images\n";
   out << "  goal           ";
-  if (goal.deadline_s) out << "deadline " << format_time(*goal.deadline_s);
-  if (goal.deadline_s && goal.budget_usd) out << ", ";
-  if (goal.budget_usd) out << "budget " << fmt_usd(*goal.budget_usd);
-  out << "; ranked by " << (goal.rank_by == RankBy::Cost ? "cost" : "time") << "\n";
-  out << "  prices         " << goal.region << " (" << region->display_name << "), USD per VM-hour, " << region->date
-      << "; source " << region->source;
-  for (const auto& f : price_sources) out << "; " << f;
+  if (r.goal.deadline_s) out << "deadline " << format_time(*r.goal.deadline_s);
+  if (r.goal.deadline_s && r.goal.budget_usd) out << ", ";
+  if (r.goal.budget_usd) out << "budget " << fmt_usd(*r.goal.budget_usd);
+  out << "; ranked by " << (r.goal.rank_by == RankBy::Cost ? "cost" : "time") << "\n";
+  out << "  prices         " << r.goal.region << " (" << r.region->display_name << "), USD per VM-hour, "
+      << r.region->date << "; source " << r.region->source;
+  for (const auto& f : r.price_sources) out << "; " << f;
   out << "\n";
-  out << "  searched       " << skus.size() << " SKU" << (skus.size() == 1 ? "" : "s") << " x " << goal.nodes.size()
-      << " node count" << (goal.nodes.size() == 1 ? "" : "s") << " x " << strategies.size() << " strateg"
-      << (strategies.size() == 1 ? "y" : "ies") << " x " << fusions.size() << " fusion setting"
-      << (fusions.size() == 1 ? "" : "s") << (goal.low_priority ? " x {dedicated, low-priority}" : "") << ": "
-      << evals.size() << " priced configurations, " << feasible << " meet the goal\n";
-  if (!unpriced.empty()) {
+  out << "  searched       " << r.skus.size() << " SKU" << (r.skus.size() == 1 ? "" : "s") << " x "
+      << r.goal.nodes.size() << " node count" << (r.goal.nodes.size() == 1 ? "" : "s") << " x " << r.strategies.size()
+      << " strateg" << (r.strategies.size() == 1 ? "y" : "ies") << " x " << r.fusions.size() << " fusion setting"
+      << (r.fusions.size() == 1 ? "" : "s") << (r.goal.low_priority ? " x {dedicated, low-priority}" : "") << ": "
+      << r.evals.size() << " priced configurations, " << feasible << " meet the goal\n";
+  if (!r.unpriced.empty()) {
     out << "  not priced     ";
-    for (std::size_t i = 0; i < unpriced.size(); ++i) out << (i ? ", " : "") << unpriced[i];
-    out << " (no price in " << goal.region << ")\n";
+    for (std::size_t i = 0; i < r.unpriced.size(); ++i) out << (i ? ", " : "") << r.unpriced[i];
+    out << " (no price in " << r.goal.region << ")\n";
   }
-  if (!skipped.empty()) out << "  skipped        " << skipped.size() << " configurations (see --json for why)\n";
+  if (!r.skipped.empty()) out << "  skipped        " << r.skipped.size() << " configurations (see --json for why)\n";
   return out.str();
 }
 
 std::string report_table(const PlanRun& r) {
-  const PlanGoal& goal = r.goal;
-  const auto& evals = r.evals;
-  const auto& order = r.order;
-  const RegionPrices* region = r.region;
   const bool met = r.met();
   std::ostringstream out;
   out << "\n" << (met ? "Configurations that meet the goal" : "No configuration meets the goal; the closest") << ":\n";
@@ -628,9 +575,9 @@ std::string report_table(const PlanRun& r) {
   row(head);
   bool any_estimated = false;
   int shown = 0;
-  for (int i : order) {
-    const auto& e = evals[static_cast<std::size_t>(i)];
-    if (shown >= goal.top || (met && !e.feasible())) break;
+  for (int i : r.order) {
+    const auto& e = r.evals[static_cast<std::size_t>(i)];
+    if (shown >= r.goal.top || (met && !e.feasible())) break;
     ++shown;
     any_estimated = any_estimated || e.price_estimated;
     std::string why;
@@ -655,25 +602,23 @@ std::string report_table(const PlanRun& r) {
             why};
     row(cells);
   }
-  if (any_estimated && region->low_priority_discount)
-    out << "  * low-priority price estimated as " << fmt_pct(*region->low_priority_discount) << " off dedicated ("
-        << region->file << "): a lower bound on the cost. Low-priority VMs can be preempted; "
+  if (any_estimated && r.region->low_priority_discount)
+    out << "  * low-priority price estimated as " << fmt_pct(*r.region->low_priority_discount) << " off dedicated ("
+        << r.region->file << "): a lower bound on the cost. Low-priority VMs can be preempted; "
         << "the time assumes they are not.\n";
   return out.str();
 }
 
 std::string report_flags(const PlanRun& r) {
-  const auto& flags = r.flags;
   std::ostringstream out;
-  if (!flags.empty()) {
+  if (!r.flags.empty()) {
     out << "\nFlags:\n";
-    for (const auto& f : flags) out << "  - " << f.text << "\n";
+    for (const auto& f : r.flags) out << "  - " << f.text << "\n";
   }
   return out.str();
 }
 
 std::string report_quota(const PlanRun& r, const QuotaRequest& q) {
-  const PlanGoal& goal = r.goal;
   const PlanEvaluation& best = r.best();
   std::ostringstream out;
   {
@@ -687,7 +632,7 @@ std::string report_quota(const PlanRun& r, const QuotaRequest& q) {
         << q.requested_nodes << "\n";
     out << "  (" << q.requested_nodes << " VMs x " << q.vcpus_per_node << " vCPUs; " << q.nodes
         << (q.nodes == 1 ? " VM needed" : " VMs needed")
-        << (goal.quota_headroom > 0 ? ", headroom " + fmt_pct(goal.quota_headroom) : std::string()) << ")\n";
+        << (r.goal.quota_headroom > 0 ? ", headroom " + fmt_pct(r.goal.quota_headroom) : std::string()) << ")\n";
   }
   return out.str();
 }
@@ -704,16 +649,14 @@ nlohmann::ordered_json quota_json(const QuotaRequest& q, double headroom) {
 }
 
 std::string plan_csv(const PlanRun& r) {
-  const auto& evals = r.evals;
-  const auto& order = r.order;
   {
     std::ostringstream c;
     c << "rank,sku,gpu,vms,gpus,strategy,fusion,capacity,usd_per_vm_hour,price_estimated,time_to_train_s,cost_usd,"
          "images_per_sec,scaling_efficiency,iteration_time_s,exposed_communication_s,bottleneck_link,bottleneck_kind,"
          "bottleneck_utilisation,meets_deadline,meets_budget\n";
     int rank = 0;
-    for (int i : order) {
-      const auto& e = evals[static_cast<std::size_t>(i)];
+    for (int i : r.order) {
+      const auto& e = r.evals[static_cast<std::size_t>(i)];
       const std::vector<std::string> f = {std::to_string(++rank),
                                           e.sku,
                                           e.gpu,
@@ -743,34 +686,25 @@ std::string plan_csv(const PlanRun& r) {
 }
 
 std::string plan_json(const PlanRun& r, const std::optional<QuotaRequest>& quota) {
-  const PlanGoal& goal = r.goal;
-  const RegionPrices* region = r.region;
-  const auto& skus = r.skus;
-  const auto& unpriced = r.unpriced;
-  const auto& strategies = r.strategies;
-  const auto& price_sources = r.price_sources;
-  const auto& evals = r.evals;
-  const auto& order = r.order;
-  const auto& skipped = r.skipped;
-  const auto& flags = r.flags;
   const bool met = r.met();
   {
     nlohmann::ordered_json j = {{"schema", "ringsim.plan/1"}, {"scenario", r.o.scenario}};
-    nlohmann::ordered_json g = {{"deadline_s", goal.deadline_s ? nlohmann::ordered_json(*goal.deadline_s) : nullptr},
-                                {"budget_usd", goal.budget_usd ? nlohmann::ordered_json(*goal.budget_usd) : nullptr},
-                                {"region", goal.region},
-                                {"rank_by", goal.rank_by == RankBy::Cost ? "cost" : "time"},
-                                {"low_priority", goal.low_priority},
-                                {"nodes", goal.nodes},
-                                {"strategies", strategies},
-                                {"skus", skus}};
+    nlohmann::ordered_json g = {
+        {"deadline_s", r.goal.deadline_s ? nlohmann::ordered_json(*r.goal.deadline_s) : nullptr},
+        {"budget_usd", r.goal.budget_usd ? nlohmann::ordered_json(*r.goal.budget_usd) : nullptr},
+        {"region", r.goal.region},
+        {"rank_by", r.goal.rank_by == RankBy::Cost ? "cost" : "time"},
+        {"low_priority", r.goal.low_priority},
+        {"nodes", r.goal.nodes},
+        {"strategies", r.strategies},
+        {"skus", r.skus}};
     j["goal"] = g;
     j["prices"] = {
-        {"region", goal.region}, {"date", region->date}, {"source", region->source}, {"files", price_sources}};
+        {"region", r.goal.region}, {"date", r.region->date}, {"source", r.region->source}, {"files", r.price_sources}};
     j["met"] = met;
     nlohmann::ordered_json ranked = nlohmann::ordered_json::array();
-    for (int i : order) {
-      const auto& e = evals[static_cast<std::size_t>(i)];
+    for (int i : r.order) {
+      const auto& e = r.evals[static_cast<std::size_t>(i)];
       ranked.push_back(
           {{"sku", e.sku},
            {"gpu", e.gpu},
@@ -792,18 +726,18 @@ std::string plan_json(const PlanRun& r, const std::optional<QuotaRequest>& quota
     }
     j["configurations"] = ranked;
     nlohmann::ordered_json sk = nlohmann::ordered_json::array();
-    for (const auto& [what, why] : skipped) sk.push_back({{"configuration", what}, {"why", why}});
+    for (const auto& [what, why] : r.skipped) sk.push_back({{"configuration", what}, {"why", why}});
     j["skipped"] = sk;
-    j["not_priced"] = unpriced;
+    j["not_priced"] = r.unpriced;
     nlohmann::ordered_json flags_json = nlohmann::ordered_json::array();
-    for (const auto& f : flags) {
+    for (const auto& f : r.flags) {
       nlohmann::ordered_json one = {{"flag", f.kind}};
       if (!f.sku.empty()) one["sku"] = f.sku;
       one["text"] = f.text;
       flags_json.push_back(one);
     }
     j["flags"] = flags_json;
-    j["quota_request"] = quota ? quota_json(*quota, goal.quota_headroom) : nlohmann::ordered_json(nullptr);
+    j["quota_request"] = quota ? quota_json(*quota, r.goal.quota_headroom) : nlohmann::ordered_json(nullptr);
     return j.dump(2) + "\n";
   }
 }
