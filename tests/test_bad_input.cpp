@@ -141,7 +141,7 @@ std::vector<BadCase> cases() {
        std::string(kValid) + "communication:\n  fusion_threshold: -1 MiB\n",
        {},
        "bad.yaml:10:21",
-       "must not be negative"},
+       "must be between 0 B and 1024 GiB"},
       {"cycle time unit typo",
        std::string(kValid) + "communication:\n  cycle_time: 5 msec\n",
        {},

@@ -74,7 +74,7 @@ TEST_CASE("sweep: the same CSV with one job and with two", "[sweep]") {
   CHECK_THAT(a, Catch::StartsWith("point,cluster.nodes,communication.fusion_threshold,gpus,nodes,fidelity,"));
   CHECK_THAT(slurp(dir / "b.json"), Catch::Contains("\"schema\": \"ringsim.sweep/1\""));
   CHECK_THAT(slurp(dir / "b.svg"), Catch::Contains("<svg") && Catch::Contains("</svg>"));  // drawn by gnuplot
-  CHECK_THAT(slurp(dir / "b.gp"), Catch::Contains("'b.dat' index 0 using 1:2"));
+  CHECK_THAT(slurp(dir / "b.gp"), Catch::Contains("\"b.dat\" index 0 using 1:2"));
 
   // Resume: keep the header and two rows, run again: only the four others run, same file at the end.
   std::istringstream in(a);

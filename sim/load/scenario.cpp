@@ -336,8 +336,8 @@ void parse_parameter_server_keys(const YamlField& co, Scenario& s) {
 // communication: fusion, cycle, collectives in flight, library and rings; returns the rings asked for (0: auto).
 int parse_buffers(const YamlField& co, Scenario& s) {
   int channels = 0;
-  if (auto f = co.find("fusion_threshold"))
-    s.communication.fusion_threshold_bytes = f->nonnegative_quantity(Quantity::Bytes);
+  if (auto f = co.find("fusion_threshold"))  // up to 1 TiB: buffers are sized from it in whole bytes
+    s.communication.fusion_threshold_bytes = f->quantity_between(Quantity::Bytes, 0, 1099511627776.0);
   if (auto f = co.find("cycle_time")) s.communication.cycle_time_s = f->nonnegative_quantity(Quantity::Time);
   if (auto f = co.find("concurrent_collectives")) {
     const std::string v = f->str();

@@ -95,7 +95,7 @@ void run_gnuplot(const std::string& folder, const std::string& script, const std
   if (program.empty()) throw std::runtime_error("gnuplot is not installed (Debian: apt-get install gnuplot-nox)");
   int err[2];
   if (::pipe(err) != 0) throw std::runtime_error("--plot: cannot start gnuplot");
-  const std::string assign = "out='" + out + "'";
+  const std::string assign = "out=\"" + gnuplot_quote(out) + "\"";
   const pid_t child = ::fork();
   if (child < 0) throw std::runtime_error("--plot: cannot start gnuplot");
   if (child == 0) {
@@ -182,22 +182,22 @@ PlotFiles plot_files(const std::string& image, const Plot& p) {
     std::vector<std::string> items;
     for (const auto& e : panel.functions) items.push_back(e);
     for (const auto& series : panel.series) {
-      d << "\n\n# block " << block << ": " << panel.title << " / " << series.title << "\n";
+      const std::string color = series.color > 0 ? " lc " + std::to_string(series.color) : "";
+      if (series.rows.empty()) {  // no block: gnuplot would not count an empty one
+        items.push_back("NaN with " + series.style + color + " title \"" + gnuplot_quote(series.title) + "\"");
+        continue;
+      }
+      d << "\n\n# block " << block << ": " << data_text(panel.title) << " / " << data_text(series.title) << "\n";
       for (std::size_t r = 0; r < series.rows.size(); ++r) {
         for (std::size_t c = 0; c < series.rows[r].size(); ++c) d << (c ? " " : "") << number(series.rows[r][c]);
         if (!series.labels.empty()) d << " \"" << data_text(series.labels[r]) << "\"";
         d << "\n";
       }
-      const std::string color = series.color > 0 ? " lc " + std::to_string(series.color) : "";
-      std::string item = "'" + dat + "' index " + std::to_string(block) + " using 1:2 with " + series.style + color +
-                         " title \"" + gnuplot_quote(series.title) + "\"";
-      if (!series.labels.empty()) {
-        const std::size_t col = series.rows.empty() ? 3 : series.rows.front().size() + 1;
-        item += ", '' index " + std::to_string(block) + " using 1:2:" + std::to_string(col) +
+      std::string item = "\"" + gnuplot_quote(dat) + "\" index " + std::to_string(block) + " using 1:2 with " +
+                         series.style + color + " title \"" + gnuplot_quote(series.title) + "\"";
+      if (!series.labels.empty())
+        item += ", '' index " + std::to_string(block) + " using 1:2:" + std::to_string(series.rows.front().size() + 1) +
                 " with labels rotate by 30 offset char 0.6,0.6 left font ',8' notitle";
-      }
-      if (series.rows.empty())
-        item = "NaN with " + series.style + color + " title \"" + gnuplot_quote(series.title) + "\"";
       items.push_back(item);
       ++block;
     }
