@@ -177,9 +177,8 @@ double small_exchange_latency(const std::vector<FitPoint>& pts) {
 }
 
 // Several runs of one measurement (ringsim-real calibrate launched again, as validate --local does): per
-// size the median. Launches of the same program on a shared VM differed here by 30-50 % at one size
-// (ping-pong 9 or 15 GB/s at 1-4 MiB, the reduction 9 or 35 GB/s at 1 MiB), a state that lasts the whole
-// launch, so one launch would carry its state into every prediction.
+// size the median. On a shared machine a launch can run in a state of its own that lasts the whole launch
+// (validate/HISTORY.md), so one launch would carry its state into every prediction.
 std::vector<FitPoint> median_per_size(std::vector<FitPoint> pts) {
   std::stable_sort(pts.begin(), pts.end(), [](const FitPoint& a, const FitPoint& b) {
     return std::tie(a.x_alpha, a.x_beta) < std::tie(b.x_alpha, b.x_beta);
@@ -367,7 +366,7 @@ CalibrationResult calibrate(const Catalog& catalog, const Scenario& s, const Cal
   auto footprint_keyed = [&](const std::string& cls) { return cpu_processes && cls != "network"; };
   // Per-message classes: the overlay's regimes are the measured curve itself, one per size measured, as
   // SMPI's piecewise factors are (a fitted line per size range misses the gradual fall of bandwidth as
-  // buffers outgrow each cache level by up to 20-50 %). Each keeps the first range's latency and puts
+  // buffers outgrow each cache level; validate/HISTORY.md). Each keeps the first range's latency and puts
   // the rest of the measured time into its bandwidth, so a message of a measured size costs what it
   // measured; the fits above stay the summary (alpha, beta, R^2, worst residual).
   // Where the regimes are keyed by footprint, a message's fixed costs above the first range's latency
@@ -604,9 +603,8 @@ CalibrationResult calibrate(const Catalog& catalog, const Scenario& s, const Cal
   if (auto c = fit_of.find("copy"); c != fit_of.end() && c->second->beta > 0) {
     rank_lines.push_back({"memory_bandwidth: " + fmt(2 / c->second->beta) + " B/s",
                           "memory_bandwidth: 2 x the largest copies' rate (a copy reads and writes each byte)"});
-    // The copies' measured rate at each size, which a fusion copy of that size costs: here 6.0-6.7 GB/s at
-    // 1-128 MiB where the largest copies' line gave 9.4 GB/s, and training iterations' 63 MiB copies took
-    // 9.2 ms, as measured at 64 MiB (validate/README.md).
+    // The copies' measured rate at each size, which a fusion copy of that size costs: below the largest
+    // copies' line at fusion sizes, and what training iterations' copies take (validate/HISTORY.md).
     std::string rates;
     for (const auto& p : by_class.at("copy"))
       if (p.x_beta > 0 && p.seconds > 0)

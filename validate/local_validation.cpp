@@ -106,9 +106,9 @@ std::string per_run_floor(const std::vector<ValidationReport>& runs) {
 
 // The cases of every run, each predicted from that run's own calibration, as one report: per case (the
 // run's suffix dropped from its name) the run whose error is the median, and the spread of the measured
-// values over the runs. This machine changes state between runs for tens of seconds at a time, visibly in
-// every measurement of a run (validate/README.md), so a run's measurements are predicted from the
-// calibration taken just before them, and the error is a ratio within one run.
+// values over the runs. A shared machine changes state between runs, visibly in every measurement of a
+// run (validate/HISTORY.md), so a run's measurements are predicted from the calibration taken just before
+// them, and the error is a ratio within one run.
 ValidationReport median_over_runs(std::vector<ValidationReport> runs) {
   std::map<std::pair<std::string, std::string>, std::vector<std::pair<const ValidationCase*, std::size_t>>> by_case;
   std::vector<std::pair<std::string, std::string>> order;
@@ -177,9 +177,8 @@ ValidationReport validate_local(const Catalog& catalog, const LocalValidationOpt
   };
 
   // Training where every process has a core. Its compute stand-ins sleep, as the GPUs the model's ranks
-  // stand for leave the host's cores to the communication: spinning, they took the core from their own
-  // process's communication thread, and the training collectives ran at 4.0 GB/s against 5.2-6.1 GB/s
-  // for the same sizes in the bench (validate/README.md).
+  // stand for leave the host's cores to the communication: spinning, they take the core from their own
+  // process's communication thread and slow its collectives (validate/HISTORY.md).
   const int train_ranks = std::max(2, std::min(o.ranks, cores));
   const std::string train_name = "train_" + std::to_string(train_ranks) + "_ranks";
   Scenario two = base;
@@ -195,9 +194,9 @@ ValidationReport validate_local(const Catalog& catalog, const LocalValidationOpt
   // two cores and on one, and ping-pong; the reduction; memory copies); 2. measure what it did not fit on:
   // ring allreduce on 2..N processes, then training iterations of the scenario calibrated by this run (its
   // stand-ins last what the prediction's do); 3. predict each measurement from this run's calibration.
-  // Calibration and bench probe where the processes' CPUs are (--probe-cores): this VM's vCPUs move for
-  // seconds at a time to cores that share no cache, where exchanges ran 5 times slower, so samples count
-  // only where the CPUs were as near as the validation has seen them (validate/placement.h).
+  // Calibration and bench probe where the processes' CPUs are (--probe-cores): a VM's vCPUs move for
+  // spells to cores that share no cache, where exchanges run several times slower, so samples count only
+  // where the CPUs were as near as the validation has seen them (validate/placement.h).
   struct Run {
     std::string overlay;
     std::vector<std::string> measured;
@@ -314,7 +313,7 @@ ValidationReport validate_local(const Catalog& catalog, const LocalValidationOpt
   for (const auto& f : fit.fits) log << "  fit " << fit_summary(f) << "\n";
   for (const auto& n : fit.notes) log << "  note: " << n << "\n";
   // The training's fusion buffers are costed from the calibration's largest exchange where their ring's
-  // messages are larger: with --max-bytes 1M, its 64 MiB buffers were predicted 2.2 times too fast.
+  // messages are larger, which predicts them too fast (validate/HISTORY.md): a note says so.
   double largest = 0;
   for (const auto& f : fit.fits)
     for (const auto& p : f.data)

@@ -1,10 +1,10 @@
 // Samples taken where the processes' CPUs were as near as they get. ringsim-real's --probe-cores puts in
 // every sample (a calibration point's samples, a bench row) the core-to-core latency probed just before and
 // just after it, and in every file the nearest probe of its launch and the factor above it at which the
-// launch took a sample again (real/placement/core_to_core.h). A VM's vCPUs move between the host's cores:
-// on the development VMs, from cores of one L3 cache (26-46 ns) to cores sharing none (165-190 ns), where
-// an exchange of 1 MiB ran 5 times slower. A sample counts where both its probes are within that factor of
-// the nearest probe of all the files read together; the others measured another machine.
+// launch took a sample again (real/placement/core_to_core.h). A VM's vCPUs move between the host's cores,
+// from cores of one L3 cache to cores sharing none, where exchanges run several times slower
+// (validate/HISTORY.md). A sample counts where both its probes are within that factor of the nearest probe
+// of all the files read together; the others measured another machine.
 #pragma once
 
 #include <limits>

@@ -36,8 +36,8 @@ int current_socket() {
   return in ? socket : -1;
 }
 
-// A barrier that yields the core while it waits: on one core, MPI_Barrier's busy polling kept the core
-// from the other process for a whole scheduler time slice (every exchange then took 4 ms).
+// A barrier that yields the core while it waits: on a shared core, MPI_Barrier's busy polling keeps the
+// core from the other process for a whole scheduler time slice (real/HISTORY.md).
 void yielding_barrier(MPI_Comm comm) {
   MPI_Request arrived;
   MPI_Ibarrier(comm, &arrived);
@@ -158,14 +158,13 @@ int run_calibrate(const CalibrateOptions& o, MPI_Comm comm) {
 
     // The exchange a collective step makes: both ranks post a receive and a send to each other and wait for
     // both, through the host transport the collectives run on (MPI_Irecv + MPI_Isend, completed by polling).
-    // Collectives move their data this way, not one message at a time: here, on 2 processes of one host,
-    // the two differed by up to 40 %, by size and by launch (validate/README.md).
+    // Collectives move their data this way, not one message at a time, and the two patterns' costs differ
+    // (real/HISTORY.md).
     MpiHostTransport transport(comm, DataType::Float32, 300);
     transport.bind({buf.data(), buf.data(), buf.size()});
     // Each exchange sends what the one before received, as a ring step sends what it has just received
     // or reduced: the receiver's copy left those bytes in its own cache, where its partner's next copy
-    // reads them (measured here, a ring's exchanges ran 20-30 % slower than exchanges of bytes written
-    // long before, in the launches where the processes' caches were far apart).
+    // reads them, which can cost more than sending bytes written long before (real/HISTORY.md).
     std::vector<collective::RankStep> steps(2);
     auto exchange = [&](std::uint64_t b) {
       for (int k = 0; k < 2; ++k) {
@@ -207,9 +206,8 @@ int run_calibrate(const CalibrateOptions& o, MPI_Comm comm) {
 
     // The same exchange with the processes on two cores, each core shared with a thread that does nothing
     // but yield, up to 256 KiB. Processes outnumbering cores wait for their turn at both ends of a message
-    // that crosses cores: the sender too shares its core. Measured here with an MPI probe, this took
-    // 3.6-3.9 us more than the exchange on two cores of their own (1-64 KiB), a cost the one-core exchange
-    // cannot show. The yielding thread stands for the other process: it too yields while it waits.
+    // that crosses cores: the sender too shares its core, a cost the one-core exchange cannot show
+    // (real/HISTORY.md). The yielding thread stands for the other process: it too yields while it waits.
     int cpus[2] = {cpu, rank == peer ? sched_getcpu() : -1};
     MPI_Bcast(&cpus[1], 1, MPI_INT, peer, comm);
     if (cpus[1] == cpus[0]) cpus[1] = -1;
@@ -297,8 +295,8 @@ int run_calibrate(const CalibrateOptions& o, MPI_Comm comm) {
 
   // Reductions and memory copies are timed on both processes of a same-host pair at once, as every rank
   // of a collective step reduces, and every rank copies its fusion buffer, at once; the slower of the two
-  // counts, as a step ends with its slowest rank. Measured here, two processes copying at once did so at
-  // 19 and 10.5 GB/s, where either alone copied at 16-18 GB/s.
+  // counts, as a step ends with its slowest rank. Two processes copying at once do not each copy as fast
+  // as one alone (real/HISTORY.md).
   const int sender = partner.count("same_socket") ? partner.at("same_socket") : partner.begin()->second;
   const bool in_pair = rank == 0 || rank == sender;
   auto slower = [&](double seconds) {  // of the pair; rank 0 gets it
@@ -309,9 +307,8 @@ int run_calibrate(const CalibrateOptions& o, MPI_Comm comm) {
 
   // Host reduction throughput (float sum, the host transport's reduce), timed as a ring step leaves its
   // buffers: each process has just sent the span it reduces into (so its partner has read it) and received
-  // the span it adds. Measured here inside a 2-process ring, a 512 KiB reduction took 60 us, the same
-  // reduction repeated at once 13 us, and one after a receive alone as fast: the reduction first takes
-  // back the cache lines the partner read. Only the reduction is timed.
+  // the span it adds: the reduction first takes back the cache lines the partner read, which a reduction
+  // timed on its own would miss (real/HISTORY.md). Only the reduction is timed.
   nlohmann::ordered_json reduction = nlohmann::ordered_json::array();
   nlohmann::ordered_json compute = nlohmann::ordered_json::array();
   {

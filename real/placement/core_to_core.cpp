@@ -24,8 +24,8 @@ double time_handoff(int a, int b) {
   cpu_set_t own;
   if (sched_getaffinity(0, sizeof own, &own) != 0) return -1;
   // The line handed over, alone in its 128 bytes (a line and its prefetch pair), away from both threads'
-  // stacks and from the flags the spinning thread also reads: beside them, the probe read 40-53 ns where a
-  // line of its own took 27-31 ns.
+  // stacks and from the flags the spinning thread also reads: beside them, the probe reads slower than the
+  // handoff it stands for (real/HISTORY.md).
   struct alignas(128) Line {
     std::atomic<int> value{0};
     alignas(128) std::atomic<bool> pinned{false};  // read by the spinning thread, apart from the line

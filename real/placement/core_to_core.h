@@ -1,14 +1,13 @@
 // Which cores a machine's processes run on, as far as it changes what they measure. A virtual machine's
-// vCPUs can move between the host's cores with no sign to the guest: on this project's 2-vCPU development
-// VMs (AMD EPYC, KVM) they usually sit on cores of one L3 cache, and for spells of a tenth of a second to
-// tens of seconds on cores that share none, where an exchange of 1 MiB between two processes ran at
-// 2 GB/s instead of 9-13 GB/s (validate/README.md). A measurement taken in one placement predicts nothing
-// about the other, and one taken across a move measures neither.
+// vCPUs can move between the host's cores with no sign to the guest: from cores of one L3 cache, for
+// spells, to cores that share none, where exchanges between processes run several times slower
+// (real/HISTORY.md). A measurement taken in one placement predicts nothing about the other, and one taken
+// across a move measures neither.
 //
 // The core-to-core probe tells them apart: the time a cache line takes to go from one CPU to another (half
-// a round trip between two threads pinned there), 26-46 ns between cores of one cache there, 165-190 ns
-// between the others. `probed` waits for the CPUs to be as near as they have been before it measures,
-// brackets the measurement by two probes, and takes it again when the one after shows them moved.
+// a round trip between two threads pinned there), several times longer between cores that share no cache.
+// `probed` waits for the CPUs to be as near as they have been before it measures, brackets the
+// measurement by two probes, and takes it again when the one after shows them moved.
 #pragma once
 
 #include <mpi.h>
@@ -19,8 +18,8 @@
 
 namespace ringsim::real {
 
-// A probe more than this many times the nearest one marks a different placement (the two placements
-// above differ by a factor of 6; probes within one placement by less than 1.6).
+// A probe more than this many times the nearest one marks a different placement: the two placements'
+// probes differ by far more, probes within one placement by less (real/HISTORY.md).
 inline constexpr double kFartherThanNearest = 2.0;
 
 class CoreToCoreProbe {
@@ -41,7 +40,7 @@ class CoreToCoreProbe {
   // Whether `ns` is within kFartherThanNearest times the nearest so far.
   bool near(double ns) const { return ns <= kFartherThanNearest * nearest_; }
   // Collective: probes until the CPUs are near (asleep 20 ms between probes) or this launch has waited
-  // `wait_budget_s` in all (the placement has then changed for longer than its spells here, or for good);
+  // `wait_budget_s` in all (the placement has then changed for longer than a spell, or for good);
   // returns the last probe.
   double measure_when_near();
   double waited_s() const { return waited_s_; }
@@ -66,9 +65,9 @@ struct ProbedSample {
 };
 
 // Runs `measure` (collective; it returns seconds) between two probes, the first once the CPUs are near
-// (measure_when_near: spells of the other placement lasted 0.1 s to tens of seconds here), and runs it
-// again, up to `max_retakes` times, while a probe is more than kFartherThanNearest times the nearest so
-// far. The last one is kept whatever its probes say: they are in the sample, for whoever reads it.
+// (measure_when_near: the other placement comes in spells that pass), and runs it again, up to
+// `max_retakes` times, while a probe is more than kFartherThanNearest times the nearest so far. The last
+// one is kept whatever its probes say: they are in the sample, for whoever reads it.
 // Without a probe (null or disabled), `measure` once.
 ProbedSample probed(CoreToCoreProbe* probe, const std::function<double()>& measure, int max_retakes = 3);
 
@@ -79,8 +78,8 @@ void put_probes(nlohmann::ordered_json& into, const ProbedSample& sample);
 bool pin_to(int cpu);
 
 // Waits for `request` to complete, yielding the CPU between tests (MPI's blocking waits poll it). Not
-// asleep: with the ranks asleep around every probe, the vCPUs halted, and the exchanges taken after the
-// probes ran 3-8 % slower at 256 KiB-8 MiB than without them; yielding, as fast.
+// asleep: ranks asleep around every probe let the vCPUs halt, which slows the exchanges taken after the
+// probes; yielding does not (real/HISTORY.md).
 void wait_yielding(MPI_Request& request);
 
 }  // namespace ringsim::real

@@ -87,8 +87,7 @@ CommModel::CommModel(const Catalog& catalog, const Scenario& s, const Topology& 
     // scheduler has handed the core over to it from up to k - 1 others (measured with 2 processes on one
     // core: ringsim-real calibrate's sendrecv_one_core). Processes spread over several shared cores wait at
     // both ends: a step's slowest message crosses cores, and its sender had to get its turn on its own
-    // core first (sendrecv_shared_cores: two cores, each shared with a yielding thread). Here, 3 and 4
-    // processes on 2 cores took 2-8 us a ring step more than the one-core handoff alone (validate/README.md).
+    // core first (sendrecv_shared_cores: two cores, each shared with a yielding thread; sim/HISTORY.md).
     const double per_turn = gpu_.core_handoff + (vcpus > 1 ? gpu_.cross_core_handoff : 0.0);
     handoff_ = (per_core - 1) * per_turn;
     for (int i = 0; i < edge_count(); ++i) {

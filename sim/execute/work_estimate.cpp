@@ -18,7 +18,7 @@ namespace ringsim {
 
 namespace {
 
-// Costs measured with bench/ (bench/README.md, "Work estimates"), on the 2-core development machine.
+// Costs per unit of work, fitted to bench/ runs (bench/README.md, "Work estimates"; sim/HISTORY.md).
 constexpr double kFlowSecondsPerTransfer = 1e-5;      // ResNet-50 ring, 64-512 GPUs: 3.6-26 us
 constexpr double kEmulatedSecondsPerTransfer = 1e-5;  // ResNet-50 ring, 256 ranks: about 9.6 us
 constexpr double kStepSecondsPerElement = 2.7e-6;     // ND40rs_v2, 8,192-65,536 nodes: 2.5-2.8 us
