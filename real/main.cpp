@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <iostream>
+#include <memory>
 
 #include "bench/collective_bench.h"
 #include "calibrate/calibration_run.h"
@@ -46,23 +47,36 @@ void add_probe_options(CLI::App& sub, bool& probe, double& nearest_ns, const std
       ->needs(flag);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
-  int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+// The command line: each subcommand's options, and the run of the one chosen.
+struct RealCommandLine {
+  RealCommandLine() {
+    app.require_subcommand(1);
+    app.fallthrough();  // --catalog also after the subcommand
+    app.add_option("--catalog", catalog_dir, "Catalog directory (topologies/)");
+    define_bench();
+    define_train();
+    define_calibrate();
+  }
+  RealCommandLine(const RealCommandLine&) = delete;  // the app holds pointers into the options
+  RealCommandLine& operator=(const RealCommandLine&) = delete;
+  void define_bench();
+  void define_train();
+  void define_calibrate();
+  int run();  // after parse: the chosen subcommand's exit status
 
   CLI::App app{"ringsim-real: run ringsim's collectives and fusion for real (MPI, CUDA, NCCL) and measure"};
-  app.require_subcommand(1);
-  app.fallthrough();  // --catalog also after the subcommand
   std::string catalog_dir = ringsim::Catalog::default_dir();
-  app.add_option("--catalog", catalog_dir, "Catalog directory (topologies/)");
-
   ringsim::real::BenchOptions bo;
   std::string min_size = "8", max_size = "32M", fault;
-  auto* bench = app.add_subcommand("bench", "nccl-tests-style sweep: our ring vs the library's collective");
+  bool no_baseline = false;
+  ringsim::real::TrainOptions to;
+  ringsim::real::CalibrateOptions co;
+  std::string cal_max = "64M";
+  CLI::App *bench = nullptr, *train = nullptr, *calibrate = nullptr;
+};
+
+void RealCommandLine::define_bench() {
+  bench = app.add_subcommand("bench", "nccl-tests-style sweep: our ring vs the library's collective");
   bench->add_option("-b,--minbytes", min_size, "Smallest message (e.g. 8, 64K, 1M)");
   bench->add_option("-e,--maxbytes", max_size, "Largest message");
   bench->add_option("-f,--stepfactor", bo.factor, "Size multiplier between rows")->check(CLI::Range(1.01, 1024.0));
@@ -76,14 +90,13 @@ int main(int argc, char** argv) {
   bench->add_option("--timeout", bo.timeout_s, "Seconds a step may wait before the run is aborted")
       ->check(CLI::Range(0.1, 1e6));
   bench->add_option("--json", bo.json_file, "Write the rows as JSON (rank 0)");
-  bool no_baseline = false;
   bench->add_flag("--no-baseline", no_baseline, "Do not time the library's collective (its columns read 0)");
   add_probe_options(*bench, bo.probe_cores, bo.core_to_core_nearest_ns, "each size");
   bench->add_option("--inject-fault", fault, "Testing aid: RANK:STEP:exit|hang makes that rank fail there");
+}
 
-  ringsim::real::TrainOptions to;
-  auto* train =
-      app.add_subcommand("train", "Run training iterations of a scenario with the real fusion and collectives");
+void RealCommandLine::define_train() {
+  train = app.add_subcommand("train", "Run training iterations of a scenario with the real fusion and collectives");
   train->add_option("scenario", to.scenario, "Scenario YAML file")->required();
   train->add_option("--set", to.sets, "Override a scenario key (repeatable)");
   train->add_option("--iterations", to.iterations, "Timed iterations")->check(CLI::Range(1, 100000));
@@ -104,38 +117,51 @@ int main(int argc, char** argv) {
   train->add_option("--json", to.json_file, "Write the measured result (schema ringsim.result/1)");
   train->add_option("--trace", to.trace_file, "Write a Horovod-style timeline of rank 0");
   train->add_option("--inject-fault", fault, "Testing aid: RANK:STEP:exit|hang makes that rank fail there");
+}
 
-  ringsim::real::CalibrateOptions co;
-  std::string cal_max = "64M";
-  auto* calibrate = app.add_subcommand(
+void RealCommandLine::define_calibrate() {
+  calibrate = app.add_subcommand(
       "calibrate", "Ping-pong and sendrecv per rank-pair class, reduction, copy and compute rates, as JSON");
   calibrate->add_option("-e,--maxbytes", cal_max, "Largest message (ping-pong, sendrecv), reduction and copy");
   calibrate->add_option("-n,--repetitions", co.repetitions, "Timed repetitions per size (median kept)")
       ->check(CLI::Range(1, 100000));
   add_probe_options(*calibrate, co.probe_cores, co.core_to_core_nearest_ns, "each sample");
   calibrate->add_option("--json", co.json_file, "Output file (rank 0)")->required();
+}
 
+int RealCommandLine::run() {
+  if (!fault.empty()) bo.fault = to.fault = ringsim::real::Fault::parse(fault);
+  if (*bench) {
+    bo.baseline = !no_baseline;
+    bo.min_bytes = parse_size(min_size);
+    bo.max_bytes = parse_size(max_size);
+    if (bo.min_bytes > bo.max_bytes) throw std::invalid_argument("-b must not exceed -e");
+    if (bo.algorithm != "ring" && bo.op != "allreduce")
+      throw ringsim::real::UsageError("--algorithm " + bo.algorithm + " applies to --op allreduce only");
+    return ringsim::real::run_bench(bo, MPI_COMM_WORLD) == 0 ? 0 : 1;
+  }
+  if (*calibrate) {
+    co.max_bytes = parse_size(cal_max);
+    return ringsim::real::run_calibrate(co, MPI_COMM_WORLD);
+  }
+  to.catalog_dir = catalog_dir;
+  return ringsim::real::run_train(to, MPI_COMM_WORLD);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  const auto cl = std::make_unique<RealCommandLine>();
   int status = 0;
   try {
-    app.parse(argc, argv);
-    if (!fault.empty()) bo.fault = to.fault = ringsim::real::Fault::parse(fault);
-    if (*bench) {
-      bo.baseline = !no_baseline;
-      bo.min_bytes = parse_size(min_size);
-      bo.max_bytes = parse_size(max_size);
-      if (bo.min_bytes > bo.max_bytes) throw std::invalid_argument("-b must not exceed -e");
-      if (bo.algorithm != "ring" && bo.op != "allreduce")
-        throw ringsim::real::UsageError("--algorithm " + bo.algorithm + " applies to --op allreduce only");
-      status = ringsim::real::run_bench(bo, MPI_COMM_WORLD) == 0 ? 0 : 1;
-    } else if (*calibrate) {
-      co.max_bytes = parse_size(cal_max);
-      status = ringsim::real::run_calibrate(co, MPI_COMM_WORLD);
-    } else if (*train) {
-      to.catalog_dir = catalog_dir;
-      status = ringsim::real::run_train(to, MPI_COMM_WORLD);
-    }
+    cl->app.parse(argc, argv);
+    status = cl->run();
   } catch (const CLI::ParseError& e) {
-    if (rank == 0) app.exit(e);
+    if (rank == 0) cl->app.exit(e);
     status = e.get_exit_code() ? 2 : 0;
     MPI_Finalize();
     return status;

@@ -74,28 +74,55 @@ double bus_factor(const std::string& op, int p) {
 
 }  // namespace
 
-std::int64_t run_bench(const BenchOptions& o, MPI_Comm comm) {
-  int rank = 0, p = 1;
-  MPI_Comm_rank(comm, &rank);
-  MPI_Comm_size(comm, &p);
-  const DataType type = parse_data_type(o.type);
-  const std::size_t elem = element_size(type);
-  auto backend = make_backend(o.transport, comm, type, o.timeout_s);
+namespace {
 
+// One bench launch: the backend, the probe, and a row per message size.
+class Bench {
+ public:
+  Bench(const BenchOptions& o, MPI_Comm comm)
+      : o(o), comm(comm), type(parse_data_type(o.type)), elem(element_size(type)) {
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &p);
+    backend = make_backend(o.transport, comm, type, o.timeout_s);
+    // The placement probe: each size is timed between two core-to-core probes, and again when they show
+    // the CPUs farther apart than they have been (placement/core_to_core.h).
+    if (o.probe_cores) {
+      if (backend->emulated()) throw UsageError("--probe-cores: an emulated run has no CPUs to probe");
+      probe.emplace(comm, o.core_to_core_nearest_ns);
+    }
+    baseline = backend->baseline_name(o.op);
+  }
+  std::vector<std::uint64_t> sizes() const;
+  void print_header() const;
+  nlohmann::ordered_json size_row(std::uint64_t bytes);  // times one size; prints its line on rank 0
+  void finish(const nlohmann::ordered_json& rows) const;
+  std::int64_t wrong_total() const { return wrong_total_; }
+
+ private:
+  // Elements of `out` other than the op leaves them, from inputs of (rank + 1) x (i % 7 + 1).
+  std::int64_t count_wrong(const std::vector<char>& out, std::uint64_t count, const collective::Chunking& chunks,
+                           int owned) const;
+
+  const BenchOptions& o;
+  MPI_Comm comm;
+  int rank = 0, p = 1;
+  DataType type;
+  std::size_t elem;
+  std::unique_ptr<Backend> backend;
+  std::optional<CoreToCoreProbe> probe;
+  std::string baseline;
+  std::int64_t wrong_total_ = 0;
+};
+
+std::vector<std::uint64_t> Bench::sizes() const {
   std::vector<std::uint64_t> sizes;
   for (double b = static_cast<double>(o.min_bytes); b <= static_cast<double>(o.max_bytes) * (1 + 1e-9);
        b = b == 0 ? static_cast<double>(elem) : b * o.factor)
     sizes.push_back(static_cast<std::uint64_t>(b) / elem * elem);
+  return sizes;
+}
 
-  // The placement probe: each size is timed between two core-to-core probes, and again when they show the
-  // CPUs farther apart than they have been (placement/core_to_core.h).
-  std::optional<CoreToCoreProbe> probe;
-  if (o.probe_cores) {
-    if (backend->emulated()) throw UsageError("--probe-cores: an emulated run has no CPUs to probe");
-    probe.emplace(comm, o.core_to_core_nearest_ns);
-  }
-
-  const std::string baseline = backend->baseline_name(o.op);
+void Bench::print_header() const {
   if (rank == 0) {
     std::printf("# ringsim-real bench: %s, %d ranks, transport %s, type %s, %d iterations after %d warm-up\n",
                 o.op.c_str(), p, std::string(backend->name()).c_str(), o.type.c_str(), o.iters, o.warmup);
@@ -106,111 +133,120 @@ std::int64_t run_bench(const BenchOptions& o, MPI_Comm comm) {
     std::printf("# %12s %12s %6s %5s %10s %8s %8s %7s %10s %8s %8s%s\n", "size(B)", "count", "type", "redop",
                 "time(us)", "algbw", "busbw", "#wrong", "time(us)", "algbw", "busbw", probe ? "  c2c(ns) retakes" : "");
   }
-  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
-  std::int64_t wrong_total = 0;
-  for (std::uint64_t bytes : sizes) {
-    const std::uint64_t count = bytes / elem;
-    auto c = make_op(o.op, o.algorithm, p, bytes, static_cast<int>(elem));
-    collective::Chunking chunks(bytes, p, static_cast<int>(elem));
-    std::vector<int> counts(p);
-    for (int r = 0; r < p; ++r) counts[r] = static_cast<int>(chunks.size(r) / elem);
-    const int owned = collective::ring_chunk_owned(rank, p);
+}
 
-    // Inputs. The allgather starts from each rank's own chunk (the one the ring's reduce-scatter leaves
-    // it), filled with the rank's values; the rest is zero. Results are checked element by element, but
-    // not under emulation, where every rank's buffers are the same shared pages (and private copies of
-    // inputs and outputs would cost 2 x bytes per rank).
-    const bool check = !backend->emulated();
-    const std::uint64_t host_bytes = check ? std::max<std::uint64_t>(bytes, 1) : 1;
-    std::vector<char> input(host_bytes, 0);
-    if (!check)
-      ;
-    else if (o.op == "allgather")
-      fill(input, type, count, rank, chunks.offset(owned) / elem, (chunks.offset(owned) + chunks.size(owned)) / elem);
-    else
-      fill(input, type, count, rank, 0, count);
-    MemberBuffers buf = backend->allocate(bytes);
-    auto run_ours = [&] {
-      FaultyTransport t(backend->transport(buf), o.fault, rank);
-      collective::run_member(*c, rank, t);
-      backend->synchronize();
-    };
-    auto run_baseline = [&] {
-      std::vector<int> base_counts = counts;
-      backend->baseline(o.op, buf, base_counts);
-      backend->synchronize();
-    };
-    auto timed = [&](const std::function<void()>& f) {
-      backend->upload(buf, input.data(), bytes);
-      for (int i = 0; i < o.warmup; ++i) f();
-      MPI_Barrier(comm);
-      const double t0 = MPI_Wtime();
-      for (int i = 0; i < o.iters; ++i) f();
-      double t = (MPI_Wtime() - t0) / std::max(1, o.iters);
-      MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, comm);
-      return t;
-    };
-
-    // Correctness: one run of ours on fresh inputs.
-    backend->upload(buf, input.data(), bytes);
-    MPI_Barrier(comm);
-    run_ours();
-    std::vector<char> out(host_bytes, 0);
-    backend->download(buf, out.data(), bytes);
-    const double rank_sum = p * (p + 1) / 2.0;
-    std::int64_t wrong = 0;
-    int chunk = 0;
-    for (std::uint64_t i = 0; check && i < count; ++i) {
-      while (chunk + 1 < p && chunks.offset(chunk + 1) / elem <= i) ++chunk;
-      double want;
-      if (o.op == "allreduce") {
-        want = rank_sum * (i % 7 + 1);
-      } else if (o.op == "reduce_scatter") {
-        if (chunk != owned) continue;  // only the owned chunk is defined
-        want = rank_sum * (i % 7 + 1);
-      } else {
-        const int owner = (chunk - 1 + p) % p;  // the rank that owned this chunk
-        want = input_value(owner, i);
-      }
-      if (!same(value_at(out, type, i), want, type)) ++wrong;
+std::int64_t Bench::count_wrong(const std::vector<char>& out, std::uint64_t count, const collective::Chunking& chunks,
+                                int owned) const {
+  const double rank_sum = p * (p + 1) / 2.0;
+  std::int64_t wrong = 0;
+  int chunk = 0;
+  for (std::uint64_t i = 0; i < count; ++i) {
+    while (chunk + 1 < p && chunks.offset(chunk + 1) / elem <= i) ++chunk;
+    double want;
+    if (o.op == "allreduce") {
+      want = rank_sum * (i % 7 + 1);
+    } else if (o.op == "reduce_scatter") {
+      if (chunk != owned) continue;  // only the owned chunk is defined
+      want = rank_sum * (i % 7 + 1);
+    } else {
+      const int owner = (chunk - 1 + p) % p;  // the rank that owned this chunk
+      want = input_value(owner, i);
     }
-    MPI_Allreduce(MPI_IN_PLACE, &wrong, 1, MPI_INT64_T, MPI_SUM, comm);
-    wrong_total += wrong;
-
-    const ProbedSample sample = probed(probe ? &*probe : nullptr, [&] { return timed(run_ours); });
-    const double ours = sample.seconds;
-    const double base = o.baseline ? timed(run_baseline) : 0;
-    backend->release(buf);
-    const double factor = bus_factor(o.op, p);
-    auto gbps = [&](double t) { return t > 0 ? static_cast<double>(bytes) / t / 1e9 : 0.0; };
-    if (rank == 0) {
-      std::printf("  %12llu %12llu %6s %5s %10.2f %8.3f %8.3f %7s %10.2f %8.3f %8.3f",
-                  static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(count), o.type.c_str(),
-                  o.op == "allgather" ? "none" : "sum", ours * 1e6, gbps(ours), gbps(ours) * factor,
-                  check ? std::to_string(wrong).c_str() : "N/A", base * 1e6, gbps(base), gbps(base) * factor);
-      if (probe) std::printf("  %.0f/%.0f %d", sample.before_ns, sample.after_ns, sample.retakes);
-      std::printf("\n");
-      std::fflush(stdout);
-    }
-    rows.push_back({{"bytes", bytes},
-                    {"count", count},
-                    {"type", o.type},
-                    {"op", o.op},
-                    {"time_us", ours * 1e6},
-                    {"algbw_gbps", gbps(ours)},
-                    {"busbw_gbps", gbps(ours) * factor},
-                    {"wrong", check ? nlohmann::ordered_json(wrong) : nlohmann::ordered_json(nullptr)},
-                    {"baseline", baseline},
-                    {"baseline_time_us", base * 1e6},
-                    {"baseline_algbw_gbps", gbps(base)},
-                    {"baseline_busbw_gbps", gbps(base) * factor}});
-    if (probe) put_probes(rows.back(), sample);
+    if (!same(value_at(out, type, i), want, type)) ++wrong;
   }
+  return wrong;
+}
+
+nlohmann::ordered_json Bench::size_row(std::uint64_t bytes) {
+  const std::uint64_t count = bytes / elem;
+  auto c = make_op(o.op, o.algorithm, p, bytes, static_cast<int>(elem));
+  collective::Chunking chunks(bytes, p, static_cast<int>(elem));
+  std::vector<int> counts(p);
+  for (int r = 0; r < p; ++r) counts[r] = static_cast<int>(chunks.size(r) / elem);
+  const int owned = collective::ring_chunk_owned(rank, p);
+
+  // Inputs. The allgather starts from each rank's own chunk (the one the ring's reduce-scatter leaves
+  // it), filled with the rank's values; the rest is zero. Results are checked element by element, but
+  // not under emulation, where every rank's buffers are the same shared pages (and private copies of
+  // inputs and outputs would cost 2 x bytes per rank).
+  const bool check = !backend->emulated();
+  const std::uint64_t host_bytes = check ? std::max<std::uint64_t>(bytes, 1) : 1;
+  std::vector<char> input(host_bytes, 0);
+  if (!check)
+    ;
+  else if (o.op == "allgather")
+    fill(input, type, count, rank, chunks.offset(owned) / elem, (chunks.offset(owned) + chunks.size(owned)) / elem);
+  else
+    fill(input, type, count, rank, 0, count);
+  MemberBuffers buf = backend->allocate(bytes);
+  auto run_ours = [&] {
+    FaultyTransport t(backend->transport(buf), o.fault, rank);
+    collective::run_member(*c, rank, t);
+    backend->synchronize();
+  };
+  auto run_baseline = [&] {
+    std::vector<int> base_counts = counts;
+    backend->baseline(o.op, buf, base_counts);
+    backend->synchronize();
+  };
+  auto timed = [&](const std::function<void()>& f) {
+    backend->upload(buf, input.data(), bytes);
+    for (int i = 0; i < o.warmup; ++i) f();
+    MPI_Barrier(comm);
+    const double t0 = MPI_Wtime();
+    for (int i = 0; i < o.iters; ++i) f();
+    double t = (MPI_Wtime() - t0) / std::max(1, o.iters);
+    MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, comm);
+    return t;
+  };
+
+  // Correctness: one run of ours on fresh inputs.
+  backend->upload(buf, input.data(), bytes);
+  MPI_Barrier(comm);
+  run_ours();
+  std::vector<char> out(host_bytes, 0);
+  backend->download(buf, out.data(), bytes);
+  std::int64_t wrong = check ? count_wrong(out, count, chunks, owned) : 0;
+  MPI_Allreduce(MPI_IN_PLACE, &wrong, 1, MPI_INT64_T, MPI_SUM, comm);
+  wrong_total_ += wrong;
+
+  const ProbedSample sample = probed(probe ? &*probe : nullptr, [&] { return timed(run_ours); });
+  const double ours = sample.seconds;
+  const double base = o.baseline ? timed(run_baseline) : 0;
+  backend->release(buf);
+  const double factor = bus_factor(o.op, p);
+  auto gbps = [&](double t) { return t > 0 ? static_cast<double>(bytes) / t / 1e9 : 0.0; };
+  if (rank == 0) {
+    std::printf("  %12llu %12llu %6s %5s %10.2f %8.3f %8.3f %7s %10.2f %8.3f %8.3f",
+                static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(count), o.type.c_str(),
+                o.op == "allgather" ? "none" : "sum", ours * 1e6, gbps(ours), gbps(ours) * factor,
+                check ? std::to_string(wrong).c_str() : "N/A", base * 1e6, gbps(base), gbps(base) * factor);
+    if (probe) std::printf("  %.0f/%.0f %d", sample.before_ns, sample.after_ns, sample.retakes);
+    std::printf("\n");
+    std::fflush(stdout);
+  }
+  nlohmann::ordered_json row = {{"bytes", bytes},
+                                {"count", count},
+                                {"type", o.type},
+                                {"op", o.op},
+                                {"time_us", ours * 1e6},
+                                {"algbw_gbps", gbps(ours)},
+                                {"busbw_gbps", gbps(ours) * factor},
+                                {"wrong", check ? nlohmann::ordered_json(wrong) : nlohmann::ordered_json(nullptr)},
+                                {"baseline", baseline},
+                                {"baseline_time_us", base * 1e6},
+                                {"baseline_algbw_gbps", gbps(base)},
+                                {"baseline_busbw_gbps", gbps(base) * factor}};
+  if (probe) put_probes(row, sample);
+  return row;
+}
+
+void Bench::finish(const nlohmann::ordered_json& rows) const {
   if (rank == 0) {
     if (backend->emulated())
       std::printf("# wrong elements: not checked (emulated: buffers are shared between ranks)\n");
     else
-      std::printf("# wrong elements in total: %lld\n", static_cast<long long>(wrong_total));
+      std::printf("# wrong elements in total: %lld\n", static_cast<long long>(wrong_total_));
     if (o.json_file) {
       nlohmann::ordered_json j = {{"schema", "ringsim.bench/1"},
                                   {"ranks", p},
@@ -223,7 +259,17 @@ std::int64_t run_bench(const BenchOptions& o, MPI_Comm comm) {
       write_file_atomically(*o.json_file, j.dump(2) + "\n");
     }
   }
-  return wrong_total;
+}
+
+}  // namespace
+
+std::int64_t run_bench(const BenchOptions& o, MPI_Comm comm) {
+  Bench bench(o, comm);
+  bench.print_header();
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+  for (std::uint64_t bytes : bench.sizes()) rows.push_back(bench.size_row(bytes));
+  bench.finish(rows);
+  return bench.wrong_total();
 }
 
 }  // namespace ringsim::real
