@@ -9,6 +9,7 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 
@@ -17,6 +18,7 @@
 #include "load/units.h"
 #include "report/output_file.h"
 #include "report/progress.h"
+#include "schedule/compute_model.h"
 #include "validate/calibration_fit.h"
 #include "validate/json_file.h"
 #include "validate/placement.h"
@@ -140,6 +142,21 @@ ValidationReport median_over_runs(std::vector<ValidationReport> runs) {
   return out;
 }
 
+// The scenario's single-GPU rate sets the stand-in compute; the optimizer update is this machine's (its
+// calibrated memory rate), on top: a slow machine's update would otherwise leave no time for compute.
+std::optional<std::string> stand_in_rate(const Catalog& catalog, const Scenario& base, const std::string& overlay) {
+  if (!base.model.images_per_sec_single_gpu) return std::nullopt;
+  Catalog calibrated = catalog;
+  calibrated.apply_overlay(overlay);
+  const double update =
+      optimizer_update_s(calibrated.model(base.model.name), calibrated.gpu(calibrated.sku(base.cluster.sku).gpu));
+  const double compute = base.model.batch_per_gpu / *base.model.images_per_sec_single_gpu;
+  char set[96];
+  std::snprintf(set, sizeof set, "model.images_per_sec_single_gpu=%.17g",
+                base.model.batch_per_gpu / (compute + update));
+  return std::string(set);
+}
+
 }  // namespace
 
 ValidationReport validate_local(const Catalog& catalog, const LocalValidationOptions& o, std::ostream& log) {
@@ -259,6 +276,7 @@ ValidationReport validate_local(const Catalog& catalog, const LocalValidationOpt
       calibrate_run();
     }
     r.sets = {"cluster.gpus_per_node=" + std::to_string(train_ranks), "calibration=" + r.overlay};
+    if (auto rate = stand_in_rate(catalog, base, r.overlay)) r.sets.push_back(*rate);
     std::string set_args;
     for (const auto& v : r.sets) set_args += " --set " + shell_quoted(v);
     r.measured.push_back(run_file(train_name, run));

@@ -14,6 +14,10 @@ std::string layer_of(const std::string& tensor) {
 }
 }  // namespace
 
+double optimizer_update_s(const ModelSpec& model, const GpuSpec& gpu) {
+  return 3.0 * model.gradient_bytes() / gpu.memory_bandwidth;
+}
+
 ComputeModel build_compute_model(const Catalog& catalog, const Scenario& s) {
   const ModelSpec& model = catalog.model(s.model.name);
   const GpuSpec& gpu = catalog.gpu(catalog.sku(s.cluster.sku).gpu);
@@ -29,8 +33,7 @@ ComputeModel build_compute_model(const Catalog& catalog, const Scenario& s) {
     cm.layers.back().forward_flops += t.forward_flops();
   }
   const double flops = model.forward_flops();
-  // Optimizer step: read parameter and gradient, write parameter, at the GPU's memory bandwidth.
-  cm.update_s = 3.0 * model.gradient_bytes() / gpu.memory_bandwidth;
+  cm.update_s = optimizer_update_s(model, gpu);
 
   double fwd_bwd = 0;
   const double b2f = cs.backward_to_forward;

@@ -28,6 +28,9 @@ struct ComputeModel {
   std::string source_detail;
 };
 
+// The optimizer step: read parameter and gradient, write parameter, at the GPU's memory bandwidth.
+double optimizer_update_s(const ModelSpec& model, const GpuSpec& gpu);
+
 // Throws InputError when the iteration time from a measured rate is shorter than the optimizer step.
 ComputeModel build_compute_model(const Catalog& catalog, const Scenario& scenario);
 
