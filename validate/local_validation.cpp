@@ -13,6 +13,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "execute/child_process.h"
 #include "load/input_error.h"
 #include "load/scenario.h"
 #include "load/units.h"
@@ -27,12 +28,6 @@ namespace ringsim {
 
 namespace {
 
-std::string shell_quoted(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
 std::string find_in_path(const std::string& name) {
   const char* path = std::getenv("PATH");
   std::istringstream dirs(path ? path : "");
@@ -42,22 +37,6 @@ std::string find_in_path(const std::string& name) {
     if (access(p.c_str(), X_OK) == 0) return p.string();
   }
   return {};
-}
-
-// One mpirun launch; its output goes to LOG_FILE. Throws with the command and the log's tail on failure.
-void launch(const std::string& mpirun, int processes, const std::string& args, const std::string& log_file,
-            Progress& progress) {
-  const std::string cmd = shell_quoted(mpirun) + " -n " + std::to_string(processes) + " --oversubscribe " + args +
-                          " > " + shell_quoted(log_file) + " 2>&1";
-  const int status = std::system(cmd.c_str());
-  if (status != 0) {
-    std::ifstream in(log_file);
-    std::string tail((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (tail.size() > 2000) tail = "..." + tail.substr(tail.size() - 2000);
-    throw std::runtime_error("validate --local: this run failed (status " + std::to_string(status) + "):\n  " + cmd +
-                             "\n" + tail);
-  }
-  progress.done("$ mpirun -n " + std::to_string(processes) + " " + args);
 }
 
 // A case's name without its run's suffix: "bench_2_ranks_run3.json 1 MiB" -> "bench_2_ranks.json 1 MiB".
@@ -157,197 +136,257 @@ std::optional<std::string> stand_in_rate(const Catalog& catalog, const Scenario&
   return std::string(set);
 }
 
-}  // namespace
+// One `validate --local`: each run's launches (calibration, a bench per process count, training), then
+// each run's measurements predicted from its own calibration, then the machine's overlay over all runs.
+class LocalValidation {
+ public:
+  LocalValidation(const Catalog& catalog, const LocalValidationOptions& o, std::ostream& log)
+      : catalog_(catalog), o_(o), log_(log), repeats_(std::max(1, o.repeats)) {}
 
-ValidationReport validate_local(const Catalog& catalog, const LocalValidationOptions& o, std::ostream& log) {
-  if (o.ranks < 2) throw InputError({}, "validate --local: -n must be at least 2 (an allreduce needs two processes)");
-  const std::string mpirun = find_in_path("mpirun");
-  if (mpirun.empty())
-    throw InputError({}, "validate --local: mpirun is not on PATH (Debian: apt-get install openmpi-bin)");
-  if (access(o.real_binary.c_str(), X_OK) != 0)
-    throw InputError({}, "validate --local: no ringsim-real at " + o.real_binary + " (build it: cmake --build build)");
-  if (geteuid() == 0) {  // Open MPI refuses root without these
-    setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
-    setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+  ValidationReport run() {
+    check_inputs();
+    log_ << "ringsim validate --local: " << cores_ << " cores, files in " << work_.string() << "\n";
+    progress_.emplace("ringsim validate --local", "launches", static_cast<std::size_t>(repeats_ * (o_.ranks + 1)),
+                      log_);
+    for (int run = 1; run <= repeats_; ++run) runs_.push_back(measure(run));
+    progress_.reset();
+    std::vector<std::string> notes;
+    std::vector<ValidationReport> reports = predict_runs(notes);
+    if (seen_.active()) {
+      char line[160];
+      std::snprintf(line, sizeof line, "placement: the launches waited %.1f s in all for the CPUs to be near",
+                    waited_s_);
+      notes.push_back(line);
+    }
+    machine_overlay(notes);
+    if (const std::string floor = per_run_floor(reports); !floor.empty()) notes.push_back(floor);
+    ValidationReport r = median_over_runs(std::move(reports));
+    r.notes = notes;
+    r.title = "this machine (" + std::to_string(cores_) + " cores), each run predicted from its own calibration (" +
+              std::to_string(repeats_) + " runs, the median error's shown): " + base_.name;
+    return r;
   }
-  const Scenario base = load_scenario(o.scenario_file, catalog, {});
-  const SkuSpec& sku = catalog.sku(base.cluster.sku);
-  if (!catalog.gpu(sku.gpu).cpu_process)
-    throw InputError({o.scenario_file, 0, 0, ""},
-                     "validate --local needs a scenario whose SKU's ranks are CPU processes (sku: local-host), not '" +
-                         base.cluster.sku + "'");
-  if (base.cluster.nodes != 1) throw InputError({o.scenario_file, 0, 0, ""}, "validate --local runs on one node");
-  if (o.ranks > sku.gpus)
-    throw InputError({}, "validate --local: -n " + std::to_string(o.ranks) + " exceeds the " +
-                             std::to_string(sku.gpus) + " process slots of " + sku.name);
-  const long cores_found = sysconf(_SC_NPROCESSORS_ONLN);
-  const int cores = static_cast<int>(std::max(1L, cores_found));
-  const std::filesystem::path work(o.work_dir);
-  std::filesystem::create_directories(work);
-  const std::string real = shell_quoted(o.real_binary);
-  const std::string size = shell_quoted(o.max_bytes);
-  log << "ringsim validate --local: " << cores << " cores, files in " << work.string() << "\n";
 
-  const int repeats = std::max(1, o.repeats);
-  auto run_file = [&](const std::string& name, int run) {
-    return (work / (name + (repeats > 1 ? "_run" + std::to_string(run) : std::string()) + ".json")).string();
-  };
-
-  // Training where every process has a core. Its compute stand-ins sleep, as the GPUs the model's ranks
-  // stand for leave the host's cores to the communication: spinning, they take the core from their own
-  // process's communication thread and slow its collectives (validate/HISTORY.md).
-  const int train_ranks = std::max(2, std::min(o.ranks, cores));
-  const std::string train_name = "train_" + std::to_string(train_ranks) + "_ranks";
-  Scenario two = base;
-  two.cluster.gpus_per_node = 2;
-  auto write_overlay = [&](const std::vector<std::string>& data, const std::string& file, double nearest_ns) {
-    const CalibrationResult fit = calibrate(catalog, two, {data, {}, nearest_ns});
-    write_file_atomically(file, fit.overlay_yaml + "skus:\n  " + sku.name + ":\n    vcpus: " + std::to_string(cores) +
-                                    "   # sysconf(_SC_NPROCESSORS_ONLN) on this machine\n");
-    return fit;
-  };
-
-  // Each run: 1. calibrate on what the validation does not measure (2 processes exchanging messages, on
-  // two cores and on one, and ping-pong; the reduction; memory copies); 2. measure what it did not fit on:
-  // ring allreduce on 2..N processes, then training iterations of the scenario calibrated by this run (its
-  // stand-ins last what the prediction's do); 3. predict each measurement from this run's calibration.
-  // Calibration and bench probe where the processes' CPUs are (--probe-cores): a VM's vCPUs move for
-  // spells to cores that share no cache, where exchanges run several times slower, so samples count only
-  // where the CPUs were as near as the validation has seen them (validate/placement.h).
+ private:
   struct Run {
     std::string overlay;
     std::vector<std::string> measured;
     std::vector<std::string> sets;
     double nearest_ns = 0;  // the nearest probe its calibration was fitted with
   };
-  std::vector<std::string> calibrations;
-  std::vector<Run> runs;
-  PlacementFilter seen;  // every launch's probes so far
-  // Each launch waits from its first sample for the CPUs to be as near as earlier launches saw them.
-  auto probe_args = [&] {
-    if (!seen.active()) return std::string(" --probe-cores");
+
+  // The tools, the scenario (CPU-process ranks on one node) and the work folder; throws InputError.
+  void check_inputs() {
+    if (o_.ranks < 2)
+      throw InputError({}, "validate --local: -n must be at least 2 (an allreduce needs two processes)");
+    mpirun_ = find_in_path("mpirun");
+    if (mpirun_.empty())
+      throw InputError({}, "validate --local: mpirun is not on PATH (Debian: apt-get install openmpi-bin)");
+    if (access(o_.real_binary.c_str(), X_OK) != 0)
+      throw InputError({},
+                       "validate --local: no ringsim-real at " + o_.real_binary + " (build it: cmake --build build)");
+    if (geteuid() == 0) {  // Open MPI refuses root without these
+      setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+      setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+    }
+    base_ = load_scenario(o_.scenario_file, catalog_, {});
+    const SkuSpec& sku = catalog_.sku(base_.cluster.sku);
+    if (!catalog_.gpu(sku.gpu).cpu_process)
+      throw InputError(
+          {o_.scenario_file, 0, 0, ""},
+          "validate --local needs a scenario whose SKU's ranks are CPU processes (sku: local-host), not '" +
+              base_.cluster.sku + "'");
+    if (base_.cluster.nodes != 1) throw InputError({o_.scenario_file, 0, 0, ""}, "validate --local runs on one node");
+    if (o_.ranks > sku.gpus)
+      throw InputError({}, "validate --local: -n " + std::to_string(o_.ranks) + " exceeds the " +
+                               std::to_string(sku.gpus) + " process slots of " + sku.name);
+    cores_ = static_cast<int>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
+    work_ = o_.work_dir;
+    std::filesystem::create_directories(work_);
+    // Training where every process has a core. Its compute stand-ins sleep, as the GPUs the model's ranks
+    // stand for leave the host's cores to the communication (validate/HISTORY.md).
+    train_ranks_ = std::max(2, std::min(o_.ranks, cores_));
+  }
+
+  std::string run_file(const std::string& name, int run) const {
+    return (work_ / (name + (repeats_ > 1 ? "_run" + std::to_string(run) : std::string()) + ".json")).string();
+  }
+
+  // One mpirun launch of ringsim-real; its output goes to LOG_NAME in the work folder. Throws with the
+  // command and the log's tail on failure.
+  void launch(int processes, const std::vector<std::string>& args, const std::string& log_name) {
+    std::vector<std::string> argv = {mpirun_, "-n", std::to_string(processes), "--oversubscribe", o_.real_binary};
+    argv.insert(argv.end(), args.begin(), args.end());
+    const std::string log_file = (work_ / log_name).string();
+    const int status = run_program({argv, log_file, ""});
+    if (status != 0) {
+      std::ifstream in(log_file);
+      std::string tail((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      if (tail.size() > 2000) tail = "..." + tail.substr(tail.size() - 2000);
+      throw std::runtime_error("validate --local: this run failed (status " + std::to_string(status) + "):\n  " +
+                               shell_words(argv) + " > " + shell_words({log_file}) + " 2>&1\n" + tail);
+    }
+    progress_->done("$ mpirun -n " + std::to_string(processes) + " " +
+                    shell_words(std::vector<std::string>(argv.begin() + 4, argv.end())));
+  }
+
+  // Calibration and bench probe where the processes' CPUs are (--probe-cores): a VM's vCPUs move for spells
+  // to cores that share no cache, so each launch waits from its first sample for the CPUs to be as near as
+  // earlier launches saw them (validate/placement.h).
+  std::vector<std::string> probe_args() const {
+    if (!seen_.active()) return {"--probe-cores"};
     char nearest[64];
-    std::snprintf(nearest, sizeof nearest, "%.1f", seen.nearest_ns());
-    return std::string(" --probe-cores --core-to-core-nearest ") + nearest;
-  };
-  double waited_s = 0;
+    std::snprintf(nearest, sizeof nearest, "%.1f", seen_.nearest_ns());
+    return {"--probe-cores", "--core-to-core-nearest", nearest};
+  }
   // A launch's probes: its nearest, and how long it waited for the CPUs to be near.
-  auto probes_of = [&](const std::string& file) {
+  void add_probes(const std::string& file) {
     const auto j = read_json_file(file);
     try {
-      seen.add_file(j);
-      if (j.contains("core_to_core")) waited_s += j.at("core_to_core").at("waited_s").get<double>();
+      seen_.add_file(j);
+      if (j.contains("core_to_core")) waited_s_ += j.at("core_to_core").at("waited_s").get<double>();
     } catch (const nlohmann::json::exception& e) {
       throw InputError({file, 0, 0, ""}, std::string("malformed core_to_core block: ") + e.what());
     }
-  };
-  // Each run launches a calibration, a bench per process count and a training.
-  Progress progress("ringsim validate --local", "launches", static_cast<std::size_t>(repeats * (o.ranks + 1)), log);
-  for (int run = 1; run <= repeats; ++run) {
+  }
+  static std::vector<std::string> with(std::vector<std::string> a, const std::vector<std::string>& b) {
+    a.insert(a.end(), b.begin(), b.end());
+    return a;
+  }
+
+  // The calibration fitted to DATA files, written to FILE with this machine's core count.
+  CalibrationResult write_overlay(const std::vector<std::string>& data, const std::string& file, double nearest_ns) {
+    Scenario two = base_;
+    two.cluster.gpus_per_node = 2;
+    const CalibrationResult fit = calibrate(catalog_, two, {data, {}, nearest_ns});
+    write_file_atomically(file, fit.overlay_yaml + "skus:\n  " + catalog_.sku(base_.cluster.sku).name +
+                                    ":\n    vcpus: " + std::to_string(cores_) +
+                                    "   # sysconf(_SC_NPROCESSORS_ONLN) on this machine\n");
+    return fit;
+  }
+
+  // A run: calibrate on what the validation does not measure (2 processes exchanging messages, on two
+  // cores and on one, and ping-pong; the reduction; memory copies), then measure what it did not fit on
+  // (ring allreduce on 2..N processes, and training iterations calibrated by this run).
+  Run measure(int run) {
     Run r;
     const std::string data = run_file("calibration", run);
-    calibrations.push_back(data);
+    calibrations_.push_back(data);
     r.overlay = std::filesystem::absolute(
-                    work / ("overlay" + (repeats > 1 ? "_run" + std::to_string(run) : std::string()) + ".yaml"))
+                    work_ / ("overlay" + (repeats_ > 1 ? "_run" + std::to_string(run) : std::string()) + ".yaml"))
                     .string();
     auto calibrate_run = [&] {
-      launch(mpirun, 2, real + " calibrate" + probe_args() + " -e " + size + " --json " + shell_quoted(data),
-             (work / "calibrate.log").string(), progress);
-      probes_of(data);
-      r.nearest_ns = seen.nearest_ns();
+      launch(2, with(with({"calibrate"}, probe_args()), {"-e", o_.max_bytes, "--json", data}), "calibrate.log");
+      add_probes(data);
+      r.nearest_ns = seen_.nearest_ns();
       write_overlay({data}, r.overlay, r.nearest_ns);
     };
     calibrate_run();
-    for (int p = 2; p <= o.ranks; ++p) {
+    for (int p = 2; p <= o_.ranks; ++p) {
       r.measured.push_back(run_file("bench_" + std::to_string(p) + "_ranks", run));
-      launch(mpirun, p,
-             real + " bench" + probe_args() + " -b 64K -e " + size + " -f 2 -n 10 -w 3 --no-baseline --json " +
-                 shell_quoted(r.measured.back()),
-             (work / "bench.log").string(), progress);
-      probes_of(r.measured.back());
+      launch(p,
+             with(with({"bench"}, probe_args()), {"-b", "64K", "-e", o_.max_bytes, "-f", "2", "-n", "10", "-w", "3",
+                                                  "--no-baseline", "--json", r.measured.back()}),
+             "bench.log");
+      add_probes(r.measured.back());
     }
     // A calibration taken before the launches had seen the CPUs this near measured the far placement
     // (its launch began there and it lasted): taken again, now waiting for the near one.
-    if (seen.active() && r.nearest_ns > seen.limit_ns()) {
-      progress.note("  (run " + std::to_string(run) + "'s calibration was taken with the CPUs " +
-                    std::to_string(static_cast<int>(r.nearest_ns)) + " ns apart, its benches " +
-                    std::to_string(static_cast<int>(seen.nearest_ns())) + " ns: calibrating again)");
-      progress.add(1);
+    if (seen_.active() && r.nearest_ns > seen_.limit_ns()) {
+      progress_->note("  (run " + std::to_string(run) + "'s calibration was taken with the CPUs " +
+                      std::to_string(static_cast<int>(r.nearest_ns)) + " ns apart, its benches " +
+                      std::to_string(static_cast<int>(seen_.nearest_ns())) + " ns: calibrating again)");
+      progress_->add(1);
       calibrate_run();
     }
-    r.sets = {"cluster.gpus_per_node=" + std::to_string(train_ranks), "calibration=" + r.overlay};
-    if (auto rate = stand_in_rate(catalog, base, r.overlay)) r.sets.push_back(*rate);
-    std::string set_args;
-    for (const auto& v : r.sets) set_args += " --set " + shell_quoted(v);
-    r.measured.push_back(run_file(train_name, run));
-    launch(mpirun, train_ranks,
-           real + " train" + probe_args() + " " + shell_quoted(o.scenario_file) + set_args +
-               " --compute-stand-in sleep --iterations " + std::to_string(o.train_iterations) + " --warmup 1 --json " +
-               shell_quoted(r.measured.back()),
-           (work / "train.log").string(), progress);
-    runs.push_back(std::move(r));
+    r.sets = {"cluster.gpus_per_node=" + std::to_string(train_ranks_), "calibration=" + r.overlay};
+    if (auto rate = stand_in_rate(catalog_, base_, r.overlay)) r.sets.push_back(*rate);
+    std::vector<std::string> train = with({"train"}, probe_args());
+    train.push_back(o_.scenario_file);
+    for (const auto& v : r.sets) train.insert(train.end(), {"--set", v});
+    r.measured.push_back(run_file("train_" + std::to_string(train_ranks_) + "_ranks", run));
+    launch(train_ranks_,
+           with(train, {"--compute-stand-in", "sleep", "--iterations", std::to_string(o_.train_iterations), "--warmup",
+                        "1", "--json", r.measured.back()}),
+           "train.log");
+    return r;
   }
 
   // Each run's measurements predicted from its calibration, with the nearest probe of all the launches: a
   // run whose calibration was fitted before its launches had seen the CPUs that near measured another
   // placement, and is left out.
-  std::vector<ValidationReport> reports;
-  std::vector<std::string> notes;
-  for (std::size_t i = 0; i < runs.size(); ++i) {
-    const Run& r = runs[i];
-    const std::string run = "run " + std::to_string(i + 1);
-    if (seen.active() && r.nearest_ns > seen.limit_ns()) {
-      char line[200];
-      std::snprintf(line, sizeof line,
-                    "%s left out: its calibration's nearest probe was %.0f ns, more than %.0f ns (the nearest of all "
-                    "launches, %.0f ns, times %g)",
-                    run.c_str(), r.nearest_ns, seen.limit_ns(), seen.nearest_ns(), seen.limit_ns() / seen.nearest_ns());
-      notes.push_back(line);
-      continue;
+  std::vector<ValidationReport> predict_runs(std::vector<std::string>& notes) const {
+    std::vector<ValidationReport> reports;
+    for (std::size_t i = 0; i < runs_.size(); ++i) {
+      const Run& r = runs_[i];
+      const std::string run = "run " + std::to_string(i + 1);
+      if (seen_.active() && r.nearest_ns > seen_.limit_ns()) {
+        char line[200];
+        std::snprintf(line, sizeof line,
+                      "%s left out: its calibration's nearest probe was %.0f ns, more than %.0f ns (the nearest of "
+                      "all launches, %.0f ns, times %g)",
+                      run.c_str(), r.nearest_ns, seen_.limit_ns(), seen_.nearest_ns(),
+                      seen_.limit_ns() / seen_.nearest_ns());
+        notes.push_back(line);
+        continue;
+      }
+      Catalog calibrated = catalog_;
+      calibrated.apply_overlay(r.overlay);
+      std::vector<Override> overrides;
+      for (const auto& v : r.sets) overrides.push_back(parse_override(v));
+      reports.push_back(validate_measured(calibrated, load_scenario(o_.scenario_file, calibrated, overrides),
+                                          r.measured, seen_.nearest_ns()));
+      for (const auto& n : reports.back().notes) notes.push_back(run + ": " + n);
+      write_file_atomically(run_file("validation", static_cast<int>(i + 1)), validation_json(reports.back()));
     }
-    Catalog calibrated = catalog;
-    calibrated.apply_overlay(r.overlay);
-    std::vector<Override> overrides;
-    for (const auto& v : r.sets) overrides.push_back(parse_override(v));
-    reports.push_back(validate_measured(calibrated, load_scenario(o.scenario_file, calibrated, overrides), r.measured,
-                                        seen.nearest_ns()));
-    for (const auto& n : reports.back().notes) notes.push_back(run + ": " + n);
-    write_file_atomically(run_file("validation", static_cast<int>(i + 1)), validation_json(reports.back()));
-  }
-  if (reports.empty())
-    throw std::runtime_error(
-        "validate --local: no run's calibration was taken with the CPUs as near as its launches "
-        "later saw them (files in " +
-        work.string() + ")");
-  if (seen.active()) {
-    char line[160];
-    std::snprintf(line, sizeof line, "placement: the launches waited %.1f s in all for the CPUs to be near", waited_s);
-    notes.push_back(line);
+    if (reports.empty())
+      throw std::runtime_error(
+          "validate --local: no run's calibration was taken with the CPUs as near as its launches "
+          "later saw them (files in " +
+          work_.string() + ")");
+    return reports;
   }
 
-  // The machine's calibration over all runs (the median per size), to keep: `ringsim predict --calibration`.
-  const CalibrationResult fit = write_overlay(calibrations, (work / "overlay.yaml").string(), seen.nearest_ns());
-  log << "  calibration over the " << repeats << " runs (" << (work / "overlay.yaml").string() << "):\n";
-  for (const auto& f : fit.fits) log << "  fit " << fit_summary(f) << "\n";
-  for (const auto& n : fit.notes) log << "  note: " << n << "\n";
-  // The training's fusion buffers are costed from the calibration's largest exchange where their ring's
-  // messages are larger, which predicts them too fast (validate/HISTORY.md): a note says so.
-  double largest = 0;
-  for (const auto& f : fit.fits)
-    for (const auto& p : f.data)
-      if (f.path_class == "same_socket" || f.path_class == "cross_socket") largest = std::max(largest, p.x_beta);
-  const double message = base.communication.fusion_threshold_bytes / train_ranks;
-  if (largest > 0 && message > largest)
-    notes.push_back("the training's fusion buffers (" + format_bytes(base.communication.fusion_threshold_bytes) +
-                    ") send messages of up to " + format_bytes(message) +
-                    ", larger than the largest calibrated exchange (" + format_bytes(largest) +
-                    "): their cost is extrapolated; raise --max-bytes");
-  if (const std::string floor = per_run_floor(reports); !floor.empty()) notes.push_back(floor);
-  ValidationReport r = median_over_runs(std::move(reports));
-  r.notes = notes;
-  r.title = "this machine (" + std::to_string(cores) + " cores), each run predicted from its own calibration (" +
-            std::to_string(repeats) + " runs, the median error's shown): " + base.name;
-  return r;
+  // The machine's calibration over all runs (the median per size), to keep: `ringsim predict
+  // --calibration`. Fusion buffers whose ring messages are larger than its largest exchange are costed by
+  // extrapolation, which predicts them too fast (validate/HISTORY.md): a note says so.
+  void machine_overlay(std::vector<std::string>& notes) {
+    const std::string file = (work_ / "overlay.yaml").string();
+    const CalibrationResult fit = write_overlay(calibrations_, file, seen_.nearest_ns());
+    log_ << "  calibration over the " << repeats_ << " runs (" << file << "):\n";
+    for (const auto& f : fit.fits) log_ << "  fit " << fit_summary(f) << "\n";
+    for (const auto& n : fit.notes) log_ << "  note: " << n << "\n";
+    double largest = 0;
+    for (const auto& f : fit.fits)
+      for (const auto& p : f.data)
+        if (f.path_class == "same_socket" || f.path_class == "cross_socket") largest = std::max(largest, p.x_beta);
+    const double message = base_.communication.fusion_threshold_bytes / train_ranks_;
+    if (largest > 0 && message > largest)
+      notes.push_back("the training's fusion buffers (" + format_bytes(base_.communication.fusion_threshold_bytes) +
+                      ") send messages of up to " + format_bytes(message) +
+                      ", larger than the largest calibrated exchange (" + format_bytes(largest) +
+                      "): their cost is extrapolated; raise --max-bytes");
+  }
+
+  const Catalog& catalog_;
+  const LocalValidationOptions& o_;
+  std::ostream& log_;
+  const int repeats_;
+  std::string mpirun_;
+  Scenario base_;
+  int cores_ = 1, train_ranks_ = 2;
+  std::filesystem::path work_;
+  std::optional<Progress> progress_;
+  PlacementFilter seen_;  // every launch's probes so far
+  double waited_s_ = 0;
+  std::vector<std::string> calibrations_;
+  std::vector<Run> runs_;
+};
+
+}  // namespace
+
+ValidationReport validate_local(const Catalog& catalog, const LocalValidationOptions& o, std::ostream& log) {
+  return LocalValidation(catalog, o, log).run();
 }
 
 }  // namespace ringsim

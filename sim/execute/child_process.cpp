@@ -1,10 +1,16 @@
 #include "execute/child_process.h"
 
+#include <fcntl.h>
+#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <stdexcept>
+
+extern char** environ;
 
 namespace ringsim {
 
@@ -43,6 +49,52 @@ std::string run_in_child(const std::function<std::string()>& f) {
   waitpid(pid, &status, 0);
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) throw std::runtime_error("child process failed: " + result);
   return result;
+}
+
+pid_t start_program(const Launch& l) {
+  if (l.argv.empty()) throw std::runtime_error("no program to start");
+  std::vector<std::string> args = l.argv;
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, l.stdout_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (l.stderr_file.empty())
+    posix_spawn_file_actions_adddup2(&fa, STDOUT_FILENO, STDERR_FILENO);
+  else
+    posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, l.stderr_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid = 0;
+  const int rc = posix_spawnp(&pid, argv[0], &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) throw std::runtime_error("cannot start " + l.argv[0] + ": " + std::strerror(rc));
+  return pid;
+}
+
+int run_program(const Launch& l) {
+  const pid_t pid = start_program(l);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) throw std::runtime_error("waiting for " + l.argv[0] + ": " + std::strerror(errno));
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+std::string shell_words(const std::vector<std::string>& argv) {
+  std::string out;
+  for (const auto& a : argv) {
+    const bool plain = !a.empty() && a.find_first_not_of(
+                                         "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                         "0123456789_-+=.,/:@%") == std::string::npos;
+    if (!out.empty()) out += ' ';
+    if (plain) {
+      out += a;
+      continue;
+    }
+    out += '\'';
+    for (char c : a) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    out += '\'';
+  }
+  return out;
 }
 
 }  // namespace ringsim

@@ -1,14 +1,32 @@
-// Runs a function in a forked child process and returns the text it produced. SimGrid allows one engine
-// per process, so every caller that runs more than one simulation (validate, tests, benchmarks) runs
-// each in a child.
+// Child processes. A function run in a forked child, returning the text it produced: SimGrid allows one
+// engine per process, so every caller that runs more than one simulation (validate, tests, benchmarks)
+// runs each in a child. And programs started from an argument vector, with no shell between (plan and
+// sweep's points, validate --local's mpirun launches).
 #pragma once
+
+#include <sys/types.h>
 
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace ringsim {
 
 // Throws std::runtime_error with the child's message when it throws or dies.
 std::string run_in_child(const std::function<std::string()>& f);
+
+// A program and its arguments (argv[0] looked up in PATH), its standard output and error sent to files.
+struct Launch {
+  std::vector<std::string> argv;
+  std::string stdout_file = "/dev/null";
+  std::string stderr_file;  // empty: with the standard output
+};
+
+// Starts the program; throws std::runtime_error when it cannot be started.
+pid_t start_program(const Launch& l);
+// Starts the program and waits for it: its exit status, or 128 + the signal that ended it.
+int run_program(const Launch& l);
+// The argument vector as a shell would read it back, for messages: each word quoted where it needs to be.
+std::string shell_words(const std::vector<std::string>& argv);
 
 }  // namespace ringsim

@@ -1,7 +1,5 @@
 #include "plan/point_runner.h"
 
-#include <fcntl.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -14,9 +12,8 @@
 #include <map>
 #include <stdexcept>
 
+#include "execute/child_process.h"
 #include "report/progress.h"
-
-extern char** environ;
 
 namespace ringsim {
 
@@ -39,18 +36,8 @@ void run_predict_points(const PointRunOptions& o, const std::vector<PredictPoint
     }
     args.push_back("--json");
     args.push_back((tmp / (std::to_string(p.index) + ".json")).string());
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
     const std::string err = (tmp / (std::to_string(p.index) + ".err")).string();
-    posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    pid_t pid = 0;
-    const int rc = posix_spawn(&pid, o.self.c_str(), &fa, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&fa);
-    if (rc != 0) throw std::runtime_error("cannot start " + o.self);
+    const pid_t pid = start_program({args, "/dev/null", err});
     running[pid] = &p;
   };
   Progress progress("ringsim " + o.label, "points", points.size(), std::cerr);
