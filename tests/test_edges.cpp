@@ -150,7 +150,7 @@ TEST_CASE("edges: the runs that never ended before (issue 30) finish or are refu
   }
 }
 
-TEST_CASE("edges: plan's numeric options at their edges", "[edges]") {
+TEST_CASE("edges: plan's numeric options at their edges", "[edges][many_runs]") {
   const std::string base = "plan " + kScenarios + "/resnet50_imagenet_plan.yaml --skus NC24rs_v3 --nodes 1,2 -j 1";
   for (const std::string opt : {"--deadline", "--budget", "--headroom", "--top", "--nodes"})
     for (const std::string v : {"0", "-1", "1e-300", "1e300", "nan", "4294967297"}) {

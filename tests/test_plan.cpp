@@ -241,7 +241,8 @@ TEST_CASE("plan: the answer worked out by hand, and the quota request it ends wi
   fs::remove_all(dir);
 }
 
-TEST_CASE("plan: the same plan with one job and with two, flags for the seeds' questions", "[plan]") {
+TEST_CASE("plan: the same plan with one job and with two, flags for the seeds' questions",
+          "[plan][many_runs]") {
   const fs::path dir = temp_dir("det");
   const std::string args =
       " --deadline 24h --skus NC24rs_v3,NC24s_v3,NC24r --nodes 1,2,4 --strategies ring,parameter_server";

@@ -253,7 +253,7 @@ TEST_CASE("ring on one NC24rs_v3 crosses its PCIe links and a second node moves 
   CHECK(j2["bottleneck"]["link"].get<std::string>().find("ib0") != std::string::npos);
 }
 
-TEST_CASE("flow and step fidelities agree within 2 % on every bundled scenario up to 64 GPUs", "[sim]") {
+TEST_CASE("flow and step fidelities agree within 2 % on every bundled scenario up to 64 GPUs", "[sim][many_runs]") {
   const std::string dir = RINGSIM_TEST_SCENARIOS;
   for (const char* f : {"landolakes_cifar10_2x_nc24rs_v3.yaml", "resnet50_imagenet_8x_nc24rs_v3.yaml",
                         "resnet50_imagenet_nccl_tcp_4x_nc24s_v3.yaml", "sharcnet_alexnet_caffe_monk.yaml"}) {
@@ -587,7 +587,8 @@ TEST_CASE("channels: NCCL rings across DGX-1 nodes use all four NICs", "[simulat
   CHECK(one.at("duration") / spread.at("duration") > 3.0);
 }
 
-TEST_CASE("work estimate: the flow fidelity runs the estimated transfers, the graph size is exact", "[simulator]") {
+TEST_CASE("work estimate: the flow fidelity runs the estimated transfers, the graph size is exact",
+          "[simulator][many_runs]") {
   const std::string file = std::string(RINGSIM_TEST_SCENARIOS) + "/resnet50_imagenet_8x_nc24rs_v3.yaml";
   const Scenario base = load_scenario(file, test::catalog());
   // Without fusion every tensor is one collective, so the count is exact: 161 tensors x 2(p-1) steps x p
