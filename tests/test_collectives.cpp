@@ -180,7 +180,7 @@ TEST_CASE("hierarchical allreduce: local reduce, ring among roots, local broadca
   auto c = make_hierarchical_allreduce(3, 4, 4 * 120, 4, Space::Device);
   RankStep st;
   for (const auto& run : c->runs()) {
-    if (run.phase != "cross_reduce_scatter") continue;
+    if (run.phase != Phase::CrossReduceScatter) continue;
     for (int m = 0; m < c->members(); ++m) {
       c->rank_step(m, run.first, st);
       REQUIRE(st.sends.size() == (m % 4 == 0 ? 1u : 0u));

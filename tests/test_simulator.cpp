@@ -74,7 +74,7 @@ class OneTransfer final : public collective::Collective {
   std::string_view algorithm() const override { return "one_transfer"; }
   int members() const override { return 2; }
   int steps() const override { return 1; }
-  std::vector<collective::StepRun> runs() const override { return {{0, 1, "send"}}; }
+  std::vector<collective::StepRun> runs() const override { return {{0, 1, collective::Phase::Push}}; }
   Space home_space(int) const override { return Space::Device; }
   void rank_step(int m, int, collective::RankStep& out) const override {
     out.clear();

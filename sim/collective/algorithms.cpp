@@ -8,6 +8,48 @@ namespace ringsim::collective {
 
 std::string_view to_string(Space s) { return s == Space::Device ? "device" : "host"; }
 
+std::string_view to_string(Phase p) {
+  switch (p) {
+    case Phase::CopyToHost:
+      return "copy_to_host";
+    case Phase::CopyToDevice:
+      return "copy_to_device";
+    case Phase::ReduceScatter:
+      return "reduce_scatter";
+    case Phase::Allgather:
+      return "allgather";
+    case Phase::Fold:
+      return "fold";
+    case Phase::Unfold:
+      return "unfold";
+    case Phase::LocalReduceScatter:
+      return "local_reduce_scatter";
+    case Phase::LocalGather:
+      return "local_gather";
+    case Phase::LocalScatter:
+      return "local_scatter";
+    case Phase::LocalAllgather:
+      return "local_allgather";
+    case Phase::CrossReduceScatter:
+      return "cross_reduce_scatter";
+    case Phase::CrossAllgather:
+      return "cross_allgather";
+    case Phase::CrossFold:
+      return "cross_fold";
+    case Phase::CrossUnfold:
+      return "cross_unfold";
+    case Phase::LocalReduce:
+      return "local_reduce";
+    case Phase::Push:
+      return "push";
+    case Phase::Pull:
+      return "pull";
+    case Phase::LocalBroadcast:
+      return "local_broadcast";
+  }
+  return "unknown";
+}
+
 Chunking::Chunking(std::uint64_t bytes, int parts, int element_bytes_) : element_bytes(element_bytes_) {
   if (parts < 1 || element_bytes < 1 || bytes % element_bytes != 0)
     throw std::invalid_argument("chunking: bytes must be a whole number of elements and parts >= 1");
@@ -66,13 +108,13 @@ struct HalvingDoubling {
 };
 
 template <class MemberOf>
-void halving_doubling_step(const HalvingDoubling& hd, int i, std::string_view phase, int k, const Chunking& ch,
-                           Space space, MemberOf member, RankStep& out) {
+void halving_doubling_step(const HalvingDoubling& hd, int i, Phase phase, int k, const Chunking& ch, Space space,
+                           MemberOf member, RankStep& out) {
   const int me = member(i);
   const std::uint64_t all = ch.offset(hd.p2);
-  if (phase == "fold" || phase == "unfold") {
+  if (phase == Phase::Fold || phase == Phase::Unfold) {
     if (i >= 2 * hd.extra) return;
-    const bool fold = phase == "fold";
+    const bool fold = phase == Phase::Fold;
     const bool sender = fold ? i % 2 == 0 : i % 2 == 1;
     const int peer = member(sender == fold ? i + 1 : i - 1);
     const Transfer t =
@@ -86,7 +128,7 @@ void halving_doubling_step(const HalvingDoubling& hd, int i, std::string_view ph
     return std::pair{ch.offset(first_chunk), ch.offset(first_chunk + chunks) - ch.offset(first_chunk)};
   };
   int keep_first = 0, send_first = 0, chunks = 0, peer_v = 0;
-  const bool scatter = phase == "reduce_scatter";
+  const bool scatter = phase == Phase::ReduceScatter;
   if (scatter) {  // step k: the segment of 2d chunks holding v splits; keep v's half, send the other
     const int d = hd.p2 >> (k + 1), lo = v & ~(2 * d - 1);
     peer_v = v ^ d;
@@ -114,25 +156,41 @@ void copy_step(int me, std::uint64_t bytes, Space from, Space to, RankStep& out)
 }
 
 // The host data path's first and last steps: the whole buffer copied device -> host, host -> device.
-bool staging_step(std::string_view phase, int m, std::uint64_t bytes, RankStep& out) {
-  if (phase == "copy_to_host")
+bool staging_step(Phase phase, int m, std::uint64_t bytes, RankStep& out) {
+  if (phase == Phase::CopyToHost)
     copy_step(m, bytes, Space::Device, Space::Host, out);
-  else if (phase == "copy_to_device")
+  else if (phase == Phase::CopyToDevice)
     copy_step(m, bytes, Space::Host, Space::Device, out);
   else
     return false;
   return true;
 }
 
+// A cross-node phase of the hierarchical allreduce as the halving-doubling phase its roots run.
+Phase uncrossed(Phase p) {
+  switch (p) {
+    case Phase::CrossFold:
+      return Phase::Fold;
+    case Phase::CrossReduceScatter:
+      return Phase::ReduceScatter;
+    case Phase::CrossAllgather:
+      return Phase::Allgather;
+    case Phase::CrossUnfold:
+      return Phase::Unfold;
+    default:
+      return p;
+  }
+}
+
 // Phases laid out one after another; a phase is a run of identical steps.
 struct Phases {
-  struct Phase {
-    std::string_view name;
+  struct Run {
+    Phase name;
     int count;
     int first_index;  // the index within the phase of its first step (a phase split into single steps)
   };
-  std::vector<Phase> list;
-  void add(std::string_view name, int count, int first_index = 0) {
+  std::vector<Run> list;
+  void add(Phase name, int count, int first_index = 0) {
     if (count > 0) list.push_back({name, count, first_index});
   }
   int steps() const {
@@ -141,7 +199,7 @@ struct Phases {
     return n;
   }
   // Which phase step `s` is in, and its index within the phase.
-  std::pair<std::string_view, int> locate(int s) const {
+  std::pair<Phase, int> locate(int s) const {
     for (const auto& p : list) {
       if (s < p.count) return {p.name, p.first_index + s};
       s -= p.count;
@@ -160,9 +218,9 @@ struct Phases {
 };
 
 // The phases of halving-doubling, each step its own run (partners and sizes change every step); the
-// names are the four given (the hierarchical allreduce prefixes them with "cross_").
-void add_halving_doubling_phases(Phases& phases, const HalvingDoubling& hd, std::string_view fold,
-                                 std::string_view scatter, std::string_view gather, std::string_view unfold) {
+// phases are the four given (the hierarchical allreduce's are its cross-node ones).
+void add_halving_doubling_phases(Phases& phases, const HalvingDoubling& hd, Phase fold, Phase scatter, Phase gather,
+                                 Phase unfold) {
   if (hd.n < 2) return;
   if (hd.extra > 0) phases.add(fold, 1);
   for (int k = 0; k < hd.log2p; ++k) phases.add(scatter, 1, k);
@@ -199,10 +257,10 @@ class RingAllreduce final : public Collective {
       rings_.push_back(std::move(r));
     }
     const bool staged = space == Space::Host && p > 1;
-    if (staged) phases_.add("copy_to_host", 1);
-    if (part != RingPart::Allgather) phases_.add("reduce_scatter", p - 1);
-    if (part != RingPart::ReduceScatter) phases_.add("allgather", p - 1);
-    if (staged) phases_.add("copy_to_device", 1);
+    if (staged) phases_.add(Phase::CopyToHost, 1);
+    if (part != RingPart::Allgather) phases_.add(Phase::ReduceScatter, p - 1);
+    if (part != RingPart::ReduceScatter) phases_.add(Phase::Allgather, p - 1);
+    if (staged) phases_.add(Phase::CopyToDevice, 1);
   }
   std::string_view algorithm() const override {
     return part_ == RingPart::Allreduce       ? "ring_allreduce"
@@ -217,7 +275,7 @@ class RingAllreduce final : public Collective {
     out.clear();
     auto [phase, i] = phases_.locate(s);
     if (staging_step(phase, m, bytes_, out)) return;
-    const int ring_step = phase == "reduce_scatter" ? i : (p_ - 1) + i;
+    const int ring_step = phase == Phase::ReduceScatter ? i : (p_ - 1) + i;
     for (std::size_t c = 0; c < rings_.size(); ++c) {
       const Ring& r = rings_[c];
       ring_allreduce_step(
@@ -263,19 +321,19 @@ class HierarchicalAllreduce final : public Collective {
       lpos_[lorder_[i]] = i;
     }
     const bool staged = space == Space::Host && nodes * local > 1;
-    if (staged) phases_.add("copy_to_host", 1);
-    phases_.add("local_reduce_scatter", local - 1);
-    phases_.add("local_gather", local > 1 ? 1 : 0);
+    if (staged) phases_.add(Phase::CopyToHost, 1);
+    phases_.add(Phase::LocalReduceScatter, local - 1);
+    phases_.add(Phase::LocalGather, local > 1 ? 1 : 0);
     if (cross == CrossNode::Ring) {
-      phases_.add("cross_reduce_scatter", nodes - 1);
-      phases_.add("cross_allgather", nodes - 1);
+      phases_.add(Phase::CrossReduceScatter, nodes - 1);
+      phases_.add(Phase::CrossAllgather, nodes - 1);
     } else {
-      add_halving_doubling_phases(phases_, hd_, "cross_fold", "cross_reduce_scatter", "cross_allgather",
-                                  "cross_unfold");
+      add_halving_doubling_phases(phases_, hd_, Phase::CrossFold, Phase::CrossReduceScatter, Phase::CrossAllgather,
+                                  Phase::CrossUnfold);
     }
-    phases_.add("local_scatter", local > 1 ? 1 : 0);
-    phases_.add("local_allgather", local - 1);
-    if (staged) phases_.add("copy_to_device", 1);
+    phases_.add(Phase::LocalScatter, local > 1 ? 1 : 0);
+    phases_.add(Phase::LocalAllgather, local - 1);
+    if (staged) phases_.add(Phase::CopyToDevice, 1);
   }
   std::string_view algorithm() const override {
     return cross_ == CrossNode::Ring ? "hierarchical_allreduce" : "hierarchical_halving_doubling_allreduce";
@@ -291,13 +349,14 @@ class HierarchicalAllreduce final : public Collective {
     const int l = lpos_[m % local_];  // position in the node's ring
     auto local_member = [&](int k) { return node * L + lorder_[k]; };
     if (staging_step(phase, m, bytes_, out)) return;
-    if (phase == "local_reduce_scatter") return ring_allreduce_step(l, L, i, local_chunks_, space_, local_member, out);
-    if (phase == "local_allgather")
+    if (phase == Phase::LocalReduceScatter)
+      return ring_allreduce_step(l, L, i, local_chunks_, space_, local_member, out);
+    if (phase == Phase::LocalAllgather)
       return ring_allreduce_step(l, L, (L - 1) + i, local_chunks_, space_, local_member, out);
-    if (phase == "local_gather" || phase == "local_scatter") {
+    if (phase == Phase::LocalGather || phase == Phase::LocalScatter) {
       // After the local reduce-scatter, local member k holds chunk (k + 1) mod L; the gather brings every
       // chunk to local member 0, the scatter hands them back before the allgather.
-      const bool gather = phase == "local_gather";
+      const bool gather = phase == Phase::LocalGather;
       const int root = local_member(0);
       auto xfer = [&](int k) {
         const int c = mod(k + 1, L);
@@ -315,9 +374,8 @@ class HierarchicalAllreduce final : public Collective {
     if (l != 0) return;
     if (cross_ == CrossNode::HalvingDoubling)
       return halving_doubling_step(
-          hd_, node, phase.substr(std::string_view("cross_").size()), i, node_chunks_, space_,
-          [&](int k) { return k * L; }, out);
-    const int ring_step = phase == "cross_reduce_scatter" ? i : (nodes_ - 1) + i;
+          hd_, node, uncrossed(phase), i, node_chunks_, space_, [&](int k) { return k * L; }, out);
+    const int ring_step = phase == Phase::CrossReduceScatter ? i : (nodes_ - 1) + i;
     ring_allreduce_step(
         node, nodes_, ring_step, node_chunks_, space_, [&](int k) { return k * L; }, out);
   }
@@ -337,9 +395,9 @@ class HalvingDoublingAllreduce final : public Collective {
   HalvingDoublingAllreduce(int p, std::uint64_t bytes, int element_bytes, Space space)
       : Collective(bytes), hd_(p), space_(space), chunks_(bytes, hd_.p2, element_bytes) {
     const bool staged = space == Space::Host && p > 1;
-    if (staged) phases_.add("copy_to_host", 1);
-    add_halving_doubling_phases(phases_, hd_, "fold", "reduce_scatter", "allgather", "unfold");
-    if (staged) phases_.add("copy_to_device", 1);
+    if (staged) phases_.add(Phase::CopyToHost, 1);
+    add_halving_doubling_phases(phases_, hd_, Phase::Fold, Phase::ReduceScatter, Phase::Allgather, Phase::Unfold);
+    if (staged) phases_.add(Phase::CopyToDevice, 1);
   }
   std::string_view algorithm() const override { return "halving_doubling_allreduce"; }
   int members() const override { return hd_.n; }
@@ -380,7 +438,7 @@ class ParameterServerExchange final : public Collective {
   std::string_view algorithm() const override { return on_workers_ ? "parameter_server_on_gpus" : "parameter_server"; }
   int members() const override { return workers_ + (on_workers_ ? 0 : static_cast<int>(shards_.size())); }
   int steps() const override { return 2; }
-  std::vector<StepRun> runs() const override { return {{0, 1, "push"}, {1, 1, "pull"}}; }
+  std::vector<StepRun> runs() const override { return {{0, 1, Phase::Push}, {1, 1, Phase::Pull}}; }
   Space home_space(int m) const override { return m < workers_ ? worker_space_ : Space::Host; }
   void rank_step(int m, int s, RankStep& out) const override {
     out.clear();
@@ -429,7 +487,7 @@ class NodeAggregatedParameterServer final : public Collective {
   int members() const override { return workers() + static_cast<int>(shards_.size()); }
   int steps() const override { return 4; }
   std::vector<StepRun> runs() const override {
-    return {{0, 1, "local_reduce"}, {1, 1, "push"}, {2, 1, "pull"}, {3, 1, "local_broadcast"}};
+    return {{0, 1, Phase::LocalReduce}, {1, 1, Phase::Push}, {2, 1, Phase::Pull}, {3, 1, Phase::LocalBroadcast}};
   }
   Space home_space(int m) const override { return m < workers() ? worker_space_ : Space::Host; }
   void rank_step(int m, int s, RankStep& out) const override {

@@ -40,11 +40,36 @@ struct RankStep {
   }
 };
 
+// The phases collectives run in: staging copies, the ring's and halving-doubling's halves, the
+// hierarchical allreduce's local and cross-node parts, the parameter servers' push and pull.
+enum class Phase : std::uint8_t {
+  CopyToHost,
+  CopyToDevice,
+  ReduceScatter,
+  Allgather,
+  Fold,
+  Unfold,
+  LocalReduceScatter,
+  LocalGather,
+  LocalScatter,
+  LocalAllgather,
+  CrossReduceScatter,
+  CrossAllgather,
+  CrossFold,
+  CrossUnfold,
+  LocalReduce,
+  Push,
+  Pull,
+  LocalBroadcast,
+};
+// The name reports and traces show: "copy_to_host", "reduce_scatter", "cross_allgather", ...
+std::string_view to_string(Phase p);
+
 // Consecutive steps whose communication pattern is the same (same pairs and byte counts up to which chunk
 // each pair carries): a step-level evaluator evaluates `first` and counts it `count` times.
 struct StepRun {
   int first = 0, count = 0;
-  std::string_view phase;  // "reduce_scatter", "allgather", "push", ...
+  Phase phase = Phase::ReduceScatter;
 };
 
 class Collective {

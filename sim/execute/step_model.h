@@ -23,7 +23,7 @@ struct Flow {
 double flows_duration(const std::vector<Flow>& flows, const CommModel& cm);
 
 struct RunCost {
-  std::string_view phase;
+  collective::Phase phase = collective::Phase::ReduceScatter;
   int count = 0;
   double step_s = 0;  // one step: transfers plus the slowest member's reduction and update
   int transfers = 0;  // messages in one step
