@@ -78,6 +78,17 @@ TEST_CASE("calibrate: nccl-tests all_reduce_perf output is read and fitted as a 
   CHECK_THAT(msg, Catch::Contains("x.txt: error: no nccl-tests result rows found"));
 }
 
+TEST_CASE("calibrate: an nccl-tests header naming root after the time is refused at a short row", "[calibrate]") {
+  // Found by fuzz_measurements: the root column was read past the end of the row.
+  const std::string text =
+      "#  Rank  0 Group  0 Pid  1 on  h device  0 [0x1a] V100\n"
+      "#       size   count   type   redop   time   algbw   busbw  #wrong   root\n"
+      "        1024     256  float     sum   10.0    0.10    0.10       0\n";
+  const std::string msg = test::input_error_of([&] { parse_nccl_tests(text, "root.txt"); });
+  CHECK_THAT(msg, Catch::Contains("root.txt:3:"));
+  CHECK_THAT(msg, Catch::Contains("expected an nccl-tests result row of at least 9 columns"));
+}
+
 TEST_CASE("calibrate: an allreduce across DGX-1 nodes shares its bus bandwidth among the four rails", "[calibrate]") {
   const std::string nccl = temp("ringsim_nccl_tests_rails_");
   std::ofstream(nccl) << nccl_tests_text(20e-6, 47e9, 8);  // 2 x 8 GPUs at 47 GB/s busbw

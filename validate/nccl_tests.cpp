@@ -200,7 +200,8 @@ void Reader::line(std::string_view raw, int line_no) {
 
 void Reader::row(const std::vector<std::string>& t, int line_no) {
   const Columns c = columns_ ? *columns_ : columns_from_width(t.size());
-  const std::size_t need = static_cast<std::size_t>(std::max(c.time + 3, c.wrong + 1));
+  // Every column read: a header may name redop or root after the time (fuzzed: they were read past the row).
+  const std::size_t need = static_cast<std::size_t>(std::max({c.time + 3, c.wrong + 1, c.redop + 1, c.root + 1}));
   if (c.time < 3 || t.size() < need)
     fail(line_no, "expected an nccl-tests result row of at least " + std::to_string(std::max<std::size_t>(need, 9)) +
                       " columns (size count type ... time algbw busbw #wrong), got " + std::to_string(t.size()) +
