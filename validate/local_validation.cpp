@@ -218,7 +218,7 @@ class LocalValidation {
     std::vector<std::string> argv = {mpirun_, "-n", std::to_string(processes), "--oversubscribe", o_.real_binary};
     argv.insert(argv.end(), args.begin(), args.end());
     const std::string log_file = (work_ / log_name).string();
-    const int status = run_program({argv, log_file, ""});
+    const int status = run_program({argv, log_file, "", {}});
     if (status != 0) {
       std::ifstream in(log_file);
       std::string tail((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

@@ -1,6 +1,5 @@
 #include "emulate/emulate_run.h"
 
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,6 +12,7 @@
 #include <stdexcept>
 
 #include "emulate/emulation_spec.h"
+#include "execute/child_process.h"
 #include "execute/comm_model.h"
 #include "execute/emulation_profile.h"
 #include "execute/platform_builder.h"
@@ -22,8 +22,6 @@
 #include "load/scenario.h"
 #include "load/units.h"
 #include "report/output_file.h"
-
-extern char** environ;
 
 namespace fs = std::filesystem;
 
@@ -63,21 +61,8 @@ class TempDir {
 };
 
 int spawn_and_wait(const std::vector<std::string>& args, const std::vector<std::string>& extra_env) {
-  std::vector<char*> argv;
-  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  std::vector<std::string> env_strings = extra_env;
-  for (char** e = environ; *e; ++e) env_strings.emplace_back(*e);
-  std::vector<char*> envp;
-  for (auto& e : env_strings) envp.push_back(e.data());
-  envp.push_back(nullptr);
   std::cout.flush();
-  pid_t pid = 0;
-  if (posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), envp.data()) != 0)
-    throw std::runtime_error("cannot start " + args[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return run_program({args, "", "", extra_env});
 }
 
 std::string read_text(const fs::path& p) {

@@ -53,19 +53,24 @@ std::string run_in_child(const std::function<std::string()>& f) {
 
 pid_t start_program(const Launch& l) {
   if (l.argv.empty()) throw std::runtime_error("no program to start");
-  std::vector<std::string> args = l.argv;
-  std::vector<char*> argv;
+  std::vector<std::string> args = l.argv, env = l.extra_env;
+  for (char** e = environ; *e; ++e) env.emplace_back(*e);
+  std::vector<char*> argv, envp;
   for (auto& a : args) argv.push_back(a.data());
+  for (auto& e : env) envp.push_back(e.data());
   argv.push_back(nullptr);
+  envp.push_back(nullptr);
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, l.stdout_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (l.stderr_file.empty())
+  const int flags = O_WRONLY | O_CREAT | O_TRUNC;
+  if (!l.stdout_file.empty()) posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, l.stdout_file.c_str(), flags, 0644);
+  if (!l.stderr_file.empty())
+    posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, l.stderr_file.c_str(), flags, 0644);
+  else if (!l.stdout_file.empty())
     posix_spawn_file_actions_adddup2(&fa, STDOUT_FILENO, STDERR_FILENO);
-  else
-    posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, l.stderr_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  std::fflush(nullptr);  // what this process buffered comes before the child's output
   pid_t pid = 0;
-  const int rc = posix_spawnp(&pid, argv[0], &fa, nullptr, argv.data(), environ);
+  const int rc = posix_spawnp(&pid, argv[0], &fa, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&fa);
   if (rc != 0) throw std::runtime_error("cannot start " + l.argv[0] + ": " + std::strerror(rc));
   return pid;

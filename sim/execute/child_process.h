@@ -15,11 +15,13 @@ namespace ringsim {
 // Throws std::runtime_error with the child's message when it throws or dies.
 std::string run_in_child(const std::function<std::string()>& f);
 
-// A program and its arguments (argv[0] looked up in PATH), its standard output and error sent to files.
+// A program and its arguments (argv[0] looked up in PATH), its standard output and error sent to files
+// or left with this process's, and variables set in its environment beyond this process's own.
 struct Launch {
   std::vector<std::string> argv;
-  std::string stdout_file = "/dev/null";
-  std::string stderr_file;  // empty: with the standard output
+  std::string stdout_file;             // empty: this process's
+  std::string stderr_file;             // empty: with the standard output
+  std::vector<std::string> extra_env;  // "NAME=value", ahead of this process's environment
 };
 
 // Starts the program; throws std::runtime_error when it cannot be started.

@@ -37,7 +37,7 @@ void run_predict_points(const PointRunOptions& o, const std::vector<PredictPoint
     args.push_back("--json");
     args.push_back((tmp / (std::to_string(p.index) + ".json")).string());
     const std::string err = (tmp / (std::to_string(p.index) + ".err")).string();
-    const pid_t pid = start_program({args, "/dev/null", err});
+    const pid_t pid = start_program({args, "/dev/null", err, {}});
     running[pid] = &p;
   };
   Progress progress("ringsim " + o.label, "points", points.size(), std::cerr);
