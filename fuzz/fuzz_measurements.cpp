@@ -6,10 +6,10 @@
 #include <filesystem>
 #include <fstream>
 
+#include "calibrate/calibrate.h"
+#include "calibrate/nccl_tests.h"
 #include "fuzz_common.h"
-#include "validate/calibration_fit.h"
 #include "validate/horovod_timeline.h"
-#include "validate/nccl_tests.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);

@@ -4,13 +4,16 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
+#include "calibrate/calibrate.h"
+#include "calibrate/effect.h"
+#include "calibrate/nccl_tests.h"
+#include "load/overlay.h"
 #include "load/scenario.h"
 #include "test_support.h"
-#include "validate/calibration_fit.h"
 #include "validate/horovod_timeline.h"
-#include "validate/nccl_tests.h"
 #include "validate/validation.h"
 
 using namespace ringsim;
@@ -171,6 +174,69 @@ TEST_CASE("calibrate: a bad overlay is reported with file, line and column", "[c
   std::ofstream(overlay) << "libraries:\n  mpi:\n    paths:\n      infiniband: {bandwidth_fraction: 2}\n";
   CHECK_THAT(test::input_error_of([&] { c.apply_overlay(overlay); }), Catch::Contains("must be between 0.01 and 1"));
   std::remove(overlay.c_str());
+}
+
+TEST_CASE("calibrate: an overlay written is read back by the catalog's parsers to the same figures", "[calibrate]") {
+  CatalogOverlay o;
+  o.header = {"written by the test", "  a second line"};
+  LibraryOverlay& mpi = o.libraries["mpi"];
+  mpi.collective_overhead = 3.25e-6;
+  mpi.host_reduction_rate = 1.6e10;
+  mpi.host_reduction_regimes = {{{1, 2e10}, {65536, 1.23456789e10}}};
+  mpi.host_reduction_regimes_by = RegimeKey::Footprint;
+  PathOverlay& intra = mpi.paths["intra_node"];
+  intra.bandwidth_fraction = 0.1 + 0.2;  // a double without a short decimal form
+  intra.message_overhead = 0;
+  intra.regimes = {{{1, 1, 0}, {4096, 0.5, 1e-6}, {1 << 20, 0.25, 2.5e-6}}};
+  intra.regimes_by = RegimeKey::Footprint;
+  intra.protocol_overheads = {{{4096, 2e-6}}};
+  o.libraries["nccl"].paths["ethernet"].bandwidth_fraction = 0.75;
+  o.link_classes["shm_process"] = {1.2e10, 5e-7};
+  o.gpus["cpu-process"] = {4e10, {{{65536, 2e10}, {1 << 20, 1.5e10}}}, 7e-6, 4e-6};
+  o.skus["local-host"].vcpus = 2;
+  o.comments["libraries.mpi.paths.intra_node"] = "a comment: with a colon, # and a hash";
+  o.comments["gpus.cpu-process"] = "copies";
+
+  const std::string file = temp("ringsim_overlay_round_trip_") + ".yaml";
+  std::ofstream(file) << o.to_yaml();
+  Catalog c = test::catalog();
+  const CatalogOverlay back = c.read_overlay(file);
+  INFO(o.to_yaml());
+  CHECK(back.same_figures(o));
+  CHECK(back.to_yaml().find("#") == std::string::npos);  // comments are for people, not read back
+
+  // Applied, the catalog's figures are the overlay's, and the ones it leaves unset stay.
+  const double ib_fraction = c.library("mpi").infiniband.bandwidth_fraction;
+  c.apply(back);
+  const LibraryProfile& lib = c.library("mpi");
+  CHECK(lib.collective_overhead == 3.25e-6);
+  CHECK(lib.host_reduction_rate_for(1 << 16) == 1.23456789e10);
+  CHECK(lib.intra_node.bandwidth_fraction == 0.1 + 0.2);
+  CHECK(lib.intra_node.regimes() == *intra.regimes);
+  CHECK(lib.intra_node.protocol_overhead(8192) == 2e-6);
+  CHECK(lib.infiniband.bandwidth_fraction == ib_fraction);
+  CHECK(c.library("nccl").ethernet.bandwidth_fraction == 0.75);
+  CHECK(c.link("shm_process").bandwidth == 1.2e10);
+  CHECK(c.gpu("cpu-process").cross_core_handoff == 4e-6);
+  CHECK(c.gpu("cpu-process").copy_time(1 << 20) == Approx((1 << 20) / 1.5e10));
+  CHECK(c.sku("local-host").vcpus == 2);
+  std::remove(file.c_str());
+}
+
+TEST_CASE("calibrate: every effect in the registry says what it measures, fits, writes and what reads it",
+          "[calibrate]") {
+  std::set<std::string> names;
+  for (const Effect& e : calibration_effects()) {
+    INFO(e.name);
+    CHECK(names.insert(e.name).second);
+    CHECK(std::string(e.measures).size() > 10);
+    CHECK(std::string(e.fit).size() > 10);
+    CHECK(std::string(e.cost_term).size() > 10);
+    CHECK(!e.overlay_keys.empty());
+    CHECK(e.apply != nullptr);
+  }
+  CHECK(names.size() >= 6);
+  CHECK_THAT(effects_table(), Catch::Contains("host_reduction\n  measures:"));
 }
 
 TEST_CASE("validate: a Horovod timeline is read into buffers and iteration cadence", "[validate]") {

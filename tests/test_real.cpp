@@ -404,7 +404,7 @@ TEST_CASE("real + validate --local: each run calibrates, then measures and predi
   const auto j = nlohmann::json::parse(in);
   // 64, 128 and 256 KiB on 2 and 3 processes, and the training iteration's three figures.
   // A run is left out where its calibration was taken with the CPUs farther apart than twice the nearest
-  // probe of all launches (validate/placement.h); validate --local calibrates such a run again, so only a
+  // probe of all launches (calibrate/placement.h); validate --local calibrates such a run again, so only a
   // nearer placement found after its benches leaves one out.
   std::set<int> runs_left_out;
   for (const auto& n : j["notes"]) {
@@ -445,7 +445,7 @@ TEST_CASE("real + validate --local: each run calibrates, then measures and predi
   CHECK(trained["update_time_s"].get<double>() > 0);
   // Calibration and bench probed where the processes' CPUs were. A size is compared where some run has its
   // row with both probes within twice the nearest probe of all launches (a VM's vCPUs move to cores that
-  // share no cache: validate/placement.h), from a run whose calibration's were too: usually all three.
+  // share no cache: calibrate/placement.h), from a run whose calibration's were too: usually all three.
   double nearest = 1e300;
   for (int run : {1, 2})
     for (const std::string f : {"calibration", "bench_2_ranks", "bench_3_ranks"}) {

@@ -11,6 +11,7 @@
 #include <set>
 #include <sstream>
 
+#include "calibrate/calibrate.h"
 #include "collective/collective.h"
 #include "execute/child_process.h"
 #include "execute/comm_model.h"
@@ -21,7 +22,6 @@
 #include "load/input_error.h"
 #include "load/scenario.h"
 #include "test_support.h"
-#include "validate/calibration_fit.h"
 #include "validate/validation.h"
 
 using namespace ringsim;
@@ -928,7 +928,7 @@ TEST_CASE("cpu processes: a copy costs the measured rate at its size, interpolat
   GpuSpec g;
   g.memory_bandwidth = 40e9;
   CHECK(g.copy_time(1 << 20) == Approx(2.0 * (1 << 20) / 40e9));  // none measured: reads and writes each byte
-  g.copy_rates = {{64 * 1024, 10e9}, {1 << 20, 5e9}};
+  g.copy_rates.points = {{64 * 1024, 10e9}, {1 << 20, 5e9}};
   CHECK(g.copy_time(32 * 1024) == Approx(32 * 1024 / 10e9));  // below the first size: its rate
   CHECK(g.copy_time(64 * 1024) == Approx(64 * 1024 / 10e9));
   CHECK(g.copy_time(256 * 1024) == Approx(256 * 1024 / std::sqrt(10e9 * 5e9)));  // halfway in log(size)
@@ -1140,8 +1140,10 @@ TEST_CASE("calibrate: exchanges set a class's figures, launches are merged by th
       "communication: {library: mpi}\n");
   const CalibrationResult on_gpus = calibrate(test::catalog(), gpus, {files, {}});
   CHECK(on_gpus.overlay_yaml.find("gpus:") == std::string::npos);
-  CHECK(std::any_of(on_gpus.notes.begin(), on_gpus.notes.end(),
-                    [](const std::string& n) { return n.find("copy, one core: V100-PCIe-16GB ranks") == 0; }));
+  CHECK(on_gpus.overlay.gpus.empty());
+  for (const char* note : {"copy: V100-PCIe-16GB ranks copy in GPU memory", "one core: V100-PCIe-16GB ranks do not"})
+    CHECK(std::any_of(on_gpus.notes.begin(), on_gpus.notes.end(),
+                      [&](const std::string& n) { return n.find(note) == 0; }));
   for (const auto& f : files) std::remove(f.c_str());
   std::remove(overlay.c_str());
 }

@@ -8,8 +8,8 @@
 #include <set>
 
 #include "load/input_error.h"
+#include "load/json_file.h"
 #include "report/stats.h"
-#include "validate/json_file.h"
 
 namespace ringsim {
 

@@ -13,16 +13,16 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "calibrate/calibrate.h"
+#include "calibrate/placement.h"
 #include "execute/child_process.h"
 #include "load/input_error.h"
+#include "load/json_file.h"
 #include "load/scenario.h"
 #include "load/units.h"
 #include "report/output_file.h"
 #include "report/progress.h"
 #include "schedule/compute_model.h"
-#include "validate/calibration_fit.h"
-#include "validate/json_file.h"
-#include "validate/placement.h"
 
 namespace ringsim {
 
@@ -232,7 +232,7 @@ class LocalValidation {
 
   // Calibration and bench probe where the processes' CPUs are (--probe-cores): a VM's vCPUs move for spells
   // to cores that share no cache, so each launch waits from its first sample for the CPUs to be as near as
-  // earlier launches saw them (validate/placement.h).
+  // earlier launches saw them (calibrate/placement.h).
   std::vector<std::string> probe_args() const {
     if (!seen_.active()) return {"--probe-cores"};
     char nearest[64];
@@ -258,10 +258,12 @@ class LocalValidation {
   CalibrationResult write_overlay(const std::vector<std::string>& data, const std::string& file, double nearest_ns) {
     Scenario two = base_;
     two.cluster.gpus_per_node = 2;
-    const CalibrationResult fit = calibrate(catalog_, two, {data, {}, nearest_ns});
-    write_file_atomically(file, fit.overlay_yaml + "skus:\n  " + catalog_.sku(base_.cluster.sku).name +
-                                    ":\n    vcpus: " + std::to_string(cores_) +
-                                    "   # sysconf(_SC_NPROCESSORS_ONLN) on this machine\n");
+    CalibrationResult fit = calibrate(catalog_, two, {data, {}, nearest_ns});
+    const std::string sku = catalog_.sku(base_.cluster.sku).name;
+    fit.overlay.skus[sku].vcpus = cores_;
+    fit.overlay.comments["skus." + sku] = "sysconf(_SC_NPROCESSORS_ONLN) on this machine";
+    fit.overlay_yaml = fit.overlay.to_yaml();
+    write_file_atomically(file, fit.overlay_yaml);
     return fit;
   }
 

@@ -4,8 +4,8 @@
 #include <cstdio>
 #include <set>
 
+#include "calibrate/fit.h"
 #include "load/input_error.h"
-#include "validate/calibration_fit.h"
 
 namespace ringsim {
 

@@ -12,18 +12,18 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "calibrate/placement.h"
 #include "collective/collective.h"
 #include "execute/child_process.h"
 #include "execute/training_sim.h"
 #include "load/input_error.h"
+#include "load/json_file.h"
 #include "load/units.h"
 #include "load/yaml_reader.h"
 #include "report/plot.h"
 #include "report/prediction_report.h"
 #include "report/stats.h"
 #include "validate/horovod_timeline.h"
-#include "validate/json_file.h"
-#include "validate/placement.h"
 
 namespace ringsim {
 

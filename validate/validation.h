@@ -53,7 +53,7 @@ double against_others_pct(const std::vector<double>& runs, std::size_t i);
 
 // Each case predicted in its own process (one SimGrid engine per process).
 ValidationReport validate_published(const Catalog& catalog, const std::string& cases_file);
-// Bench rows with placement probes (validate/placement.h) count where the CPUs were as near as the files
+// Bench rows with placement probes (calibrate/placement.h) count where the CPUs were as near as the files
 // saw them, or as `nearest_core_to_core_ns` (other launches' nearest probe, in ns; 0: none).
 ValidationReport validate_measured(const Catalog& catalog, const Scenario& scenario,
                                    const std::vector<std::string>& measured_files, double nearest_core_to_core_ns = 0);

@@ -45,7 +45,7 @@ class CoreToCoreProbe {
   double measure_when_near();
   double waited_s() const { return waited_s_; }
   // A file's "core_to_core" block: the CPUs, the nearest probe, the factor above it at which a sample was
-  // taken again, and the seconds waited (validate/placement.h reads it).
+  // taken again, and the seconds waited (calibrate/placement.h reads it).
   nlohmann::ordered_json to_json() const;
 
  private:

@@ -128,8 +128,13 @@ void CommandLine::define_validate() {
 void CommandLine::define_calibrate() {
   calibrate_cmd =
       app.add_subcommand("calibrate", "Fit per-path latency and bandwidth to microbenchmarks; write an overlay");
-  calibrate_cmd->add_option("scenario", calibrate.scenario, "Scenario whose SKU, library and fabric the overlay is for")
-      ->required();
+  calibrate_cmd->add_option("scenario", calibrate.scenario,
+                            "Scenario whose SKU, library and fabric the overlay is for");
+  calibrate_cmd->add_flag("--effects", calibrate.list_effects,
+                          "List the calibrated effects: what each measures, how it is fitted, what it writes");
+  calibrate_cmd->callback([this] {
+    if (!calibrate.list_effects && calibrate.scenario.empty()) throw CLI::RequiredError("scenario");
+  });
   calibrate_cmd->add_option("--set", calibrate.sets, "Override a scenario key (repeatable)");
   calibrate_cmd->add_option("--data", calibrate.data_files, "ringsim-real calibrate --json output (repeatable)");
   calibrate_cmd->add_option("--nccl-tests", calibrate.nccl_tests_files,

@@ -8,6 +8,7 @@
 #ifdef RINGSIM_HAVE_SMPI
 #include "emulate/emulate_run.h"
 #endif
+#include "calibrate/calibrate.h"
 #include "execute/training_sim.h"
 #include "graph/exporters.h"
 #include "graph/topology_graph.h"
@@ -21,7 +22,6 @@
 #include "report/plot.h"
 #include "report/prediction_report.h"
 #include "report/topo_matrix.h"
-#include "validate/calibration_fit.h"
 #include "validate/local_validation.h"
 #include "validate/validation.h"
 
@@ -226,6 +226,10 @@ int run_emulate_compare(const std::string& catalog_dir, EmulateOptions o) {
 #endif
 
 int run_calibrate(const std::string& catalog_dir, const CalibrateOptions& o) {
+  if (o.list_effects) {
+    std::cout << effects_table();
+    return 0;
+  }
   const Catalog catalog = Catalog::load(catalog_dir);
   std::vector<Override> overrides;
   for (const auto& s : o.sets) overrides.push_back(parse_override(s));

@@ -72,6 +72,7 @@ struct CalibrateOptions {
   std::vector<std::string> data_files, nccl_tests_files;
   std::optional<std::string> out_file;
   std::optional<std::string> plot_file;
+  bool list_effects = false;  // --effects: the registry, nothing fitted
 };
 int run_calibrate(const std::string& catalog_dir, const CalibrateOptions& options);
 

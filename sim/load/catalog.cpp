@@ -7,6 +7,7 @@
 #include <memory>
 #include <set>
 
+#include "load/overlay.h"
 #include "load/yaml_reader.h"
 
 #ifndef RINGSIM_CATALOG_DIR
@@ -561,86 +562,138 @@ RegimeKey regime_key(const YamlField& f) {
   const std::string k = f.choice({"message", "buffer", "footprint"});
   return k == "buffer" ? RegimeKey::Buffer : k == "footprint" ? RegimeKey::Footprint : RegimeKey::Message;
 }
-}  // namespace
 
-void Catalog::apply_overlay(const std::string& file) {
-  YamlField root = open_root(file, {"libraries", "link_classes", "gpus", "skus"});
-  if (auto libs = root.find("libraries")) {
-    libs->require_map();
-    for (auto& [name, f] : libs->entries()) {
-      auto it = libraries_.find(name);
-      if (it == libraries_.end()) f.fail("unknown library '" + name + "'" + suggestion_suffix(name, library_order_));
-      LibraryProfile& l = it->second;
-      f.require_map({"collective_overhead", "host_reduction_rate", "host_reduction_regimes",
-                     "host_reduction_regimes_by", "paths"});
-      if (auto v = f.find("collective_overhead")) l.collective_overhead = v->nonnegative_quantity(Quantity::Time);
-      if (auto v = f.find("host_reduction_rate")) l.host_reduction_rate = v->positive_quantity(Quantity::Bandwidth);
-      if (auto v = f.find("host_reduction_regimes"))
-        l.host_reduction_regimes = size_steps(
-            *v, "rate", [](const YamlField& r) { return r.positive_quantity(Quantity::Bandwidth); }, "regimes");
-      if (auto v = f.find("host_reduction_regimes_by")) l.host_reduction_regimes_by = regime_key(*v);
-      if (auto paths = f.find("paths")) {
-        paths->require_map({"intra_node", "infiniband", "ethernet"});
-        for (auto& [pname, p] : paths->entries()) {
-          PathProfile& prof = pname == "intra_node" ? l.intra_node : pname == "infiniband" ? l.infiniband : l.ethernet;
-          p.require_map({"bandwidth_fraction", "message_overhead", "regimes", "regimes_by", "protocol_overheads"});
-          if (auto v = p.find("bandwidth_fraction")) prof.bandwidth_fraction = v->number(0.01, 1.0);
-          if (auto v = p.find("message_overhead")) prof.message_overhead = v->nonnegative_quantity(Quantity::Time);
-          if (auto v = p.find("regimes")) {
-            prof.regimes.clear();
-            for (auto& item : v->items()) {
-              item.require_map({"from", "bandwidth_scale", "message_overhead"});
-              SizeRegime g{item.get("from").positive_quantity(Quantity::Bytes),
-                           item.get("bandwidth_scale").number(0.01, 100.0),
-                           item.get("message_overhead").nonnegative_quantity(Quantity::Time)};
-              if (!prof.regimes.empty() && g.from_bytes <= prof.regimes.back().from_bytes)
-                item.get("from").fail("regimes must be in ascending order of size");
-              prof.regimes.push_back(g);
-            }
-          }
-          if (auto v = p.find("regimes_by")) prof.regimes_by = regime_key(*v);
-          if (auto v = p.find("protocol_overheads"))
-            prof.protocol_overheads = size_steps(
-                *v, "overhead", [](const YamlField& o) { return o.nonnegative_quantity(Quantity::Time); },
-                "protocol overheads");
-        }
-      }
-    }
+std::vector<std::pair<double, double>> rate_steps(const YamlField& v, const std::string& what) {
+  return size_steps(
+      v, "rate", [](const YamlField& r) { return r.positive_quantity(Quantity::Bandwidth); }, what);
+}
+
+std::vector<SizeRegime> size_regimes(const YamlField& v) {
+  std::vector<SizeRegime> regimes;
+  for (auto& item : v.items()) {
+    item.require_map({"from", "bandwidth_scale", "message_overhead"});
+    SizeRegime g{item.get("from").positive_quantity(Quantity::Bytes), item.get("bandwidth_scale").number(0.01, 100.0),
+                 item.get("message_overhead").nonnegative_quantity(Quantity::Time)};
+    if (!regimes.empty() && g.from_bytes <= regimes.back().from_bytes)
+      item.get("from").fail("regimes must be in ascending order of size");
+    regimes.push_back(g);
   }
-  if (auto links = root.find("link_classes")) {
-    links->require_map();
-    for (auto& [name, f] : links->entries()) {
-      auto it = links_.find(name);
-      if (it == links_.end()) f.fail("unknown link class '" + name + "'" + suggestion_suffix(name, link_order_));
-      f.require_map({"bandwidth", "latency"});
-      if (auto v = f.find("bandwidth")) it->second.bandwidth = v->positive_quantity(Quantity::Bandwidth);
-      if (auto v = f.find("latency")) it->second.latency = v->nonnegative_quantity(Quantity::Time);
-    }
+  return regimes;
+}
+
+PathOverlay read_path_overlay(const YamlField& p) {
+  p.require_map({"bandwidth_fraction", "message_overhead", "regimes", "regimes_by", "protocol_overheads"});
+  PathOverlay o;
+  if (auto v = p.find("bandwidth_fraction")) o.bandwidth_fraction = v->number(0.01, 1.0);
+  if (auto v = p.find("message_overhead")) o.message_overhead = v->nonnegative_quantity(Quantity::Time);
+  if (auto v = p.find("regimes")) o.regimes = size_regimes(*v);
+  if (auto v = p.find("regimes_by")) o.regimes_by = regime_key(*v);
+  if (auto v = p.find("protocol_overheads"))
+    o.protocol_overheads = size_steps(
+        *v, "overhead", [](const YamlField& x) { return x.nonnegative_quantity(Quantity::Time); },
+        "protocol overheads");
+  return o;
+}
+
+LibraryOverlay read_library_overlay(const YamlField& f) {
+  f.require_map(
+      {"collective_overhead", "host_reduction_rate", "host_reduction_regimes", "host_reduction_regimes_by", "paths"});
+  LibraryOverlay o;
+  if (auto v = f.find("collective_overhead")) o.collective_overhead = v->nonnegative_quantity(Quantity::Time);
+  if (auto v = f.find("host_reduction_rate")) o.host_reduction_rate = v->positive_quantity(Quantity::Bandwidth);
+  if (auto v = f.find("host_reduction_regimes")) o.host_reduction_regimes = rate_steps(*v, "regimes");
+  if (auto v = f.find("host_reduction_regimes_by")) o.host_reduction_regimes_by = regime_key(*v);
+  if (auto paths = f.find("paths")) {
+    paths->require_map({"intra_node", "infiniband", "ethernet"});
+    for (auto& [name, p] : paths->entries()) o.paths[name] = read_path_overlay(p);
   }
-  if (auto gpus = root.find("gpus")) {  // measured on the ranks (validate --local: a core's copies, its handoff)
-    gpus->require_map();
-    for (auto& [name, f] : gpus->entries()) {
-      auto it = gpus_.find(name);
-      if (it == gpus_.end()) f.fail("unknown GPU '" + name + "'" + suggestion_suffix(name, gpu_order_));
-      f.require_map({"memory_bandwidth", "core_handoff", "cross_core_handoff", "copy_rates"});
-      if (auto v = f.find("memory_bandwidth")) it->second.memory_bandwidth = v->positive_quantity(Quantity::Bandwidth);
-      if (auto v = f.find("copy_rates"))
-        it->second.copy_rates = size_steps(
-            *v, "rate", [](const YamlField& r) { return r.positive_quantity(Quantity::Bandwidth); }, "copy_rates");
-      if (auto v = f.find("core_handoff")) it->second.core_handoff = core_handoff_of(it->second, *v);
-      if (auto v = f.find("cross_core_handoff")) it->second.cross_core_handoff = core_handoff_of(it->second, *v);
-    }
-  }
-  if (auto skus = root.find("skus")) {  // what a machine reports about itself (validate --local: its cores)
-    skus->require_map();
-    for (auto& [name, f] : skus->entries()) {
-      auto it = skus_.find(name);
-      if (it == skus_.end()) f.fail("unknown SKU '" + name + "'" + suggestion_suffix(name, sku_order_));
-      f.require_map({"vcpus"});
-      if (auto v = f.find("vcpus")) it->second.vcpus = static_cast<int>(v->integer(1, 4096));
-    }
+  return o;
+}
+
+GpuOverlay read_gpu_overlay(const GpuSpec& g, const YamlField& f) {
+  f.require_map({"memory_bandwidth", "core_handoff", "cross_core_handoff", "copy_rates"});
+  GpuOverlay o;
+  if (auto v = f.find("memory_bandwidth")) o.memory_bandwidth = v->positive_quantity(Quantity::Bandwidth);
+  if (auto v = f.find("copy_rates")) o.copy_rates = rate_steps(*v, "copy_rates");
+  if (auto v = f.find("core_handoff")) o.core_handoff = core_handoff_of(g, *v);
+  if (auto v = f.find("cross_core_handoff")) o.cross_core_handoff = core_handoff_of(g, *v);
+  return o;
+}
+
+// Each entry of a named section, checked against the catalog's names, read by `read`.
+template <class Map, class Out, class Read>
+void read_named(const YamlField& root, const char* section, const Map& known, const char* what,
+                const std::vector<std::string>& names, std::map<std::string, Out>& out, Read read) {
+  auto sec = root.find(section);
+  if (!sec) return;
+  sec->require_map();
+  for (auto& [name, f] : sec->entries()) {
+    auto it = known.find(name);
+    if (it == known.end()) f.fail(std::string("unknown ") + what + " '" + name + "'" + suggestion_suffix(name, names));
+    out[name] = read(it->second, f);
   }
 }
+
+void apply_path(const PathOverlay& o, PathProfile& p) {
+  if (o.bandwidth_fraction) p.bandwidth_fraction = *o.bandwidth_fraction;
+  if (o.message_overhead) p.message_overhead = *o.message_overhead;
+  if (o.regimes || o.regimes_by) p.set_regimes(o.regimes.value_or(p.regimes()), o.regimes_by.value_or(p.regimes_by));
+  if (o.protocol_overheads) p.protocol_overheads.points = *o.protocol_overheads;
+}
+
+void apply_library(const LibraryOverlay& o, LibraryProfile& l) {
+  if (o.collective_overhead) l.collective_overhead = *o.collective_overhead;
+  if (o.host_reduction_rate) l.host_reduction_rate = *o.host_reduction_rate;
+  if (o.host_reduction_regimes) l.host_reduction_regimes.points = *o.host_reduction_regimes;
+  if (o.host_reduction_regimes_by) l.host_reduction_regimes_by = *o.host_reduction_regimes_by;
+  l.host_reduction_regimes.shape = regime_shape(l.host_reduction_regimes_by, SizeCurve::Shape::Geometric);
+  for (const auto& [name, p] : o.paths)
+    apply_path(p, name == "intra_node" ? l.intra_node : name == "infiniband" ? l.infiniband : l.ethernet);
+}
+
+void apply_gpu(const GpuOverlay& o, GpuSpec& g) {
+  if (o.memory_bandwidth) g.memory_bandwidth = *o.memory_bandwidth;
+  if (o.copy_rates) g.copy_rates.points = *o.copy_rates;
+  if (o.core_handoff) g.core_handoff = *o.core_handoff;
+  if (o.cross_core_handoff) g.cross_core_handoff = *o.cross_core_handoff;
+}
+}  // namespace
+
+CatalogOverlay Catalog::read_overlay(const std::string& file) const {
+  YamlField root = open_root(file, {"libraries", "link_classes", "gpus", "skus"});
+  CatalogOverlay o;
+  read_named(root, "libraries", libraries_, "library", library_order_, o.libraries,
+             [](const LibraryProfile&, const YamlField& f) { return read_library_overlay(f); });
+  read_named(root, "link_classes", links_, "link class", link_order_, o.link_classes,
+             [](const LinkClass&, const YamlField& f) {
+               f.require_map({"bandwidth", "latency"});
+               LinkOverlay l;
+               if (auto v = f.find("bandwidth")) l.bandwidth = v->positive_quantity(Quantity::Bandwidth);
+               if (auto v = f.find("latency")) l.latency = v->nonnegative_quantity(Quantity::Time);
+               return l;
+             });
+  read_named(root, "gpus", gpus_, "GPU", gpu_order_, o.gpus, read_gpu_overlay);
+  read_named(root, "skus", skus_, "SKU", sku_order_, o.skus, [](const SkuSpec&, const YamlField& f) {
+    f.require_map({"vcpus"});
+    SkuOverlay k;
+    if (auto v = f.find("vcpus")) k.vcpus = static_cast<int>(v->integer(1, 4096));
+    return k;
+  });
+  return o;
+}
+
+void Catalog::apply(const CatalogOverlay& o) {
+  for (const auto& [name, l] : o.libraries) apply_library(l, libraries_.at(name));
+  for (const auto& [name, l] : o.link_classes) {
+    if (l.bandwidth) links_.at(name).bandwidth = *l.bandwidth;
+    if (l.latency) links_.at(name).latency = *l.latency;
+  }
+  for (const auto& [name, g] : o.gpus) apply_gpu(g, gpus_.at(name));
+  for (const auto& [name, k] : o.skus)
+    if (k.vcpus) skus_.at(name).vcpus = *k.vcpus;
+}
+
+void Catalog::apply_overlay(const std::string& file) { apply(read_overlay(file)); }
 
 const LibraryProfile& Catalog::library(const std::string& n) const {
   return lookup(libraries_, n, "library", library_order_);

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "load/size_curve.h"
+
 namespace ringsim {
 
 enum class LinkKind { Pcie, NvLink, SocketInterconnect, Memory, Ethernet, InfiniBand };
@@ -34,10 +36,10 @@ struct GpuSpec {
   // waits for its turn on a shared core.
   double core_handoff = 0;
   double cross_core_handoff = 0;
-  // Measured memory copies (a calibration overlay's `copy_rates`): (from bytes, bytes copied per second),
-  // ascending. A copy costs the rate at its size, interpolated in log(size) between measured sizes (caches'
-  // effects change gradually); none: 2 x bytes / memory_bandwidth (a copy reads and writes each byte).
-  std::vector<std::pair<double, double>> copy_rates;
+  // Measured memory copies (a calibration overlay's `copy_rates`): bytes copied per second by size, a
+  // Geometric curve (caches' effects change gradually); none: 2 x bytes / memory_bandwidth (a copy reads
+  // and writes each byte).
+  SizeCurve copy_rates{{}, SizeCurve::Shape::Geometric};
   double copy_time(double bytes) const;
 };
 
@@ -180,6 +182,7 @@ struct SizeRegime {
   double from_bytes = 0;
   double bandwidth_scale = 1;
   double message_overhead = 0;
+  bool operator==(const SizeRegime&) const = default;
 };
 // What picks a message's regime: its own size (protocol switches: eager, rendezvous), the size of the
 // collective buffer it is a part of, or the collective's footprint: the bytes that the collective's
@@ -203,54 +206,48 @@ inline double regime_size(RegimeKey k, double message_bytes, const CollectiveSiz
   }
   return message_bytes;
 }
+inline double GpuSpec::copy_time(double bytes) const {
+  if (copy_rates.empty()) return 2.0 * bytes / memory_bandwidth;
+  return bytes / copy_rates.at(bytes, copy_rates.front().second);
+}
 // Regimes keyed by footprint are a measured curve (one regime per size measured) of cache effects, which
 // change gradually with the bytes held: between two regimes' sizes, their figures are interpolated in
 // log(size). The others are steps (protocol switches).
-inline double log_interpolated(double x, double x0, double y0, double x1, double y1) {
-  if (!(x > x0) || !(x1 > x0) || !(y0 > 0) || !(y1 > 0)) return y0;
-  if (x >= x1) return y1;
-  const double t = std::log(x / x0) / std::log(x1 / x0);
-  return std::exp(std::log(y0) + t * (std::log(y1) - std::log(y0)));
-}
-inline double GpuSpec::copy_time(double bytes) const {
-  if (copy_rates.empty()) return 2.0 * bytes / memory_bandwidth;
-  std::size_t i = 0;
-  while (i < copy_rates.size() && bytes >= copy_rates[i].first) ++i;
-  if (i == 0) return bytes / copy_rates.front().second;
-  if (i == copy_rates.size()) return bytes / copy_rates.back().second;
-  const auto& [x0, y0] = copy_rates[i - 1];
-  const auto& [x1, y1] = copy_rates[i];
-  return bytes / log_interpolated(bytes, x0, y0, x1, y1);
-}
-// The value of the last step (from, value) of an ascending list that `x` reaches; 0 below the first.
-inline double step_value(const std::vector<std::pair<double, double>>& steps, double x) {
-  double v = 0;
-  for (std::size_t i = 0; i < steps.size() && x >= steps[i].first; ++i) v = steps[i].second;
-  return v;
+inline SizeCurve::Shape regime_shape(RegimeKey k, SizeCurve::Shape interpolated) {
+  return k == RegimeKey::Footprint ? interpolated : SizeCurve::Shape::Steps;
 }
 struct PathProfile {
-  double bandwidth_fraction = 1;    // of the nominal link bandwidth
-  double message_overhead = 0;      // seconds per message (one transfer of one collective step)
-  std::vector<SizeRegime> regimes;  // ascending from_bytes; none: one regime for all sizes
+  double bandwidth_fraction = 1;  // of the nominal link bandwidth
+  double message_overhead = 0;    // seconds per message (one transfer of one collective step)
+  // Size regimes (none: one regime for all sizes): from each size on, the path's effective bandwidth times
+  // `regime_scale` and the overhead `regime_overhead`, keyed by `regimes_by` (set_regimes keeps them apart).
+  SizeCurve regime_scale, regime_overhead;
   RegimeKey regimes_by = RegimeKey::Message;
-  // (from bytes, seconds), ascending: what a message of at least `from` bytes costs more by its own size,
-  // whatever its regimes are keyed by: the library's protocol (eager, rendezvous handshakes). Calibration
-  // writes these where the regimes are the caches' (footprint), whose per-byte costs must not carry them.
-  std::vector<std::pair<double, double>> protocol_overheads;
-  double protocol_overhead(double message_bytes) const { return step_value(protocol_overheads, message_bytes); }
+  // What a message costs more by its own size, whatever its regimes are keyed by: the library's protocol
+  // (eager, rendezvous handshakes). Calibration writes these where the regimes are the caches'
+  // (footprint), whose per-byte costs must not carry them.
+  SizeCurve protocol_overheads;
+  double protocol_overhead(double message_bytes) const { return protocol_overheads.at(message_bytes, 0); }
+
+  void set_regimes(const std::vector<SizeRegime>& regimes, RegimeKey by) {
+    regimes_by = by;
+    regime_scale = {{}, regime_shape(by, SizeCurve::Shape::Geometric)};
+    regime_overhead = {{}, regime_shape(by, SizeCurve::Shape::Linear)};
+    for (const SizeRegime& r : regimes) {
+      regime_scale.points.emplace_back(r.from_bytes, r.bandwidth_scale);
+      regime_overhead.points.emplace_back(r.from_bytes, r.message_overhead);
+    }
+  }
+  std::vector<SizeRegime> regimes() const {
+    std::vector<SizeRegime> out;
+    for (std::size_t i = 0; i < regime_scale.size(); ++i)
+      out.push_back({regime_scale.points[i].first, regime_scale.points[i].second, regime_overhead.points[i].second});
+    return out;
+  }
   // The regime of a message whose key (regime_size) is `bytes`; false where no regime applies.
   bool regime(double bytes, SizeRegime& out) const {
-    std::size_t i = 0;
-    while (i < regimes.size() && bytes >= regimes[i].from_bytes) ++i;
-    if (i == 0) return false;
-    out = regimes[i - 1];
-    if (regimes_by == RegimeKey::Footprint && i < regimes.size()) {
-      const SizeRegime& a = regimes[i - 1];
-      const SizeRegime& b = regimes[i];
-      out.bandwidth_scale = log_interpolated(bytes, a.from_bytes, a.bandwidth_scale, b.from_bytes, b.bandwidth_scale);
-      const double t = std::log(bytes / a.from_bytes) / std::log(b.from_bytes / a.from_bytes);
-      out.message_overhead = a.message_overhead + t * (b.message_overhead - a.message_overhead);
-    }
+    if (regime_scale.empty() || bytes < regime_scale.front().first) return false;
+    out = {bytes, regime_scale.at(bytes, 1), regime_overhead.at(bytes, 0)};
     return true;
   }
 };
@@ -260,25 +257,16 @@ struct LibraryProfile {
   DataPath data_path = DataPath::Device;
   double collective_overhead = 0;  // seconds per collective call
   double host_reduction_rate = 0;  // bytes/s of input a reduction on the host CPU consumes
-  std::vector<std::pair<double, double>> host_reduction_regimes;  // (from bytes, rate), ascending; calibrated
+  // Calibrated rates by size (below the first: host_reduction_rate), keyed by host_reduction_regimes_by.
+  SizeCurve host_reduction_regimes;
   RegimeKey host_reduction_regimes_by = RegimeKey::Message;
-  double host_reduction_rate_for(double bytes) const {
-    double rate = host_reduction_rate;
-    std::size_t i = 0;
-    for (; i < host_reduction_regimes.size() && bytes >= host_reduction_regimes[i].first; ++i)
-      rate = host_reduction_regimes[i].second;
-    if (host_reduction_regimes_by == RegimeKey::Footprint && i > 0 && i < host_reduction_regimes.size()) {
-      const auto& [x0, y0] = host_reduction_regimes[i - 1];
-      const auto& [x1, y1] = host_reduction_regimes[i];
-      rate = log_interpolated(bytes, x0, y0, x1, y1);
-    }
-    return rate;
-  }
+  double host_reduction_rate_for(double bytes) const { return host_reduction_regimes.at(bytes, host_reduction_rate); }
   PathProfile intra_node, infiniband, ethernet;
   const PathProfile& fabric(FabricKind kind) const { return kind == FabricKind::InfiniBand ? infiniband : ethernet; }
 };
 
 class YamlField;
+struct CatalogOverlay;
 
 class Catalog {
  public:
@@ -300,12 +288,13 @@ class Catalog {
   std::vector<std::string> storage_backend_names() const { return storage_order_; }
   const ComputeSpec& compute() const { return compute_; }
 
-  // Applies a calibration overlay (written by `ringsim calibrate`): library profiles, link-class figures
-  // and the memory rate and core handoffs of a rank kind
-  // (`gpus: {NAME: {memory_bandwidth, core_handoff, cross_core_handoff}}`)
-  // it names replace the catalog's, and so do SKU cores (`skus: {NAME: {vcpus: N}}`, what
-  // `validate --local` finds on the machine). Throws InputError (file:line:col) on bad data.
-  void apply_overlay(const std::string& file);
+  // A calibration overlay (load/overlay.h, written by `ringsim calibrate`): library profiles, link-class
+  // figures, a rank kind's memory rate, copy rates and core handoffs, a SKU's cores (what `validate
+  // --local` finds on the machine). read_overlay checks every name and value against this catalog and
+  // throws InputError (file:line:col) on bad data; apply replaces the figures it sets.
+  CatalogOverlay read_overlay(const std::string& file) const;
+  void apply(const CatalogOverlay& overlay);
+  void apply_overlay(const std::string& file);  // read_overlay, then apply
 
   // Accepts "NC24rs_v3" and "Standard_NC24rs_v3"; nullptr when unknown.
   const SkuSpec* find_sku(const std::string& name) const;

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "validate/calibration_fit.h"
+#include "calibrate/fit.h"
 
 namespace ringsim {
 

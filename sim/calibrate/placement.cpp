@@ -1,4 +1,4 @@
-#include "validate/placement.h"
+#include "calibrate/placement.h"
 
 #include <algorithm>
 #include <cstdio>

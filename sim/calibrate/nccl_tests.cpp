@@ -1,4 +1,4 @@
-#include "validate/nccl_tests.h"
+#include "calibrate/nccl_tests.h"
 
 #include <algorithm>
 #include <cctype>

@@ -1,0 +1,80 @@
+// A calibration overlay: catalog figures measured on a machine (or fitted from runs) that replace the
+// catalog's. Typed, so that what `ringsim calibrate` writes (to_yaml, with yaml-cpp) is exactly what the
+// catalog's own parsers read back (Catalog::read_overlay); a figure left unset keeps the catalog's value.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "load/catalog.h"
+
+namespace ringsim {
+
+// libraries.NAME.paths.{intra_node, infiniband, ethernet}: a PathProfile's figures.
+struct PathOverlay {
+  std::optional<double> bandwidth_fraction, message_overhead;  // fraction, seconds
+  std::optional<std::vector<SizeRegime>> regimes;
+  std::optional<RegimeKey> regimes_by;
+  std::optional<std::vector<std::pair<double, double>>> protocol_overheads;  // (from bytes, seconds)
+  bool operator==(const PathOverlay&) const = default;
+};
+
+// libraries.NAME: a LibraryProfile's figures.
+struct LibraryOverlay {
+  std::optional<double> collective_overhead;                                     // seconds per call
+  std::optional<double> host_reduction_rate;                                     // bytes/s
+  std::optional<std::vector<std::pair<double, double>>> host_reduction_regimes;  // (from bytes, bytes/s)
+  std::optional<RegimeKey> host_reduction_regimes_by;
+  std::map<std::string, PathOverlay> paths;  // intra_node | infiniband | ethernet
+  bool operator==(const LibraryOverlay&) const = default;
+};
+
+// link_classes.NAME: a link class's nominal figures (CPU processes: their copy link itself).
+struct LinkOverlay {
+  std::optional<double> bandwidth, latency;  // bytes/s, seconds
+  bool operator==(const LinkOverlay&) const = default;
+};
+
+// gpus.NAME: what a rank kind does itself (CPU processes: copies, core handoffs).
+struct GpuOverlay {
+  std::optional<double> memory_bandwidth;                            // bytes/s
+  std::optional<std::vector<std::pair<double, double>>> copy_rates;  // (from bytes, bytes/s)
+  std::optional<double> core_handoff, cross_core_handoff;            // seconds
+  bool operator==(const GpuOverlay&) const = default;
+};
+
+// skus.NAME: what a machine reports about itself.
+struct SkuOverlay {
+  std::optional<int> vcpus;
+  bool operator==(const SkuOverlay&) const = default;
+};
+
+struct CatalogOverlay {
+  std::map<std::string, LibraryOverlay> libraries;
+  std::map<std::string, LinkOverlay> link_classes;
+  std::map<std::string, GpuOverlay> gpus;
+  std::map<std::string, SkuOverlay> skus;
+
+  // Comments for people, not read back: lines at the top, and one after an entry, keyed by its dotted
+  // path ("libraries.mpi.collective_overhead", "link_classes.shm", "gpus.cpu_process").
+  std::vector<std::string> header;
+  std::map<std::string, std::string> comments;
+
+  // Adds to the comment at `at`.
+  void comment(const std::string& at, const std::string& text) {
+    std::string& c = comments[at];
+    c += (c.empty() ? "" : "; ") + text;
+  }
+  // The same figures (comments aside).
+  bool same_figures(const CatalogOverlay& o) const {
+    return libraries == o.libraries && link_classes == o.link_classes && gpus == o.gpus && skus == o.skus;
+  }
+  // Another overlay's figures replace or join these.
+  void merge(const CatalogOverlay& o);
+  // YAML in the catalog's units; numbers in the shortest form that reads back to the same double.
+  std::string to_yaml() const;
+};
+
+}  // namespace ringsim
