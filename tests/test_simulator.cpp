@@ -17,6 +17,7 @@
 #include "execute/comm_model.h"
 #include "execute/training_sim.h"
 #include "execute/work_estimate.h"
+#include "graph/ring_search.h"
 #include "graph/routing.h"
 #include "graph/topology_graph.h"
 #include "load/input_error.h"
@@ -512,12 +513,13 @@ TEST_CASE("rings follow NVLink inside a DGX-1 and stay on PCIe where nothing fas
 }
 
 TEST_CASE("simulator: the ring goes through every node the same way, along NVLink on ND40rs_v2", "[simulator]") {
-  // The order predict, ringsim-real train and the emulated train all take from CommModel::ring_order.
+  // The order predict, ringsim-real train and the emulated train all take from RingSearch::ring_order.
   const Scenario s = scenario(
       "cluster: {sku: ND40rs_v2, nodes: 2}\nmodel: {name: resnet50, batch_per_gpu: 64}\ntraining: {epochs: 1}\n");
   const Topology topology = Topology::build(test::catalog(), cluster_shape(s.cluster));
   CommModel cm(test::catalog(), s, topology);  // keeps a reference to the topology
-  const std::vector<int> local = cm.local_ring_order(), ring = cm.ring_order();
+  RingSearch search(cm);
+  const std::vector<int> local = search.local_ring_order(), ring = search.ring_order();
   REQUIRE(local.size() == 8);
   REQUIRE(ring.size() == 16);
   CHECK(local != std::vector<int>({0, 1, 2, 3, 4, 5, 6, 7}));  // the cube-mesh has no NVLink 3-4
@@ -559,9 +561,10 @@ TEST_CASE("channels: NCCL rings across DGX-1 nodes use all four NICs", "[simulat
   REQUIRE(four.communication.channels == 4);
   const Topology topology = Topology::build(test::catalog(), cluster_shape(four.cluster));
   CommModel cm(test::catalog(), four, topology);
-  const auto rings = cm.ring_orders(4);
+  RingSearch search(cm);
+  const auto rings = search.ring_orders(4);
   REQUIRE(rings.size() == 4);
-  REQUIRE(rings[0] == cm.ring_order());
+  REQUIRE(rings[0] == search.ring_order());
   for (const auto& r : rings) CHECK(std::set<int>(r.begin(), r.end()).size() == 16);
 
   const std::uint64_t S = std::uint64_t{256} << 20;

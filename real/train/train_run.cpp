@@ -155,10 +155,11 @@ TrainLoop::TrainLoop(const TrainOptions& o, MPI_Comm comm, const Catalog& catalo
   const std::size_t n = model_.tensors.size();
   for (std::size_t t = 0; t < n; ++t) tensor_bytes_.push_back(static_cast<std::uint64_t>(model_.tensors[t].numel) * 4);
   if (ps_) server_of_ = tensor_servers(s, tensor_bytes_);
-  // Rings follow the fastest links inside a node, as predict's do (the same search, on the same graph).
+  // Rings follow the fastest links inside a node, as predict's do: the same ring search over the same path
+  // costs (CommModel's, on the same graph); the data space is the transport's (host-staged CUDA, NCCL, host).
   const Topology topology = Topology::build(catalog, cluster_shape(s.cluster));
-  CommModel comm_model(catalog, s, topology);
-  layout_ = buffer_collective_layout(s, comm_model);
+  CommModel path_costs(catalog, s, topology);
+  layout_ = buffer_collective_layout(s, backend_->collective_space(), path_costs);
   // Gradients, values that make the allreduce checkable (servers hold none).
   grads_ = std::make_unique<Gradients>(*backend_, worker_ ? tensor_bytes_ : std::vector<std::uint64_t>(n, 0));
   std::uint64_t largest = 0;
@@ -170,7 +171,6 @@ TrainLoop::TrainLoop(const TrainOptions& o, MPI_Comm comm, const Catalog& catalo
   // host staging that is uploaded.
   direct_ = static_cast<char*>(backend_->host_address(fusion_));
   staging_ = direct_ ? direct_ : static_cast<char*>(backend_->allocate_host(fusion_bytes));
-  layout_.space = backend_->collective_space();  // the transport's data path (host-staged CUDA, NCCL, host)
   runtime_ = make_train_runtime();
   if (worker_) start_compute();
   for (auto b : tensor_bytes_) fusion_tensors_.push_back({b, 4});

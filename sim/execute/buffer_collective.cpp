@@ -2,13 +2,14 @@
 
 #include <stdexcept>
 
-#include "execute/comm_model.h"
+#include "graph/ring_search.h"
 
 namespace ringsim {
 
-BufferCollectiveLayout buffer_collective_layout(const Scenario& s, CommModel& cm) {
-  BufferCollectiveLayout l{cm.workers(), cm.data_space(), {}, cm.local_ring_order()};
-  if (s.communication.strategy == Strategy::Ring) l.ring_orders = cm.ring_orders(s.communication.channels);
+BufferCollectiveLayout buffer_collective_layout(const Scenario& s, collective::Space space, PathCost& costs) {
+  RingSearch search(costs);
+  BufferCollectiveLayout l{costs.workers(), space, {}, search.local_ring_order()};
+  if (s.communication.strategy == Strategy::Ring) l.ring_orders = search.ring_orders(s.communication.channels);
   return l;
 }
 

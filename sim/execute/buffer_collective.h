@@ -19,10 +19,11 @@ struct BufferCollectiveLayout {
   std::vector<int> local_order;                         // hierarchical: the ring inside each node (empty: index order)
 };
 
-class CommModel;
-// The layout predict and ringsim-real train both run: the scenario's workers and data space, its rings
-// (one per channel, for strategy ring) and the ring inside a node (hierarchical), from the same search.
-BufferCollectiveLayout buffer_collective_layout(const Scenario& s, CommModel& cm);
+class PathCost;
+// The layout predict and ringsim-real train both run: the scenario's workers, the data space, its rings
+// (one per channel, for strategy ring) and the ring inside a node (hierarchical), from the same ring
+// search (graph/ring_search.h) over the same path costs.
+BufferCollectiveLayout buffer_collective_layout(const Scenario& s, collective::Space space, PathCost& costs);
 
 // parameter_server only: the server of each tensor, as the scenario assigns them.
 std::vector<int> tensor_servers(const Scenario& s, const std::vector<std::uint64_t>& tensor_bytes);

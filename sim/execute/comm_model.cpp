@@ -16,22 +16,37 @@ CommModel::CommModel(const Catalog& catalog, const Scenario& s, const Topology& 
       lib_(catalog.library(std::string(to_string(s.communication.library)))),
       gpu_(catalog.gpu(catalog.sku(s.cluster.sku).gpu)),
       router_(topo) {
+  // The library's profile: regimes keyed by footprint make collective_size compute it.
   footprint_keyed_ = lib_.host_reduction_regimes_by == RegimeKey::Footprint;
   for (const PathProfile* p : {&lib_.intra_node, &lib_.infiniband, &lib_.ethernet})
     footprint_keyed_ = footprint_keyed_ || p->regimes_by == RegimeKey::Footprint;
+  // Routes: GPUs leave by their rails on InfiniBand fabrics; routes inside a node follow node 0's.
   if (topo.shape().fabric == FabricKind::InfiniBand)
     gpu_rail_ = catalog.layout(catalog.sku(topo.shape().sku).layout).gpu_rail;
-  const TopologyGraph& g = topo.graph();
+  find_templates();
+  // Path costs: effective bandwidths, with CPU processes' share of their cores.
+  if (gpu_.cpu_process) process_.emplace(catalog, s);
+  index_edges();
+  place_workers(s);
+}
+
+void CommModel::index_edges() {
+  const TopologyGraph& g = topo_.graph();
   for (auto e : boost::make_iterator_range(boost::edges(g))) {
     edge_index_.emplace(e.get_property(), static_cast<int>(edges_.size()));
     edges_.push_back(e);
     const Link& l = g[e];
-    const PathProfile& p = is_fabric(l.kind) ? lib_.fabric(topo.shape().fabric) : lib_.intra_node;
-    edge_bw_.push_back(l.bandwidth * p.bandwidth_fraction);
+    const PathProfile& p = is_fabric(l.kind) ? lib_.fabric(topo_.shape().fabric) : lib_.intra_node;
+    const double bandwidth = l.bandwidth * p.bandwidth_fraction;
+    edge_bw_.push_back(process_ ? process_->link_bandwidth(g, e, bandwidth) : bandwidth);
   }
+}
+
+void CommModel::find_templates() {
   // Node templates: vertices of node n are contiguous and laid out like node 0's.
-  node_base_.assign(topo.nodes(), 0);
-  std::vector<std::size_t> count(topo.nodes(), 0);
+  const TopologyGraph& g = topo_.graph();
+  node_base_.assign(topo_.nodes(), 0);
+  std::vector<std::size_t> count(topo_.nodes(), 0);
   for (auto v : boost::make_iterator_range(boost::vertices(g))) {
     const int n = g[v].node;
     if (n < 0) continue;
@@ -39,7 +54,7 @@ CommModel::CommModel(const Catalog& catalog, const Scenario& s, const Topology& 
   }
   node_size_ = count.empty() ? 0 : count[0];
   uniform_nodes_ = true;
-  for (int n = 0; n < topo.nodes() && uniform_nodes_; ++n) {
+  for (int n = 0; n < topo_.nodes() && uniform_nodes_; ++n) {
     if (count[n] != node_size_) uniform_nodes_ = false;
     for (std::size_t i = 0; i < count[n] && uniform_nodes_; ++i) {
       const Device& a = g[node_base_[0] + i];
@@ -47,18 +62,20 @@ CommModel::CommModel(const Catalog& catalog, const Scenario& s, const Topology& 
       if (a.kind != b.kind || a.local_index != b.local_index || b.node != n) uniform_nodes_ = false;
     }
   }
+}
 
+void CommModel::place_workers(const Scenario& s) {
   // Worker ranks: GPUs node-major; each with the host memory of the socket nearest to it.
   const int gpn = s.cluster.gpus_per_node;
   ranks_per_node_ = gpn;
   workers_ = s.cluster.nodes * gpn;
   std::vector<VertexId> nearest(gpn);
   for (int i = 0; i < gpn; ++i) {
-    const VertexId gv = topo.gpu(0, i);
+    const VertexId gv = topo_.gpu(0, i);
     double best = 0;
     bool found = false;
-    for (int sock = 0; sock < topo.sockets(); ++sock) {
-      const VertexId mem = topo.host_memory(0, sock);
+    for (int sock = 0; sock < topo_.sockets(); ++sock) {
+      const VertexId mem = topo_.host_memory(0, sock);
       const double lat = router_.route(gv, mem).latency;
       if (!found || lat < best) {
         best = lat;
@@ -70,31 +87,10 @@ CommModel::CommModel(const Catalog& catalog, const Scenario& s, const Topology& 
   }
   for (int r = 0; r < workers_; ++r) {
     const int node = r / gpn, local = r % gpn;
-    const VertexId dev = topo.gpu(node, local);
+    const VertexId dev = topo_.gpu(node, local);
     // A CPU process keeps its buffers in its own (host) memory: both spaces are the process.
     places_.push_back(gpu_.cpu_process ? MemberPlace{dev, dev, false}
                                        : MemberPlace{dev, from_template(nearest[local], node), true});
-  }
-  if (gpu_.cpu_process) {
-    // More processes than cores: every rank of a collective step is busy at once, and a step ends when
-    // its slowest rank is done. The scheduler keeps processes on their cores over a step's milliseconds,
-    // so the busiest core runs ceil(processes / cores) of them and each of those copies and reduces at
-    // that fraction of one core's rate (3 processes on 2 cores: 1/2, not 2/3; see validate/README.md).
-    const int vcpus = std::max(1, catalog.sku(s.cluster.sku).vcpus);
-    const int per_core = (gpn + vcpus - 1) / vcpus;
-    cpu_share_ = 1.0 / per_core;
-    // A message is received when its receiver runs: with k processes on a core, its turn comes after the
-    // scheduler has handed the core over to it from up to k - 1 others (measured with 2 processes on one
-    // core: ringsim-real calibrate's sendrecv_one_core). Processes spread over several shared cores wait at
-    // both ends: a step's slowest message crosses cores, and its sender had to get its turn on its own
-    // core first (sendrecv_shared_cores: two cores, each shared with a yielding thread; sim/HISTORY.md).
-    const double per_turn = gpu_.core_handoff + (vcpus > 1 ? gpu_.cross_core_handoff : 0.0);
-    handoff_ = (per_core - 1) * per_turn;
-    for (int i = 0; i < edge_count(); ++i) {
-      const EdgeId e = edges_[i];
-      if (g[boost::source(e, g)].kind == DeviceKind::Gpu || g[boost::target(e, g)].kind == DeviceKind::Gpu)
-        edge_bw_[i] *= cpu_share_;
-    }
   }
 }
 
@@ -178,7 +174,7 @@ Path CommModel::make_path(const Route& r) const {
     if (is_fabric(topo_.link(e).kind)) p.crosses_fabric = true;
   }
   p.profile = p.crosses_fabric ? &lib_.fabric(topo_.shape().fabric) : &lib_.intra_node;
-  p.handoff = r.src == r.dst ? 0 : handoff_;
+  p.handoff = process_ ? process_->message_handoff(r.src, r.dst) : 0;
   p.overhead = p.profile->message_overhead + p.handoff;
   p.latency += p.overhead;
   return p;
@@ -234,142 +230,10 @@ const Path& CommModel::path(VertexId src, VertexId dst) {
   return paths_.emplace(key, make_path(r)).first->second;
 }
 
-std::vector<int> CommModel::local_ring_order() {
-  if (!local_ring_.empty()) return local_ring_;  // searched once
-  const int n = ranks_per_node_;
-  std::vector<int> order(n);
-  for (int i = 0; i < n; ++i) order[i] = i;
-  if (n <= 2 || n > 10) return local_ring_ = order;
-  std::vector<std::vector<double>> bw(n, std::vector<double>(n)), lat(n, std::vector<double>(n));
+PathCost::Hop CommModel::hop(int a, int b) {
   const collective::Space space = data_space();
-  for (int a = 0; a < n; ++a)
-    for (int b = 0; b < n; ++b) {
-      if (a == b) continue;
-      const Path& p = path(endpoint(a, space), endpoint(b, space));
-      double slowest = 1e300;
-      for (int e : p.edges) slowest = std::min(slowest, edge_bw_[e]);
-      bw[a][b] = slowest;
-      lat[a][b] = p.latency;
-    }
-  std::vector<int> best = order, cur = order;
-  double best_bw = -1, best_lat = 0;
-  do {  // permutations of positions 1..n-1, in lexicographic order
-    double slowest = 1e300, total = 0;
-    for (int i = 0; i < n; ++i) {
-      const int a = cur[i], b = cur[(i + 1) % n];
-      slowest = std::min(slowest, bw[a][b]);
-      total += lat[a][b];
-    }
-    if (slowest > best_bw * (1 + 1e-12) || (slowest >= best_bw * (1 - 1e-12) && total < best_lat * (1 - 1e-12))) {
-      best = cur;
-      best_bw = slowest;
-      best_lat = total;
-    }
-  } while (std::next_permutation(cur.begin() + 1, cur.end()));
-  return local_ring_ = best;
-}
-
-std::vector<int> CommModel::ring_order() {
-  const std::vector<int> local = local_ring_order();
-  std::vector<int> order;
-  if (static_cast<int>(local.size()) != ranks_per_node_ || workers_ % ranks_per_node_ != 0) {
-    for (int i = 0; i < workers_; ++i) order.push_back(i);
-    return order;
-  }
-  for (int node = 0; node < workers_ / ranks_per_node_; ++node)
-    for (int l : local) order.push_back(node * ranks_per_node_ + l);
-  return order;
-}
-
-std::vector<std::vector<int>> CommModel::ring_orders(int channels) {
-  if (channels < 1) throw std::invalid_argument("ring channels: at least one");
-  std::vector<std::vector<int>> rings{ring_order()};
-  if (channels == 1) return rings;
-  const std::vector<int> local = local_ring_order();
-  const int n = ranks_per_node_;
-  if (static_cast<int>(local.size()) != n || workers_ % n != 0) {  // index order: the same ring each channel
-    rings.assign(channels, rings.front());
-    return rings;
-  }
-  const int nodes = workers_ / n, sampled = std::min(nodes, 2);
-  const collective::Space space = data_space();
-  // Candidate rings inside a node: every cycle through the node's ranks (up to 8 of them), else the
-  // local ring and its reverse; each entered at any of its ranks.
-  std::vector<std::vector<int>> cycles;
-  if (n <= 8) {
-    std::vector<int> cur(n);
-    for (int i = 0; i < n; ++i) cur[i] = i;
-    do cycles.push_back(cur);
-    while (std::next_permutation(cur.begin() + 1, cur.end()));
-  } else {
-    cycles = {local, std::vector<int>(local.rbegin(), local.rend())};
-  }
-  auto entered_at = [&](const std::vector<int>& cycle, int r) {
-    std::vector<int> l(cycle.begin() + r, cycle.end());
-    l.insert(l.end(), cycle.begin(), cycle.begin() + r);
-    return l;
-  };
-  auto ring_of = [&](const std::vector<int>& l, int node_count) {
-    std::vector<int> order;
-    for (int node = 0; node < node_count; ++node)
-      for (int r : l) order.push_back(node * n + r);
-    return order;
-  };
-  // Per-step load of every edge: transfers over effective bandwidth, over `sampled` nodes' worth of ring.
-  std::vector<double> load(edges_.size(), 0), delta(edges_.size(), 0);
-  std::vector<int> touched;
-  double max_load = 0, sum_sq = 0;
-  auto stage = [&](const std::vector<int>& order) {  // the ring's loads into delta / touched
-    for (std::size_t i = 0; i < order.size(); ++i) {
-      const int a = order[i], b = order[(i + 1) % order.size()];
-      if (a == b) continue;
-      for (int e : path(endpoint(a, space), endpoint(b, space)).edges) {
-        if (delta[e] == 0) touched.push_back(e);
-        delta[e] += 1 / edge_bw_[e];
-      }
-    }
-  };
-  auto evaluate = [&](double& mx, double& sq) {  // with the staged ring added; clears the stage
-    mx = max_load;
-    sq = sum_sq;
-    for (int e : touched) {
-      const double after = load[e] + delta[e];
-      mx = std::max(mx, after);
-      sq += after * after - load[e] * load[e];
-      delta[e] = 0;
-    }
-    touched.clear();
-  };
-  auto commit = [&](const std::vector<int>& order) {
-    stage(order);
-    for (int e : touched) {
-      sum_sq += (load[e] + delta[e]) * (load[e] + delta[e]) - load[e] * load[e];
-      load[e] += delta[e];
-      max_load = std::max(max_load, load[e]);
-      delta[e] = 0;
-    }
-    touched.clear();
-  };
-  commit(ring_of(local, sampled));
-  for (int c = 1; c < channels; ++c) {
-    std::vector<int> best;
-    double best_max = 0, best_sq = 0;
-    for (const auto& cycle : cycles)
-      for (int r = 0; r < (sampled > 1 ? n : 1); ++r) {
-        const std::vector<int> l = entered_at(cycle, r);
-        stage(ring_of(l, sampled));
-        double mx = 0, sq = 0;
-        evaluate(mx, sq);
-        if (best.empty() || mx < best_max * (1 - 1e-9) || (mx <= best_max * (1 + 1e-9) && sq < best_sq * (1 - 1e-9))) {
-          best = l;
-          best_max = mx;
-          best_sq = sq;
-        }
-      }
-    commit(ring_of(best, sampled));
-    rings.push_back(ring_of(best, nodes));
-  }
-  return rings;
+  const Path& p = path(endpoint(a, space), endpoint(b, space));
+  return {p.edges, p.latency};
 }
 
 std::string CommModel::edge_name(int i) const {
@@ -400,7 +264,7 @@ double CommModel::reduce_time(int m, collective::Space space, std::uint64_t byte
   if (on_gpu) return 3.0 * static_cast<double>(bytes) / gpu_.memory_bandwidth;
   const double b = static_cast<double>(bytes);
   const double key = regime_size(lib_.host_reduction_regimes_by, b, c);
-  return b / (lib_.host_reduction_rate_for(key) * (places_.at(m).gpu ? 1.0 : cpu_share_));
+  return b / (lib_.host_reduction_rate_for(key) * (places_.at(m).gpu || !process_ ? 1.0 : process_->cpu_share));
 }
 
 double CommModel::update_time(int m, std::uint64_t bytes) const {

@@ -6,11 +6,14 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <tuple>
 #include <unordered_map>
 #include <vector>
 
 #include "collective/collective.h"
+#include "execute/process_costs.h"
+#include "graph/ring_search.h"
 #include "graph/routing.h"
 #include "graph/topology_graph.h"
 #include "load/catalog.h"
@@ -42,7 +45,10 @@ struct Path {
   const PathProfile* profile = nullptr;  // the library's profile for this path
 };
 
-class CommModel {
+// Built in steps: the topology, the library's profile, routes (memoised per node template), path costs
+// (per-edge effective bandwidth, paths), the workers' places; and, for ranks that are CPU processes, their
+// process costs. As a PathCost it gives the ring search (graph/ring_search.h) what it weighs.
+class CommModel final : public PathCost {
  public:
   CommModel(const Catalog& catalog, const Scenario& scenario, const Topology& topology);
 
@@ -51,7 +57,8 @@ class CommModel {
   collective::Space data_space() const { return collective_data_space(lib_, gpu_); }
 
   // Members: GPU ranks 0..gpus-1 (node-major), then parameter servers.
-  int workers() const { return workers_; }
+  int workers() const override { return workers_; }
+  int ranks_per_node() const override { return ranks_per_node_; }
   void set_servers(const std::vector<MemberPlace>& servers);
   const MemberPlace& member(int m) const { return places_.at(m); }
   VertexId endpoint(int m, collective::Space s) const {
@@ -63,27 +70,13 @@ class CommModel {
     return path(endpoint(t.src, t.src_space), endpoint(t.dst, t.dst_space));
   }
 
-  // The ring through one node's ranks that NCCL-style ring search would pick: over all cycles starting at
-  // local rank 0, the one whose slowest hop (effective bandwidth in the data space) is fastest, then the
-  // lowest total latency, then the first in lexicographic order. Index order beyond 10 ranks per node.
-  std::vector<int> local_ring_order();
-  // The ring through every worker: nodes in index order, each node's ranks in local_ring_order(). Index
-  // order when the ranks per node differ from the scenario's GPUs per node.
-  std::vector<int> ring_order();
-  // `channels` rings through every worker, for a ring allreduce with that many channels. The first is
-  // ring_order(); each further ring visits the nodes in index order and every node's ranks along one
-  // cycle (any cycle up to 8 ranks per node, else local_ring_order() or its reverse), entered at any
-  // rank. Rings are picked one after another, each the candidate that leaves the most loaded link (per-
-  // step transfers over effective bandwidth, counted over two nodes' worth of ring) least loaded, then
-  // the loads most even, then the first. So rings spread over a node's NVLinks and leave it from GPUs
-  // near different NICs, as NCCL's ring search does on a DGX-1.
-  std::vector<std::vector<int>> ring_orders(int channels);
-
   // Dense edge indices over the whole graph.
-  int edge_count() const { return static_cast<int>(edges_.size()); }
+  int edge_count() const override { return static_cast<int>(edges_.size()); }
   EdgeId edge(int i) const { return edges_[i]; }
   int edge_index(EdgeId e) const { return edge_index_.at(e.get_property()); }
-  double edge_bandwidth(int i) const { return edge_bw_[i]; }  // effective for this library
+  double edge_bandwidth(int i) const override { return edge_bw_[i]; }  // effective for this library
+  // Worker a to worker b in the data space: the path's edges and latency.
+  Hop hop(int a, int b) override;
   std::string edge_name(int i) const;
 
   // The sizes of collective c that size regimes may be keyed by: its buffer, and its footprint, what the
@@ -114,6 +107,9 @@ class CommModel {
   double device_copy_time(std::uint64_t bytes) const;  // a GPU memory-to-memory copy (fusion buffer)
 
  private:
+  void index_edges();     // dense edge indices, effective bandwidths
+  void find_templates();  // node templates
+  void place_workers(const Scenario& s);
   Path make_path(const Route& r) const;
   const Route& intra(VertexId a, VertexId b);                       // a, b in the same node
   const Route& fabric(VertexId nic_a, VertexId nic_b, int node_b);  // between two nodes' fabric NICs
@@ -123,11 +119,9 @@ class CommModel {
   const Topology& topo_;
   const LibraryProfile& lib_;
   const GpuSpec& gpu_;
-  double cpu_share_ = 1;          // of one core per process, for the processes of a CPU-only host
-  double handoff_ = 0;            // per message between them, when they outnumber the cores
-  bool footprint_keyed_ = false;  // some regime is keyed by footprint (collective_size computes it)
-  std::vector<int> gpu_rail_;     // InfiniBand fabrics: each local GPU's NIC (NodeLayout::gpu_rail)
-  std::vector<int> local_ring_;   // local_ring_order(), once searched
+  std::optional<ProcessCosts> process_;  // ranks that are CPU processes only
+  bool footprint_keyed_ = false;         // some regime is keyed by footprint (collective_size computes it)
+  std::vector<int> gpu_rail_;            // InfiniBand fabrics: each local GPU's NIC (NodeLayout::gpu_rail)
   Router router_;
   int workers_ = 0;
   int ranks_per_node_ = 0;

@@ -53,7 +53,7 @@ class CollectiveFactory {
       tensor_bytes_.push_back(static_cast<std::uint64_t>(t.numel) * model.dtype_bytes());
     if (s.communication.strategy == Strategy::ParameterServer) server_of_ = tensor_servers(s, tensor_bytes_);
     // Rings follow the fastest links inside a node, the same in every node, nodes in index order.
-    layout_ = buffer_collective_layout(s, cm);
+    layout_ = buffer_collective_layout(s, cm.data_space(), cm);
   }
   std::unique_ptr<Collective> make(const collective::FusionBuffer& b) const {
     BufferShards shards;

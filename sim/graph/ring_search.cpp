@@ -1,0 +1,170 @@
+#include "graph/ring_search.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace ringsim {
+
+namespace {
+
+std::vector<int> index_order(int n) {
+  std::vector<int> order(n);
+  for (int i = 0; i < n; ++i) order[i] = i;
+  return order;
+}
+
+// Candidate rings inside a node: every cycle through the node's n ranks starting at rank 0 (up to 8 of
+// them), else the local ring and its reverse.
+std::vector<std::vector<int>> candidate_cycles(int n, const std::vector<int>& local) {
+  if (n > 8) return {local, std::vector<int>(local.rbegin(), local.rend())};
+  std::vector<std::vector<int>> cycles;
+  std::vector<int> cur = index_order(n);
+  do cycles.push_back(cur);
+  while (std::next_permutation(cur.begin() + 1, cur.end()));
+  return cycles;
+}
+
+std::vector<int> entered_at(const std::vector<int>& cycle, int r) {
+  std::vector<int> l(cycle.begin() + r, cycle.end());
+  l.insert(l.end(), cycle.begin(), cycle.begin() + r);
+  return l;
+}
+
+// Ranks of `node_count` nodes of n ranks, each node's in the local order l.
+std::vector<int> ring_of(const std::vector<int>& l, int n, int node_count) {
+  std::vector<int> order;
+  for (int node = 0; node < node_count; ++node)
+    for (int r : l) order.push_back(node * n + r);
+  return order;
+}
+
+// Per-step load of every link under the rings committed so far: transfers over effective bandwidth. A
+// candidate ring is staged, evaluated (the most loaded link and the sum of squared loads with it) and
+// dropped, or committed.
+class LinkLoads {
+ public:
+  explicit LinkLoads(PathCost& cost) : cost_(cost), load_(cost.edge_count(), 0), delta_(cost.edge_count(), 0) {
+    for (int e = 0; e < cost.edge_count(); ++e) bandwidth_.push_back(cost.edge_bandwidth(e));
+  }
+  void stage(const std::vector<int>& order) {
+    for (std::size_t i = 0; i < order.size(); ++i) {
+      const int a = order[i], b = order[(i + 1) % order.size()];
+      if (a == b) continue;
+      for (int e : cost_.hop(a, b).edges) {
+        if (delta_[e] == 0) touched_.push_back(e);
+        delta_[e] += 1 / bandwidth_[e];
+      }
+    }
+  }
+  void evaluate(double& mx, double& sq) {  // with the staged ring added; clears the stage
+    mx = max_load_;
+    sq = sum_sq_;
+    for (int e : touched_) {
+      const double after = load_[e] + delta_[e];
+      mx = std::max(mx, after);
+      sq += after * after - load_[e] * load_[e];
+      delta_[e] = 0;
+    }
+    touched_.clear();
+  }
+  void commit(const std::vector<int>& order) {
+    stage(order);
+    for (int e : touched_) {
+      sum_sq_ += (load_[e] + delta_[e]) * (load_[e] + delta_[e]) - load_[e] * load_[e];
+      load_[e] += delta_[e];
+      max_load_ = std::max(max_load_, load_[e]);
+      delta_[e] = 0;
+    }
+    touched_.clear();
+  }
+
+ private:
+  PathCost& cost_;
+  std::vector<double> bandwidth_, load_, delta_;
+  std::vector<int> touched_;
+  double max_load_ = 0, sum_sq_ = 0;
+};
+
+}  // namespace
+
+std::vector<int> RingSearch::local_ring_order() {
+  if (!local_ring_.empty()) return local_ring_;  // searched once
+  const int n = cost_.ranks_per_node();
+  std::vector<int> order = index_order(n);
+  if (n <= 2 || n > 10) return local_ring_ = order;
+  std::vector<std::vector<double>> bw(n, std::vector<double>(n)), lat(n, std::vector<double>(n));
+  for (int a = 0; a < n; ++a)
+    for (int b = 0; b < n; ++b) {
+      if (a == b) continue;
+      const PathCost::Hop p = cost_.hop(a, b);
+      double slowest = 1e300;
+      for (int e : p.edges) slowest = std::min(slowest, cost_.edge_bandwidth(e));
+      bw[a][b] = slowest;
+      lat[a][b] = p.latency;
+    }
+  std::vector<int> best = order, cur = order;
+  double best_bw = -1, best_lat = 0;
+  do {  // permutations of positions 1..n-1, in lexicographic order
+    double slowest = 1e300, total = 0;
+    for (int i = 0; i < n; ++i) {
+      const int a = cur[i], b = cur[(i + 1) % n];
+      slowest = std::min(slowest, bw[a][b]);
+      total += lat[a][b];
+    }
+    if (slowest > best_bw * (1 + 1e-12) || (slowest >= best_bw * (1 - 1e-12) && total < best_lat * (1 - 1e-12))) {
+      best = cur;
+      best_bw = slowest;
+      best_lat = total;
+    }
+  } while (std::next_permutation(cur.begin() + 1, cur.end()));
+  return local_ring_ = best;
+}
+
+bool RingSearch::whole_nodes(const std::vector<int>& local) const {
+  const int n = cost_.ranks_per_node();
+  return static_cast<int>(local.size()) == n && cost_.workers() % n == 0;
+}
+
+std::vector<int> RingSearch::ring_order() {
+  const std::vector<int> local = local_ring_order();
+  if (!whole_nodes(local)) return index_order(cost_.workers());
+  const int n = cost_.ranks_per_node();
+  return ring_of(local, n, cost_.workers() / n);
+}
+
+std::vector<std::vector<int>> RingSearch::ring_orders(int channels) {
+  if (channels < 1) throw std::invalid_argument("ring channels: at least one");
+  std::vector<std::vector<int>> rings{ring_order()};
+  if (channels == 1) return rings;
+  const std::vector<int> local = local_ring_order();
+  if (!whole_nodes(local)) {  // index order: the same ring each channel
+    rings.assign(channels, rings.front());
+    return rings;
+  }
+  const int n = cost_.ranks_per_node();
+  const int nodes = cost_.workers() / n, sampled = std::min(nodes, 2);
+  const std::vector<std::vector<int>> cycles = candidate_cycles(n, local);
+  LinkLoads loads(cost_);  // over `sampled` nodes' worth of ring
+  loads.commit(ring_of(local, n, sampled));
+  for (int c = 1; c < channels; ++c) {
+    std::vector<int> best;
+    double best_max = 0, best_sq = 0;
+    for (const auto& cycle : cycles)
+      for (int r = 0; r < (sampled > 1 ? n : 1); ++r) {
+        std::vector<int> l = entered_at(cycle, r);
+        loads.stage(ring_of(l, n, sampled));
+        double mx = 0, sq = 0;
+        loads.evaluate(mx, sq);
+        if (best.empty() || mx < best_max * (1 - 1e-9) || (mx <= best_max * (1 + 1e-9) && sq < best_sq * (1 - 1e-9))) {
+          best = std::move(l);
+          best_max = mx;
+          best_sq = sq;
+        }
+      }
+    loads.commit(ring_of(best, n, sampled));
+    rings.push_back(ring_of(best, n, nodes));
+  }
+  return rings;
+}
+
+}  // namespace ringsim
