@@ -15,13 +15,16 @@
 #include "collective/collective.h"
 #include "execute/child_process.h"
 #include "execute/comm_model.h"
+#include "execute/prediction_band.h"
 #include "execute/training_sim.h"
 #include "execute/work_estimate.h"
 #include "graph/ring_search.h"
 #include "graph/routing.h"
 #include "graph/topology_graph.h"
 #include "load/input_error.h"
+#include "load/overlay.h"
 #include "load/scenario.h"
+#include "schedule/compute_model.h"
 #include "test_support.h"
 #include "validate/validation.h"
 
@@ -1149,4 +1152,70 @@ TEST_CASE("calibrate: exchanges set a class's figures, launches are merged by th
                       [&](const std::string& n) { return n.find(note) == 0; }));
   for (const auto& f : files) std::remove(f.c_str());
   std::remove(overlay.c_str());
+}
+
+TEST_CASE("stragglers: the expected slowest of n ranks, and the compute it adds", "[model]") {
+  CHECK(expected_max_of_normals(1) == 0);
+  CHECK(expected_max_of_normals(2) == Approx(1 / std::sqrt(M_PI)).epsilon(1e-6));  // closed form
+  CHECK(expected_max_of_normals(3) == Approx(1.5 / std::sqrt(M_PI)).epsilon(1e-6));
+  CHECK(expected_max_of_normals(32) == Approx(2.0697).epsilon(1e-3));  // order-statistics tables
+  const Scenario s = one_gpu_per_node(4);
+  const ComputeModel alone = build_compute_model(test::catalog(), s, false);
+  const ComputeModel with = build_compute_model(test::catalog(), s);
+  const double cv = test::catalog().compute().step_time_cv;
+  REQUIRE(cv > 0);
+  const double fwd_bwd = alone.forward_s + alone.backward_s;
+  CHECK(with.straggler_s == Approx(fwd_bwd * cv * expected_max_of_normals(4)));
+  CHECK(with.forward_s + with.backward_s == Approx(fwd_bwd + with.straggler_s));
+  CHECK(with.single_gpu_images_per_sec == Approx(alone.single_gpu_images_per_sec));  // the rate stays the one rank's
+  CHECK(build_compute_model(test::catalog(), one_gpu_per_node(1)).straggler_s == 0);
+}
+
+TEST_CASE("band: it holds the prediction, and a calibration that measures a figure narrows it", "[model]") {
+  // Two NC24r nodes over Ethernet with NCCL: the socket transport's fraction and the VMs' Ethernet rate are
+  // assumptions, so the band is wide and below the prediction.
+  const Scenario s = scenario(
+      "cluster: {sku: NC24r, nodes: 2, fabric: ethernet}\nmodel: {name: resnet50, batch_per_gpu: 32}\n"
+      "training: {epochs: 1}\ncommunication: {library: nccl}\n");
+  const Catalog& catalog = test::catalog();
+  const BandRatios band = band_ratios(catalog, s);
+  CHECK(band.samples == kBandSamples);
+  CHECK(std::count(band.parameters.begin(), band.parameters.end(), "nccl_socket_fraction") == 1);
+  CHECK(std::count(band.parameters.begin(), band.parameters.end(), "mpi_host_reduction_rate") == 0);  // not MPI
+  Prediction p;
+  p.images_per_sec = 100;
+  p.time_to_train_s = 1000;
+  apply_band(band, p);
+  CHECK(p.images_per_sec_low <= 100);
+  CHECK(p.images_per_sec_high >= 100);
+  CHECK(p.time_to_train_s_low <= 1000);
+  CHECK(p.time_to_train_s_high >= 1000);
+  CHECK(p.images_per_sec_low < 95);  // the network's figures matter here
+  // The same figures measured (a calibration overlay sets them): only the rest stays uncertain.
+  CatalogOverlay measured;
+  measured.libraries["nccl"].paths["ethernet"].bandwidth_fraction = 0.5;
+  measured.skus["NC24r"].ethernet_bandwidth = 10e9 / 8;
+  const BandRatios narrower = band_ratios(catalog, s, measured);
+  CHECK(std::count(narrower.parameters.begin(), narrower.parameters.end(), "nccl_socket_fraction") == 0);
+  CHECK(std::count(narrower.parameters.begin(), narrower.parameters.end(), "azure_ethernet_rate") == 0);
+  CHECK(narrower.rate_high / narrower.rate_low < band.rate_high / band.rate_low);
+  // One GPU: nothing uncertain takes part, no band.
+  CHECK(band_ratios(catalog, one_gpu_per_node(1)).samples == 0);
+}
+
+TEST_CASE("uncertain.yaml: a figure that is not one is refused with file, line and column", "[catalog]") {
+  const std::filesystem::path dir = "/tmp/ringsim_uncertain_" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  for (const auto& e : std::filesystem::directory_iterator(RINGSIM_TEST_CATALOG))
+    std::filesystem::create_symlink(std::filesystem::absolute(e.path()), dir / e.path().filename());
+  std::filesystem::remove(dir / "uncertain.yaml");
+  std::ofstream(dir / "uncertain.yaml") << "parameters:\n  x:\n    figure: libraries.ncl.host_reduction_rate\n"
+                                           "    range: [1 GB/s, 2 GB/s]\n    source: test\n";
+  std::string msg = test::input_error_of([&] { Catalog::load(dir.string()); });
+  CHECK_THAT(msg, Catch::Contains("uncertain.yaml:3:13"));
+  CHECK_THAT(msg, Catch::Contains("did you mean nccl"));
+  std::ofstream(dir / "uncertain.yaml") << "parameters:\n  x:\n    figure: compute.step_time_cv\n"
+                                           "    range: [0.02, 0.01]\n    source: test\n";
+  CHECK_THAT(test::input_error_of([&] { Catalog::load(dir.string()); }), Catch::Contains("below its LOW"));
+  std::filesystem::remove_all(dir);
 }

@@ -15,6 +15,7 @@
 #include "calibrate/placement.h"
 #include "collective/collective.h"
 #include "execute/child_process.h"
+#include "execute/prediction_band.h"
 #include "execute/training_sim.h"
 #include "load/input_error.h"
 #include "load/json_file.h"
@@ -89,6 +90,24 @@ double ValidationReport::max_abs_error() const {
   return m;
 }
 
+int ValidationReport::banded() const {
+  return static_cast<int>(std::count_if(cases.begin(), cases.end(), [](const auto& c) { return c.has_band(); }));
+}
+
+double ValidationReport::band_coverage() const {
+  if (banded() == 0) return -1;
+  const auto inside =
+      std::count_if(cases.begin(), cases.end(), [](const auto& c) { return c.has_band() && c.in_band(); });
+  return static_cast<double>(inside) / banded();
+}
+
+double ValidationReport::band_median_width() const {
+  std::vector<double> widths;
+  for (const auto& c : cases)
+    if (c.has_band() && c.low > 0) widths.push_back(c.high / c.low);
+  return widths.empty() ? -1 : upper_median(widths);
+}
+
 ValidationReport validate_published(const Catalog& catalog, const std::string& cases_file) {
   auto doc = std::make_shared<YamlDocument>(YamlDocument::load_file(cases_file));
   YamlField root = YamlField::root(doc);
@@ -149,9 +168,14 @@ ValidationReport validate_published(const Catalog& catalog, const std::string& c
     if (auto f = c.find("parameter_servers"))  // as the published set-up ran, where it says
       sets.push_back(parse_override("communication.parameter_servers=" + std::to_string(f->integer(1, 65536))));
     const Scenario s = load_scenario(file, catalog, sets);
+    const BandRatios band = band_ratios(catalog, s);
     const nlohmann::json p = predict_isolated(catalog, s);
     ValidationCase vc{c.get("name").str(), "images_per_sec", p["images_per_sec"].get<double>(),
                       c.get("published_images_per_sec").positive_number()};
+    if (band.samples > 0) {
+      vc.low = std::min(vc.predicted, vc.predicted * band.rate_low);
+      vc.high = std::max(vc.predicted, vc.predicted * band.rate_high);
+    }
     vc.group =
         s.cluster.sku + " " + c.get("model").str() + " b" + std::to_string(c.get("batch_per_gpu").integer(1, 1 << 20));
     vc.x = static_cast<double>(gpus);
@@ -308,6 +332,20 @@ std::string validation_table(const ValidationReport& r) {
   std::snprintf(line, sizeof line, "  MAPE %.1f %%, max |error| %.1f %% over %zu cases\n", r.mape(), r.max_abs_error(),
                 r.cases.size());
   o << line;
+  if (r.banded() > 0) {
+    std::snprintf(line, sizeof line,
+                  "  bands: %d of %d measurements inside their prediction's band (%.0f %%), median width high / low "
+                  "%.2f\n",
+                  static_cast<int>(std::lround(r.band_coverage() * r.banded())), r.banded(), r.band_coverage() * 100,
+                  r.band_median_width());
+    o << line;
+    for (const auto& c : r.cases)
+      if (c.has_band() && !c.in_band()) {
+        std::snprintf(line, sizeof line, "    outside: %-32s band %.6g to %.6g, measured %.6g\n", c.name.c_str(), c.low,
+                      c.high, c.measured);
+        o << line;
+      }
+  }
   for (const auto& n : r.notes) o << "  note: " << n << "\n";
   if (!spreads.empty()) {
     std::snprintf(line, sizeof line,
@@ -326,6 +364,10 @@ std::string validation_json(const ValidationReport& r) {
   j["title"] = r.title;
   j["mape_pct"] = r.mape();
   j["max_abs_error_pct"] = r.max_abs_error();
+  if (r.banded() > 0) {
+    j["band_coverage"] = r.band_coverage();
+    j["band_median_width"] = r.band_median_width();
+  }
   nlohmann::ordered_json cases = nlohmann::ordered_json::array();
   for (const auto& c : r.cases)
     cases.push_back({{"case", c.name},
@@ -336,6 +378,11 @@ std::string validation_json(const ValidationReport& r) {
   for (std::size_t i = 0; i < r.cases.size(); ++i) {
     if (r.cases[i].spread_pct >= 0) cases[i]["measured_spread_pct"] = r.cases[i].spread_pct;
     if (r.cases[i].others_error_pct >= 0) cases[i]["measured_others_error_pct"] = r.cases[i].others_error_pct;
+    if (r.cases[i].has_band()) {
+      cases[i]["predicted_low"] = r.cases[i].low;
+      cases[i]["predicted_high"] = r.cases[i].high;
+      cases[i]["in_band"] = r.cases[i].in_band();
+    }
   }
   j["cases"] = cases;
   if (!r.notes.empty()) j["notes"] = r.notes;

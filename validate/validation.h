@@ -29,6 +29,10 @@ struct ValidationCase {
   // Where measured in three runs or more: each run against the median of the others (others_error_pct).
   double others_error_pct = -1;
   double error_pct() const { return measured != 0 ? (predicted - measured) / measured * 100 : 0; }
+  // The prediction's band (execute/prediction_band.h); both 0 where it has none.
+  double low = 0, high = 0;
+  bool has_band() const { return high > 0; }
+  bool in_band() const { return measured >= low && measured <= high; }
 };
 
 struct ValidationReport {
@@ -37,9 +41,12 @@ struct ValidationReport {
   std::vector<ValidationCase> cases;
   // Result files (--measured): where each differs from the prediction, part by part.
   std::vector<std::pair<std::string, ResultDiff>> differences;
-  std::vector<std::string> notes;  // what was left out, and why
-  double mape() const;             // mean |error| in %
-  double max_abs_error() const;    // in %
+  std::vector<std::string> notes;    // what was left out, and why
+  double mape() const;               // mean |error| in %
+  double max_abs_error() const;      // in %
+  int banded() const;                // cases with a band
+  double band_coverage() const;      // of those, the share whose measurement is inside it (-1: none)
+  double band_median_width() const;  // the median of high / low over them (-1: none)
 };
 
 // (largest - smallest) / median of repeated measurements, in %; -1 for fewer than two.

@@ -135,7 +135,7 @@ TrainLoop::TrainLoop(const TrainOptions& o, MPI_Comm comm, const Catalog& catalo
       comm_(comm),
       s_(s),
       model_(catalog.model(s.model.name)),
-      cm_(build_compute_model(catalog, s)),
+      cm_(build_compute_model(catalog, s, false)),
       st_(model_.tensors.size()) {
   MPI_Comm_rank(comm, &rank_);
   ps_ = s.communication.strategy == Strategy::ParameterServer;
@@ -145,6 +145,8 @@ TrainLoop::TrainLoop(const TrainOptions& o, MPI_Comm comm, const Catalog& catalo
   if (model_.dtype_bytes() != 4) throw UsageError("ringsim-real trains float32 models only");
   if (const std::string why = real_run_refusal(s); !why.empty()) throw UsageError(why);
   backend_ = make_backend(o.transport, comm, type, o.timeout_s);
+  // A real run has its own stragglers; an emulated one models them as predict does.
+  if (backend_->emulated()) cm_ = build_compute_model(catalog, s);
   if (o.compute_stand_in == "sleep") {
     if (o.transport != "host")
       throw UsageError(

@@ -9,11 +9,13 @@
 #include "emulate/emulate_run.h"
 #endif
 #include "calibrate/calibrate.h"
+#include "execute/prediction_band.h"
 #include "execute/training_sim.h"
 #include "graph/exporters.h"
 #include "graph/topology_graph.h"
 #include "load/catalog.h"
 #include "load/input_error.h"
+#include "load/overlay.h"
 #include "load/scenario.h"
 #include "load/units.h"
 #include "report/catalog_listing.h"
@@ -105,7 +107,10 @@ int run_predict(const std::string& catalog_dir, const PredictOptions& o) {
   const Fidelity fidelity =
       o.fidelity ? (*o.fidelity == "flow" ? Fidelity::Flow : Fidelity::Step) : default_fidelity(s);
   check_work_limits(estimate_work(catalog, s, fidelity), fidelity, o.limits, "predict");
-  const Prediction p = predict(catalog, s, fidelity);
+  const CatalogOverlay calibration = s.calibration.empty() ? CatalogOverlay{} : catalog.read_overlay(s.calibration);
+  const BandRatios band = band_ratios(catalog, s, calibration);  // in children, before this process's engine
+  Prediction p = predict(catalog, s, fidelity);
+  apply_band(band, p);
   // Render everything first, then write: a failure leaves no output file behind.
   const std::string json = o.json_file ? result_json(p, "predict") : "";
   const std::string trace = o.trace_file ? timeline_json(p) : "";

@@ -58,6 +58,7 @@ struct Prediction {
   double iteration_time_s = 0;
   double forward_s = 0, backward_s = 0, update_s = 0;
   double compute_time_s = 0;           // forward + backward + optimizer step of one rank
+  double straggler_s = 0;              // of which the slowest rank's extra (ComputeModel::straggler_s)
   double communication_time_s = 0;     // sum of collective durations (fusion copies included)
   double exposed_communication_s = 0;  // iteration time not covered by compute
   double images_per_sec = 0, images_per_sec_per_gpu = 0;
@@ -77,6 +78,12 @@ struct Prediction {
   // The input pipeline (storage: section). With one, iteration_time_s, images/s and epoch_time_s are the
   // steady state (epochs >= 2) and time_to_train_s adds epoch 1; without, data is synthetic.
   DataPipeline data_pipeline;
+  // How sure the prediction is (execute/prediction_band.h): ends meant to hold the measured value 9 times
+  // in 10, from the catalog's uncertain figures. No band where band_samples is 0.
+  int band_samples = 0;
+  double images_per_sec_low = 0, images_per_sec_high = 0;
+  double time_to_train_s_low = 0, time_to_train_s_high = 0;
+  std::vector<std::string> band_parameters;  // the uncertain figures that moved the prediction
 };
 
 // The figures every result derives the same way, from gpus, iteration_time_s and single_gpu_images_per_sec:

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "load/overlay.h"
+#include "load/uncertain.h"
 #include "load/yaml_reader.h"
 
 #ifndef RINGSIM_CATALOG_DIR
@@ -496,8 +497,37 @@ void Catalog::load_models(const fs::path& base) {
 }
 
 // compute.yaml: the roofline and measured single-GPU rates.
+// uncertain.yaml: the assumed figures' ranges.
+void Catalog::load_uncertain(const fs::path& base) {
+  if (!fs::exists(base / "uncertain.yaml")) return;
+  YamlField root = open_root(base / "uncertain.yaml", {"parameters"});
+  for (auto& [name, f] : root.get("parameters").entries()) {
+    f.require_map({"figure", "range", "scale", "source"});
+    UncertainParameter p;
+    p.name = name;
+    p.figure = f.get("figure").str();
+    if (const std::string why = check_figure(*this, p.figure); !why.empty()) f.get("figure").fail(why);
+    if (f.has("range") == f.has("scale")) f.fail("give either range: [LOW, HIGH] (values) or scale: [LOW, HIGH]");
+    const YamlField r = f.has("range") ? f.get("range") : f.get("scale");
+    const std::vector<YamlField> ends = r.items();
+    if (ends.size() != 2) r.fail("expected [LOW, HIGH]");
+    p.scale = f.has("scale");
+    const std::optional<Quantity> kind = p.scale ? std::nullopt : figure_quantity(p.figure);
+    const auto value = [&](const YamlField& v) { return kind ? v.nonnegative_quantity(*kind) : v.number(0, 1e300); };
+    p.low = value(ends[0]);
+    p.high = value(ends[1]);
+    if (p.high < p.low) ends[1].fail("the range's HIGH is below its LOW");
+    p.source = "uncertain.yaml:" + std::to_string(f.location().line) + " " + f.get("source").str();
+    uncertain_.push_back(p);
+  }
+}
+
 void Catalog::load_compute(const fs::path& base) {
-  YamlField root = open_root(base / "compute.yaml", {"roofline", "measured"});
+  YamlField root = open_root(base / "compute.yaml", {"roofline", "variation", "measured"});
+  if (auto v = root.find("variation")) {
+    v->require_map({"step_time_cv"});
+    compute_.step_time_cv = v->get("step_time_cv").number(0, 1);
+  }
   YamlField roof = root.get("roofline");
   roof.require_map({"backward_to_forward", "efficiency"});
   compute_.backward_to_forward = roof.get("backward_to_forward").number(0, 100);
@@ -540,6 +570,7 @@ Catalog Catalog::load(const std::string& dir) {
   c.load_storage(base);
   c.load_models(base);
   c.load_compute(base);
+  c.load_uncertain(base);
   if (c.skus_.empty()) throw InputError({(base / "skus.yaml").string(), 0, 0, ""}, "the catalog defines no SKU");
   return c;
 }
@@ -660,8 +691,12 @@ void apply_gpu(const GpuOverlay& o, GpuSpec& g) {
 }  // namespace
 
 CatalogOverlay Catalog::read_overlay(const std::string& file) const {
-  YamlField root = open_root(file, {"libraries", "link_classes", "gpus", "skus"});
+  YamlField root = open_root(file, {"compute", "libraries", "link_classes", "gpus", "skus"});
   CatalogOverlay o;
+  if (auto c = root.find("compute")) {
+    c->require_map({"step_time_cv"});
+    if (auto v = c->find("step_time_cv")) o.compute.step_time_cv = v->number(0, 1);
+  }
   read_named(root, "libraries", libraries_, "library", library_order_, o.libraries,
              [](const LibraryProfile&, const YamlField& f) { return read_library_overlay(f); });
   read_named(root, "link_classes", links_, "link class", link_order_, o.link_classes,
@@ -674,9 +709,10 @@ CatalogOverlay Catalog::read_overlay(const std::string& file) const {
              });
   read_named(root, "gpus", gpus_, "GPU", gpu_order_, o.gpus, read_gpu_overlay);
   read_named(root, "skus", skus_, "SKU", sku_order_, o.skus, [](const SkuSpec&, const YamlField& f) {
-    f.require_map({"vcpus"});
+    f.require_map({"vcpus", "ethernet_bandwidth"});
     SkuOverlay k;
     if (auto v = f.find("vcpus")) k.vcpus = static_cast<int>(v->integer(1, 4096));
+    if (auto v = f.find("ethernet_bandwidth")) k.ethernet_bandwidth = v->positive_quantity(Quantity::Bandwidth);
     return k;
   });
   return o;
@@ -689,8 +725,11 @@ void Catalog::apply(const CatalogOverlay& o) {
     if (l.latency) links_.at(name).latency = *l.latency;
   }
   for (const auto& [name, g] : o.gpus) apply_gpu(g, gpus_.at(name));
-  for (const auto& [name, k] : o.skus)
+  for (const auto& [name, k] : o.skus) {
     if (k.vcpus) skus_.at(name).vcpus = *k.vcpus;
+    if (k.ethernet_bandwidth) skus_.at(name).ethernet_bandwidth = *k.ethernet_bandwidth;
+  }
+  if (o.compute.step_time_cv) compute_.step_time_cv = *o.compute.step_time_cv;
 }
 
 void Catalog::apply_overlay(const std::string& file) { apply(read_overlay(file)); }

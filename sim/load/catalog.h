@@ -169,6 +169,9 @@ struct MeasuredRate {
 struct ComputeSpec {
   double roofline_efficiency = 0;  // achieved / peak FP32 in training
   double backward_to_forward = 2;  // backward FLOPs / forward FLOPs
+  // One rank's per-step compute time varies: its standard deviation over its mean. A synchronous step
+  // waits for the slowest rank (ComputeModel::straggler_s).
+  double step_time_cv = 0;
   std::vector<MeasuredRate> measured;
   const MeasuredRate* find(const std::string& gpu, const std::string& model, int batch) const;
 };
@@ -267,6 +270,15 @@ struct LibraryProfile {
 
 class YamlField;
 struct CatalogOverlay;
+// A figure the catalog assumes rather than measures, and the range evidence leaves it (load/uncertain.h).
+struct UncertainParameter {
+  std::string name;  // "nccl_socket_fraction"
+  std::string
+      figure;  // "libraries.nccl.paths.ethernet.bandwidth_fraction"; "skus.N*.ethernet_bandwidth" (a shell pattern)
+  double low = 0, high = 0;
+  bool scale = false;  // low and high are factors of the catalog's figure, not values
+  std::string source;  // uncertain.yaml:LINE and its reference
+};
 
 class Catalog {
  public:
@@ -287,6 +299,8 @@ class Catalog {
   const StorageBackendSpec* find_storage_backend(const std::string& name) const;
   std::vector<std::string> storage_backend_names() const { return storage_order_; }
   const ComputeSpec& compute() const { return compute_; }
+  // The figures the catalog assumes, with their ranges (uncertain.yaml; none where the file is absent).
+  const std::vector<UncertainParameter>& uncertain() const { return uncertain_; }
 
   // A calibration overlay (load/overlay.h, written by `ringsim calibrate`): library profiles, link-class
   // figures, a rank kind's memory rate, copy rates and core handoffs, a SKU's cores (what `validate
@@ -319,6 +333,7 @@ class Catalog {
   void load_storage(const std::filesystem::path& base);
   void load_models(const std::filesystem::path& base);
   void load_compute(const std::filesystem::path& base);
+  void load_uncertain(const std::filesystem::path& base);
   // A link class by name, of `kind` where given; fails at `f` otherwise.
   std::string require_link(const YamlField& f, std::optional<LinkKind> kind) const;
 
@@ -335,6 +350,7 @@ class Catalog {
   std::map<std::string, StorageBackendSpec> storage_;
   std::vector<std::string> storage_order_;
   ComputeSpec compute_;
+  std::vector<UncertainParameter> uncertain_;
   std::vector<std::string> gpu_order_, link_order_, sku_order_, model_order_, dataset_order_;
 };
 

@@ -61,6 +61,12 @@ class Writer {
   std::string yaml() {
     for (const auto& line : o_.header) y_ << YAML::Comment(line) << YAML::Newline;
     y_ << YAML::BeginMap;
+    if (o_.compute.step_time_cv) {
+      y_ << YAML::Key << "compute" << YAML::Value << YAML::BeginMap;
+      put(y_, "step_time_cv", o_.compute.step_time_cv, "");
+      y_ << YAML::EndMap;
+      comment("compute");
+    }
     section("libraries", o_.libraries, [this](const std::string& at, const LibraryOverlay& l) { library(at, l); });
     section("link_classes", o_.link_classes, [this](const std::string&, const LinkOverlay& l) {
       y_ << YAML::Flow << YAML::BeginMap;
@@ -79,6 +85,7 @@ class Writer {
     section("skus", o_.skus, [this](const std::string&, const SkuOverlay& k) {
       y_ << YAML::Flow << YAML::BeginMap;
       if (k.vcpus) y_ << YAML::Key << "vcpus" << YAML::Value << *k.vcpus;
+      put(y_, "ethernet_bandwidth", k.ethernet_bandwidth, "B/s");
       y_ << YAML::EndMap;
     });
     y_ << YAML::EndMap;
@@ -156,7 +163,11 @@ void CatalogOverlay::merge(const CatalogOverlay& o) {
     take(to.core_handoff, g.core_handoff);
     take(to.cross_core_handoff, g.cross_core_handoff);
   }
-  for (const auto& [name, k] : o.skus) skus[name] = k;
+  take(compute.step_time_cv, o.compute.step_time_cv);
+  for (const auto& [name, k] : o.skus) {
+    take(skus[name].vcpus, k.vcpus);
+    take(skus[name].ethernet_bandwidth, k.ethernet_bandwidth);
+  }
   header.insert(header.end(), o.header.begin(), o.header.end());
   for (const auto& [at, c] : o.comments) comments[at] = c;
 }

@@ -45,13 +45,21 @@ struct GpuOverlay {
   bool operator==(const GpuOverlay&) const = default;
 };
 
-// skus.NAME: what a machine reports about itself.
+// skus.NAME: what a machine reports about itself, or a figure of it that is uncertain.
 struct SkuOverlay {
   std::optional<int> vcpus;
+  std::optional<double> ethernet_bandwidth;  // bytes/s
   bool operator==(const SkuOverlay&) const = default;
 };
 
+// compute: how one rank's compute varies from step to step.
+struct ComputeOverlay {
+  std::optional<double> step_time_cv;
+  bool operator==(const ComputeOverlay&) const = default;
+};
+
 struct CatalogOverlay {
+  ComputeOverlay compute;
   std::map<std::string, LibraryOverlay> libraries;
   std::map<std::string, LinkOverlay> link_classes;
   std::map<std::string, GpuOverlay> gpus;
@@ -69,7 +77,8 @@ struct CatalogOverlay {
   }
   // The same figures (comments aside).
   bool same_figures(const CatalogOverlay& o) const {
-    return libraries == o.libraries && link_classes == o.link_classes && gpus == o.gpus && skus == o.skus;
+    return compute == o.compute && libraries == o.libraries && link_classes == o.link_classes && gpus == o.gpus &&
+           skus == o.skus;
   }
   // Another overlay's figures replace or join these.
   void merge(const CatalogOverlay& o);

@@ -133,6 +133,10 @@ std::string result_json(const Prediction& p, const std::string& source) {
   j["library"] = p.library;
   j["iteration_time_s"] = p.iteration_time_s;
   j["images_per_sec"] = p.images_per_sec;
+  if (p.band_samples > 0) {
+    j["images_per_sec_low"] = p.images_per_sec_low;
+    j["images_per_sec_high"] = p.images_per_sec_high;
+  }
   j["images_per_sec_per_gpu"] = p.images_per_sec_per_gpu;
   j["single_gpu_images_per_sec"] = p.single_gpu_images_per_sec;
   j["scaling_efficiency"] = p.scaling_efficiency;
@@ -140,11 +144,17 @@ std::string result_json(const Prediction& p, const std::string& source) {
   j["forward_time_s"] = p.forward_s;
   j["backward_time_s"] = p.backward_s;
   j["update_time_s"] = p.update_s;
+  j["straggler_s"] = p.straggler_s;
   j["communication_time_s"] = p.communication_time_s;
   j["exposed_communication_s"] = p.exposed_communication_s;
   j["iterations_per_epoch"] = p.iterations_per_epoch;
   j["epoch_time_s"] = p.epoch_time_s;
   j["time_to_train_s"] = p.time_to_train_s;
+  if (p.band_samples > 0) {
+    j["time_to_train_s_low"] = p.time_to_train_s_low;
+    j["time_to_train_s_high"] = p.time_to_train_s_high;
+    j["band"] = {{"samples", p.band_samples}, {"parameters", p.band_parameters}};
+  }
   j["compute_source"] = {{"kind", p.compute_source}, {"detail", p.compute_source_detail}};
   j["bottleneck"] = link_json(p.bottleneck);
   j["data_pipeline"] = data_pipeline_json(p);
@@ -270,12 +280,20 @@ std::string prediction_table(const Prediction& p) {
   row("single-GPU compute", p.compute_source + ": " + p.compute_source_detail);
   o << '\n';
   row("iteration time", format_time(p.iteration_time_s));
-  row("images/s (total)", format_number(std::round(p.images_per_sec * 10) / 10));
+  const auto one_decimal = [](double v) { return format_number(std::round(v * 10) / 10); };
+  row("images/s (total)",
+      one_decimal(p.images_per_sec) + (p.band_samples > 0 ? " (band " + one_decimal(p.images_per_sec_low) + " to " +
+                                                                one_decimal(p.images_per_sec_high) + ")"
+                                                          : ""));
   row("images/s per GPU", format_number(std::round(p.images_per_sec_per_gpu * 10) / 10) + " (single GPU " +
                               format_number(std::round(p.single_gpu_images_per_sec * 10) / 10) + ")");
   row("scaling efficiency", pct(p.scaling_efficiency));
   row("compute time", format_time(p.compute_time_s) + " (forward " + format_time(p.forward_s) + ", backward " +
-                          format_time(p.backward_s) + ", update " + format_time(p.update_s) + ")");
+                          format_time(p.backward_s) + ", update " + format_time(p.update_s) +
+                          (p.straggler_s > 0 ? "; the slowest of " + std::to_string(p.gpus) + " ranks " +
+                                                   format_time(p.straggler_s) + " more"
+                                             : "") +
+                          ")");
   row("communication time",
       format_time(p.communication_time_s) + " in " + std::to_string(p.collectives.size()) + " fusion buffers");
   row("exposed communication", format_time(p.exposed_communication_s));
@@ -319,7 +337,16 @@ std::string prediction_table(const Prediction& p) {
     row("epoch 1", format_time(d.first.epoch_time_s) + " (" + std::to_string(p.iterations_per_epoch) + " iterations)");
     row("epoch (steady state)", format_time(d.steady.epoch_time_s));
   }
-  row("time to train", format_time(p.time_to_train_s) + " (" + std::to_string(s.training.epochs) + " epochs)");
+  row("time to train", format_time(p.time_to_train_s) + " (" + std::to_string(s.training.epochs) + " epochs" +
+                           (p.band_samples > 0 ? "; band " + format_time(p.time_to_train_s_low) + " to " +
+                                                     format_time(p.time_to_train_s_high)
+                                               : "") +
+                           ")");
+  std::string names;
+  for (const auto& n : p.band_parameters) names += (names.empty() ? "" : ", ") + n;
+  if (p.band_samples > 0)
+    row("band from", std::to_string(p.band_samples) + " samples of " + names +
+                         " (topologies/uncertain.yaml): meant to hold the measured value 9 times in 10");
   if (!p.links.empty())
     row("bottleneck link", p.bottleneck.name + " (" + p.bottleneck.link_class + ", " +
                                format_bandwidth(p.bottleneck.bandwidth) + "), utilisation " +

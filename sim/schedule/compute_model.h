@@ -22,16 +22,24 @@ struct ComputeModel {
   std::vector<Layer> layers;  // forward order
   double forward_s = 0, backward_s = 0;
   double update_s = 0;  // optimizer step on the GPU (allreduce strategies)
+  // What the slowest of the synchronous ranks takes more, on average, for its forward and backward pass;
+  // included in forward_s, backward_s and the layers' times (0 for one rank).
+  double straggler_s = 0;
   double iteration_s() const { return forward_s + backward_s + update_s; }
-  double single_gpu_images_per_sec = 0;
-  std::string source;  // "measured", "scenario", "roofline"
+  double single_gpu_images_per_sec = 0;  // without stragglers
+  std::string source;                    // "measured", "scenario", "roofline"
   std::string source_detail;
 };
 
 // The optimizer step: read parameter and gradient, write parameter, at the GPU's memory bandwidth.
 double optimizer_update_s(const ModelSpec& model, const GpuSpec& gpu);
 
+// The expected largest of n independent standard normal variables (0 for n = 1, 1/sqrt(pi) for n = 2).
+double expected_max_of_normals(int n);
+
 // Throws InputError when the iteration time from a measured rate is shorter than the optimizer step.
-ComputeModel build_compute_model(const Catalog& catalog, const Scenario& scenario);
+// With `stragglers`, every rank's forward and backward pass is the expected slowest rank's: the mean
+// times (1 + step_time_cv x expected_max_of_normals(ranks)), the ranks being the scenario's GPUs.
+ComputeModel build_compute_model(const Catalog& catalog, const Scenario& scenario, bool stragglers = true);
 
 }  // namespace ringsim

@@ -1,0 +1,98 @@
+#include "execute/prediction_band.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+#include "execute/child_process.h"
+#include "execute/training_sim.h"
+#include "load/uncertain.h"
+
+namespace ringsim {
+
+namespace {
+
+// The k-th point (k >= 1) of the van der Corput sequence in base `b`, in (0, 1).
+double halton(int k, int b) {
+  double f = 1, r = 0;
+  for (int i = k; i > 0; i /= b) {
+    f /= b;
+    r += f * (i % b);
+  }
+  return r;
+}
+
+int prime(std::size_t i) {
+  static const int kPrimes[] = {2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59, 61, 67, 71};
+  return kPrimes[i % (sizeof kPrimes / sizeof kPrimes[0])];
+}
+
+// A point of [low, high] at u in (0, 1): log-uniform where both ends are positive.
+double at(const UncertainParameter& p, double u) {
+  if (p.low > 0) return p.low * std::pow(p.high / p.low, u);
+  return p.low + u * (p.high - p.low);
+}
+
+// The step fidelity's images/s and time to train with the catalog's figures moved to sample k (0: none).
+std::pair<double, double> sample(const Catalog& catalog, const Scenario& s,
+                                 const std::vector<const UncertainParameter*>& params, int k) {
+  const std::string out = run_in_child([&] {
+    Catalog c = catalog;
+    for (std::size_t i = 0; k > 0 && i < params.size(); ++i)
+      c.apply(uncertain_overlay(catalog, *params[i], at(*params[i], halton(k, prime(i)))));
+    // The step fidelity, whose collectives run one at a time: the spread is a ratio, which this keeps
+    // where the scenario's collectives run at once (the flow fidelity's cost, 17 times, would not).
+    Scenario one = s;
+    one.communication.concurrent_collectives = 1;
+    const Prediction q = predict(c, one, Fidelity::Step);
+    char b[80];
+    std::snprintf(b, sizeof b, "%.17g %.17g", q.images_per_sec, q.time_to_train_s);
+    return std::string(b);
+  });
+  std::istringstream in(out);
+  double rate = 0, time = 0;
+  in >> rate >> time;
+  return {rate, time};
+}
+
+// The second smallest and second largest (the extremes are one sample's chance).
+std::pair<double, double> ends(std::vector<double> r) {
+  std::sort(r.begin(), r.end());
+  return {r[1], r[r.size() - 2]};
+}
+
+}  // namespace
+
+BandRatios band_ratios(const Catalog& catalog, const Scenario& s, const CatalogOverlay& calibration) {
+  BandRatios band;
+  std::vector<const UncertainParameter*> params;
+  for (const auto& p : catalog.uncertain())
+    if (applies_to(p, s) && !overlay_sets(catalog, calibration, p)) {
+      params.push_back(&p);
+      band.parameters.push_back(p.name);
+    }
+  if (params.empty()) return band;
+  const auto [rate0, time0] = sample(catalog, s, params, 0);
+  std::vector<double> rate = {1}, time = {1};
+  for (int k = 1; k <= kBandSamples; ++k) {
+    const auto [r, t] = sample(catalog, s, params, k);
+    rate.push_back(r / rate0);
+    time.push_back(t / time0);
+  }
+  band.samples = kBandSamples;
+  std::tie(band.rate_low, band.rate_high) = ends(rate);
+  std::tie(band.time_low, band.time_high) = ends(time);
+  return band;
+}
+
+void apply_band(const BandRatios& band, Prediction& p) {
+  p.band_samples = band.samples;
+  p.band_parameters = band.parameters;
+  p.images_per_sec_low = std::min(p.images_per_sec, p.images_per_sec * band.rate_low);
+  p.images_per_sec_high = std::max(p.images_per_sec, p.images_per_sec * band.rate_high);
+  p.time_to_train_s_low = std::min(p.time_to_train_s, p.time_to_train_s * band.time_low);
+  p.time_to_train_s_high = std::max(p.time_to_train_s, p.time_to_train_s * band.time_high);
+}
+
+}  // namespace ringsim

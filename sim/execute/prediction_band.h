@@ -1,0 +1,35 @@
+// A band around a prediction: the catalog's uncertain figures (uncertain.yaml) that take part in the
+// scenario, sampled over their ranges, the step fidelity run at each sample, and the spread of the results
+// carried over to the prediction.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "execute/prediction.h"
+#include "load/catalog.h"
+#include "load/overlay.h"
+#include "load/scenario.h"
+
+namespace ringsim {
+
+// The spread: each end of the band relative to the prediction at the catalog's own figures.
+struct BandRatios {
+  int samples = 0;
+  double rate_low = 1, rate_high = 1;  // images/s
+  double time_low = 1, time_high = 1;  // time to train
+  std::vector<std::string> parameters;
+};
+
+// Predictions at kBandSamples deterministic points (a Halton sequence: log-uniform over each range, uniform
+// where it starts at 0) and at the catalog's figures; each end is the second most extreme of them relative
+// to the catalog's (about the 6th and 94th percentiles). Figures that `calibration` sets are measured and
+// stay. Each prediction runs in a child process (SimGrid allows one engine per process): call this before
+// the process runs its own prediction.
+constexpr int kBandSamples = 16;
+BandRatios band_ratios(const Catalog& catalog, const Scenario& scenario, const CatalogOverlay& calibration = {});
+
+// The band around `point`, which it always holds.
+void apply_band(const BandRatios& band, Prediction& point);
+
+}  // namespace ringsim

@@ -1,0 +1,121 @@
+#include "load/uncertain.h"
+
+#include <fnmatch.h>
+
+#include <sstream>
+
+#include "load/input_error.h"
+
+namespace ringsim {
+
+namespace {
+
+std::vector<std::string> split(const std::string& figure) {
+  std::vector<std::string> parts;
+  std::stringstream in(figure);
+  for (std::string part; std::getline(in, part, '.');) parts.push_back(part);
+  return parts;
+}
+
+bool one_of(const std::string& s, std::initializer_list<const char*> names) {
+  for (const char* n : names)
+    if (s == n) return true;
+  return false;
+}
+
+// The value an overlay entry's optional holds for the figure, and where to write it.
+std::optional<double>* slot(CatalogOverlay& o, const std::vector<std::string>& f, const std::string& sku) {
+  if (f[0] == "compute") return &o.compute.step_time_cv;
+  if (f[0] == "skus") return &o.skus[sku].ethernet_bandwidth;
+  if (f[0] == "link_classes")
+    return f[2] == "bandwidth" ? &o.link_classes[f[1]].bandwidth : &o.link_classes[f[1]].latency;
+  LibraryOverlay& l = o.libraries[f[1]];
+  if (f.size() == 3) return f[2] == "collective_overhead" ? &l.collective_overhead : &l.host_reduction_rate;
+  PathOverlay& p = l.paths[f[3]];
+  return f[4] == "bandwidth_fraction" ? &p.bandwidth_fraction : &p.message_overhead;
+}
+
+// The catalog's own value of the figure.
+double catalog_value(const Catalog& c, const std::vector<std::string>& f, const std::string& sku) {
+  if (f[0] == "compute") return c.compute().step_time_cv;
+  if (f[0] == "skus") return c.sku(sku).ethernet_bandwidth;
+  if (f[0] == "link_classes") return f[2] == "bandwidth" ? c.link(f[1]).bandwidth : c.link(f[1]).latency;
+  const LibraryProfile& l = c.library(f[1]);
+  if (f.size() == 3) return f[2] == "collective_overhead" ? l.collective_overhead : l.host_reduction_rate;
+  const PathProfile& p = f[3] == "intra_node" ? l.intra_node : f[3] == "infiniband" ? l.infiniband : l.ethernet;
+  return f[4] == "bandwidth_fraction" ? p.bandwidth_fraction : p.message_overhead;
+}
+
+// The SKUs a figure applies to: for `skus.PATTERN`, every SKU with Ethernet whose name matches the shell
+// pattern (fnmatch); else none needed.
+std::vector<std::string> skus_of(const Catalog& c, const std::vector<std::string>& f) {
+  if (f[0] != "skus") return {""};
+  std::vector<std::string> out;
+  for (const auto& name : c.sku_names())
+    if (c.sku(name).ethernet_bandwidth > 0 && fnmatch(f[1].c_str(), name.c_str(), 0) == 0) out.push_back(name);
+  return out;
+}
+
+}  // namespace
+
+std::string check_figure(const Catalog& c, const std::string& figure) {
+  const std::vector<std::string> f = split(figure);
+  const char* expected =
+      "expected compute.step_time_cv, skus.PATTERN.ethernet_bandwidth, link_classes.NAME.{bandwidth,latency}, "
+      "libraries.NAME.{collective_overhead,host_reduction_rate} or "
+      "libraries.NAME.paths.{intra_node,infiniband,ethernet}.{bandwidth_fraction,message_overhead}";
+  try {
+    if (f.size() == 2 && f[0] == "compute" && f[1] == "step_time_cv") return "";
+    if (f.size() == 3 && f[0] == "skus" && f[2] == "ethernet_bandwidth")
+      return skus_of(c, f).empty() ? "no SKU with Ethernet matches '" + f[1] + "'" : "";
+    const bool link = f.size() == 3 && f[0] == "link_classes" && one_of(f[2], {"bandwidth", "latency"});
+    const bool library =
+        f.size() == 3 && f[0] == "libraries" && one_of(f[2], {"collective_overhead", "host_reduction_rate"});
+    const bool path = f.size() == 5 && f[0] == "libraries" && f[2] == "paths" &&
+                      one_of(f[3], {"intra_node", "infiniband", "ethernet"}) &&
+                      one_of(f[4], {"bandwidth_fraction", "message_overhead"});
+    if (link) c.link(f[1]);  // throws, naming the closest link classes, where there is no such one
+    if (library || path) c.library(f[1]);
+    if (link || library || path) return "";
+  } catch (const InputError& e) {
+    return e.message();
+  }
+  return expected;
+}
+
+std::optional<Quantity> figure_quantity(const std::string& figure) {
+  const std::string last = split(figure).back();
+  if (one_of(last, {"bandwidth", "host_reduction_rate", "ethernet_bandwidth"})) return Quantity::Bandwidth;
+  if (one_of(last, {"latency", "collective_overhead", "message_overhead"})) return Quantity::Time;
+  return std::nullopt;
+}
+
+CatalogOverlay uncertain_overlay(const Catalog& c, const UncertainParameter& p, double x) {
+  const std::vector<std::string> f = split(p.figure);
+  CatalogOverlay o;
+  for (const auto& sku : skus_of(c, f)) *slot(o, f, sku) = p.scale ? catalog_value(c, f, sku) * x : x;
+  return o;
+}
+
+bool applies_to(const UncertainParameter& p, const Scenario& s) {
+  const std::vector<std::string> f = split(p.figure);
+  const bool several_nodes = s.cluster.nodes > 1 || s.communication.strategy == Strategy::ParameterServer;
+  const bool ethernet = several_nodes && s.cluster.fabric == FabricKind::Ethernet;
+  if (f[0] == "compute") return s.cluster.total_gpus() > 1;
+  if (f[0] == "skus") return ethernet && fnmatch(f[1].c_str(), s.cluster.sku.c_str(), 0) == 0;
+  if (f[0] == "link_classes") return true;
+  if (f[1] != to_string(s.communication.library)) return false;
+  if (f.size() == 3) return true;
+  if (f[3] == "intra_node") return s.cluster.gpus_per_node > 1;
+  return several_nodes && f[3] == to_string(s.cluster.fabric);
+}
+
+bool overlay_sets(const Catalog& c, const CatalogOverlay& overlay, const UncertainParameter& p) {
+  const std::vector<std::string> f = split(p.figure);
+  CatalogOverlay copy = overlay;
+  for (const auto& sku : skus_of(c, f))
+    if (slot(copy, f, sku)->has_value()) return true;
+  return false;
+}
+
+}  // namespace ringsim
