@@ -4,12 +4,16 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iomanip>
+#include <map>
 #include <set>
 #include <sstream>
 
 #include "calibrate/calibrate.h"
 #include "calibrate/effect.h"
 #include "calibrate/nccl_tests.h"
+#include "calibrate/runs.h"
+#include "execute/prediction_band.h"
 #include "load/overlay.h"
 #include "load/scenario.h"
 #include "test_support.h"
@@ -426,4 +430,73 @@ TEST_CASE("validate: real Horovod timelines, whole and cut off mid-run (issue 30
   // A whole timeline that recorded only the initial broadcasts: named as such.
   CHECK_THAT(test::input_error_of([&] { read_horovod_timeline(dir + "alcf_thetagpu_1rank_tf2_mpi_complete.json"); }),
              Catch::Contains("no ALLREDUCE spans (it records BROADCAST, MPI_BCAST, NEGOTIATE_BROADCAST)"));
+}
+
+namespace {
+// A scenario file of two NC24r nodes over Ethernet with NCCL (K80s: the network's figures are assumptions).
+std::string runs_scenario() {
+  const std::string f = temp("ringsim_runs_scenario_") + ".yaml";
+  std::ofstream(f)
+      << "name: runs\ncluster: {sku: NC24r, nodes: 2, fabric: ethernet}\n"
+         "model: {name: resnet50, batch_per_gpu: 32}\ntraining: {epochs: 1}\ncommunication: {library: nccl}\n";
+  return f;
+}
+}  // namespace
+
+TEST_CASE("calibrate --runs: runs generated from known figures are fitted back", "[calibrate]") {
+  const Catalog& catalog = test::catalog();
+  const std::string scenario_file = runs_scenario();
+  CatalogOverlay truth;
+  truth.libraries["nccl"].paths["ethernet"].bandwidth_fraction = 0.40;
+  truth.compute.step_time_cv = 0.02;
+  const std::string runs = temp("ringsim_runs_") + ".csv";
+  {
+    std::ofstream out(runs);
+    out << "cluster.nodes, images_per_sec\n";
+    for (int n = 1; n <= 4; ++n) {
+      const Scenario s = load_scenario(scenario_file, catalog, {parse_override("cluster.nodes=" + std::to_string(n))});
+      out << n << ", " << std::setprecision(17) << predict_in_child(catalog, s, truth).first << "\n";
+    }
+  }
+  const RunsFit fit = fit_runs(catalog, scenario_file, {}, runs);
+  REQUIRE(fit.after.size() == 4);
+  for (std::size_t i = 0; i < 4; ++i) CHECK(fit.after[i] == Approx(fit.measured[i]).epsilon(0.01));
+  double before_error = 0;
+  for (std::size_t i = 0; i < 4; ++i)
+    before_error = std::max(before_error, std::fabs(fit.before[i] / fit.measured[i] - 1));
+  CHECK(before_error > 0.01);  // the catalog's figures miss them
+  std::map<std::string, double> value;
+  for (const auto& x : fit.fitted) value[x.name] = x.value;
+  CHECK(value.at("step_time_cv") == Approx(0.02).epsilon(0.15));
+  // The socket fraction and the Ethernet rate multiply: their product is what the runs determine.
+  CHECK(value.at("nccl_socket_fraction") * value.at("azure_ethernet_rate") == Approx(0.40).epsilon(0.2));
+  // Written and read back as any overlay; predict then takes these figures out of its band.
+  const std::string overlay = temp("ringsim_runs_overlay_") + ".yaml";
+  std::ofstream(overlay) << fit.overlay.to_yaml();
+  CHECK(catalog.read_overlay(overlay).same_figures(fit.overlay));
+  for (const auto& f : {scenario_file, runs, overlay}) std::remove(f.c_str());
+}
+
+TEST_CASE("calibrate --runs: bad files and fits the runs do not determine are refused", "[calibrate]") {
+  const Catalog& catalog = test::catalog();
+  const std::string scenario_file = runs_scenario();
+  const std::string runs = temp("ringsim_runs_bad_") + ".csv";
+  const auto error_of = [&](const std::string& text) {
+    std::ofstream(runs) << text;
+    return test::input_error_of([&] { fit_runs(catalog, scenario_file, {}, runs); });
+  };
+  CHECK_THAT(error_of("cluster.nodes,image_per_sec\n1,100\n"),
+             Catch::StartsWith(runs + ":1:15: error:") && Catch::Contains("did you mean images_per_sec"));
+  CHECK_THAT(error_of("cluster.nodes,images_per_sec\n1,fast\n"), Catch::StartsWith(runs + ":2:3: error:"));
+  CHECK_THAT(error_of("cluster.nodes,images_per_sec\n1\n"), Catch::Contains("expected 2 cells"));
+  CHECK_THAT(error_of("cluster.nods,images_per_sec\n1,100\n"),
+             Catch::StartsWith(runs + ":2:1: error:") && Catch::Contains("cluster.nodes"));
+  // One GPU: nothing uncertain changes the prediction.
+  CHECK_THAT(error_of("cluster.nodes,cluster.gpus_per_node,images_per_sec\n1,1,50\n"),
+             Catch::Contains("nothing to fit"));
+  // Three figures change a run across two nodes, and there is one run.
+  CHECK_THAT(error_of("cluster.nodes,images_per_sec\n2,300\n"),
+             Catch::Contains("not determined") && Catch::Contains("Measure more runs"));
+  std::remove(runs.c_str());
+  std::remove(scenario_file.c_str());
 }

@@ -1219,3 +1219,34 @@ TEST_CASE("uncertain.yaml: a figure that is not one is refused with file, line a
   CHECK_THAT(test::input_error_of([&] { Catalog::load(dir.string()); }), Catch::Contains("below its LOW"));
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE(
+    "plan --confidence high: plans are timed at the pessimistic end of their band, and a deadline met only "
+    "at the optimistic end is flagged",
+    "[plan]") {
+  const std::string out = "/tmp/ringsim_plan_confidence_" + std::to_string(::getpid()) + ".json";
+  const auto plan = [&](const std::string& args) {
+    const std::string cmd = std::string(RINGSIM_TEST_BINARY) + " --catalog " + RINGSIM_TEST_CATALOG + " plan " +
+                            RINGSIM_TEST_CATALOG + "/../scenarios/resnet50_imagenet_plan.yaml --skus NC24r --nodes 8 " +
+                            "--strategies ring --fidelity step --json " + out + " " + args + " > /dev/null 2>&1";
+    REQUIRE(std::system(cmd.c_str()) == 0);
+    std::ifstream in(out);
+    return nlohmann::json::parse(in);
+  };
+  const auto typical = plan("--deadline 1000d");
+  const auto& t = typical["configurations"][0];
+  CHECK(typical["goal"]["confidence"] == "typical");
+  CHECK(t["time_to_train_s"] == t["predicted_time_to_train_s"]);
+  CHECK(t["time_to_train_s_high"].get<double>() > t["time_to_train_s"].get<double>());  // K80s over Ethernet
+  const auto high = plan("--deadline 1000d --confidence high");
+  CHECK(high["goal"]["confidence"] == "high");
+  CHECK(high["configurations"][0]["time_to_train_s"] == t["time_to_train_s_high"]);
+  CHECK(high["configurations"][0]["cost_usd"].get<double>() > t["cost_usd"].get<double>());
+  // A deadline between the prediction and its pessimistic end.
+  const double between = (t["time_to_train_s"].get<double>() + t["time_to_train_s_high"].get<double>()) / 2;
+  const auto flagged = plan("--deadline " + std::to_string(static_cast<long long>(between)) + "s");
+  bool flag = false;
+  for (const auto& f : flagged["flags"]) flag = flag || f["flag"] == "deadline_at_optimistic_end";
+  CHECK(flag);
+  std::remove(out.c_str());
+}

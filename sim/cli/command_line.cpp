@@ -130,6 +130,9 @@ void CommandLine::define_calibrate() {
       app.add_subcommand("calibrate", "Fit per-path latency and bandwidth to microbenchmarks; write an overlay");
   calibrate_cmd->add_option("scenario", calibrate.scenario,
                             "Scenario whose SKU, library and fabric the overlay is for");
+  calibrate_cmd->add_option("--runs", calibrate.runs_file,
+                            "Measured training runs (CSV: images_per_sec and scenario keys such as cluster.nodes): fit "
+                            "the catalog's uncertain figures (topologies/uncertain.yaml) to them");
   calibrate_cmd->add_flag("--effects", calibrate.list_effects,
                           "List the calibrated effects: what each measures, how it is fitted, what it writes");
   calibrate_cmd->callback([this] {
@@ -184,6 +187,10 @@ void CommandLine::define_plan() {
                        "Also consider low-priority VMs: true|false (plan.low_priority)");
   plan_cmd->add_option("--rank-by", plan.rank_by, "cost or time (plan.rank_by)")
       ->check(CLI::IsMember({"cost", "time"}));
+  plan_cmd
+      ->add_option("--confidence", plan.confidence,
+                   "typical: plan on the prediction; high: on the pessimistic end of its band (plan.confidence)")
+      ->check(CLI::IsMember({"typical", "high"}));
   plan_cmd->add_option("--headroom", plan.headroom, "Extra VMs in the quota request, e.g. 10% (plan.quota_headroom)");
   plan_cmd->add_option("--top", plan.top, "Configurations shown (plan.top; default 10)")->check(CLI::Range(1, 100000));
   plan_cmd->add_option("--prices", plan.price_files, "Prices file over topologies/prices.yaml (repeatable)");

@@ -9,6 +9,7 @@
 #include "emulate/emulate_run.h"
 #endif
 #include "calibrate/calibrate.h"
+#include "calibrate/runs.h"
 #include "execute/prediction_band.h"
 #include "execute/training_sim.h"
 #include "graph/exporters.h"
@@ -230,6 +231,35 @@ int run_emulate_compare(const std::string& catalog_dir, EmulateOptions o) {
 }
 #endif
 
+namespace {
+
+// --runs: the fitted figures with their ranges, each run's prediction before and after, the overlay.
+int calibrate_from_runs(const Catalog& catalog, const CalibrateOptions& o, const std::vector<Override>& overrides) {
+  if (o.out_file) check_output_path(*o.out_file);
+  const RunsFit fit = fit_runs(catalog, o.scenario, overrides, *o.runs_file);
+  std::ostringstream out;
+  for (const auto& x : fit.fitted)
+    out << "  fitted " << x.name << (x.scale ? " (factor of the catalog's figure)" : "") << ": "
+        << format_number(x.value) << " (range " << format_number(x.low) << " to " << format_number(x.high) << ")\n";
+  for (const auto& n : fit.not_fitted) out << "  not fitted: " << n << "\n";
+  out << "  run   measured   predicted before   after   residual\n";
+  for (std::size_t i = 0; i < fit.measured.size(); ++i) {
+    char line[160];
+    std::snprintf(line, sizeof line, "  %3zu %10.6g %18.6g %8.6g %+9.1f%%\n", i + 1, fit.measured[i], fit.before[i],
+                  fit.after[i], (fit.after[i] / fit.measured[i] - 1) * 100);
+    out << line;
+  }
+  const std::string yaml = fit.overlay.to_yaml();
+  std::cout << out.str();
+  if (o.out_file)
+    write_file_atomically(*o.out_file, yaml);
+  else
+    std::cout << yaml;
+  return 0;
+}
+
+}  // namespace
+
 int run_calibrate(const std::string& catalog_dir, const CalibrateOptions& o) {
   if (o.list_effects) {
     std::cout << effects_table();
@@ -239,8 +269,16 @@ int run_calibrate(const std::string& catalog_dir, const CalibrateOptions& o) {
   std::vector<Override> overrides;
   for (const auto& s : o.sets) overrides.push_back(parse_override(s));
   const Scenario s = load_scenario(o.scenario, catalog, overrides);
+  if (o.runs_file) {
+    if (!o.data_files.empty() || !o.nccl_tests_files.empty())
+      throw InputError(
+          {}, "calibrate: --runs fits training runs; give --data and --nccl-tests in a calibration of their own");
+    return calibrate_from_runs(catalog, o, overrides);
+  }
   if (o.data_files.empty() && o.nccl_tests_files.empty())
-    throw InputError({}, "calibrate: give measurements with --data FILE (ringsim-real calibrate) or --nccl-tests FILE");
+    throw InputError({},
+                     "calibrate: give measurements with --data FILE (ringsim-real calibrate), --nccl-tests FILE "
+                     "or --runs RUNS.csv");
   if (o.out_file) check_output_path(*o.out_file);
   if (o.plot_file) check_plot_file(*o.plot_file);
   const CalibrationResult r = calibrate(catalog, s, {o.data_files, o.nccl_tests_files});

@@ -72,7 +72,8 @@ struct CalibrateOptions {
   std::vector<std::string> data_files, nccl_tests_files;
   std::optional<std::string> out_file;
   std::optional<std::string> plot_file;
-  bool list_effects = false;  // --effects: the registry, nothing fitted
+  bool list_effects = false;             // --effects: the registry, nothing fitted
+  std::optional<std::string> runs_file;  // --runs: measured training runs (calibrate/runs.h)
 };
 int run_calibrate(const std::string& catalog_dir, const CalibrateOptions& options);
 

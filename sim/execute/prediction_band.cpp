@@ -34,26 +34,12 @@ double at(const UncertainParameter& p, double u) {
   return p.low + u * (p.high - p.low);
 }
 
-// The step fidelity's images/s and time to train with the catalog's figures moved to sample k (0: none).
-std::pair<double, double> sample(const Catalog& catalog, const Scenario& s,
-                                 const std::vector<const UncertainParameter*>& params, int k) {
-  const std::string out = run_in_child([&] {
-    Catalog c = catalog;
-    for (std::size_t i = 0; k > 0 && i < params.size(); ++i)
-      c.apply(uncertain_overlay(catalog, *params[i], at(*params[i], halton(k, prime(i)))));
-    // The step fidelity, whose collectives run one at a time: the spread is a ratio, which this keeps
-    // where the scenario's collectives run at once (the flow fidelity's cost, 17 times, would not).
-    Scenario one = s;
-    one.communication.concurrent_collectives = 1;
-    const Prediction q = predict(c, one, Fidelity::Step);
-    char b[80];
-    std::snprintf(b, sizeof b, "%.17g %.17g", q.images_per_sec, q.time_to_train_s);
-    return std::string(b);
-  });
-  std::istringstream in(out);
-  double rate = 0, time = 0;
-  in >> rate >> time;
-  return {rate, time};
+// The catalog's figures moved to sample k (0: none).
+CatalogOverlay sample_figures(const Catalog& catalog, const std::vector<const UncertainParameter*>& params, int k) {
+  CatalogOverlay o;
+  for (std::size_t i = 0; k > 0 && i < params.size(); ++i)
+    o.merge(uncertain_overlay(catalog, *params[i], at(*params[i], halton(k, prime(i)))));
+  return o;
 }
 
 // The second smallest and second largest (the extremes are one sample's chance).
@@ -64,6 +50,26 @@ std::pair<double, double> ends(std::vector<double> r) {
 
 }  // namespace
 
+std::pair<double, double> predict_in_child(const Catalog& catalog, const Scenario& s, const CatalogOverlay& figures,
+                                           bool step) {
+  const std::string out = run_in_child([&] {
+    Catalog c = catalog;
+    c.apply(figures);
+    // The step fidelity runs collectives one at a time: where the scenario's run at once, what is wanted
+    // of it is a ratio between figures, which this keeps (the flow fidelity's cost, many times, would not).
+    Scenario one = s;
+    if (step) one.communication.concurrent_collectives = 1;
+    const Prediction q = predict(c, one, step ? Fidelity::Step : default_fidelity(s));
+    char b[80];
+    std::snprintf(b, sizeof b, "%.17g %.17g", q.images_per_sec, q.time_to_train_s);
+    return std::string(b);
+  });
+  std::istringstream in(out);
+  double rate = 0, time = 0;
+  in >> rate >> time;
+  return {rate, time};
+}
+
 BandRatios band_ratios(const Catalog& catalog, const Scenario& s, const CatalogOverlay& calibration) {
   BandRatios band;
   std::vector<const UncertainParameter*> params;
@@ -73,10 +79,10 @@ BandRatios band_ratios(const Catalog& catalog, const Scenario& s, const CatalogO
       band.parameters.push_back(p.name);
     }
   if (params.empty()) return band;
-  const auto [rate0, time0] = sample(catalog, s, params, 0);
+  const auto [rate0, time0] = predict_in_child(catalog, s, {});
   std::vector<double> rate = {1}, time = {1};
   for (int k = 1; k <= kBandSamples; ++k) {
-    const auto [r, t] = sample(catalog, s, params, k);
+    const auto [r, t] = predict_in_child(catalog, s, sample_figures(catalog, params, k));
     rate.push_back(r / rate0);
     time.push_back(t / time0);
   }

@@ -29,6 +29,12 @@ struct BandRatios {
 constexpr int kBandSamples = 16;
 BandRatios band_ratios(const Catalog& catalog, const Scenario& scenario, const CatalogOverlay& calibration = {});
 
+// images/s and time to train of `scenario` with the catalog's figures changed by `figures`, predicted in a
+// child process: the step fidelity with one collective at a time where `step`, else the scenario's own
+// fidelity.
+std::pair<double, double> predict_in_child(const Catalog& catalog, const Scenario& scenario,
+                                           const CatalogOverlay& figures, bool step = true);
+
 // The band around `point`, which it always holds.
 void apply_band(const BandRatios& band, Prediction& point);
 

@@ -26,8 +26,8 @@ namespace ringsim {
 namespace {
 
 const std::vector<std::string> kPlanKeys = {
-    "deadline",          "budget",       "region",  "skus",           "nodes", "strategies",
-    "fusion_thresholds", "low_priority", "rank_by", "quota_headroom", "top",   "prices"};
+    "deadline",     "budget",  "region",         "skus", "nodes",  "strategies", "fusion_thresholds",
+    "low_priority", "rank_by", "quota_headroom", "top",  "prices", "confidence"};
 const std::vector<std::string> kStrategies = {"ring", "hierarchical", "halving_doubling", "parameter_server"};
 constexpr int kMaxPlanNodes = 65536;
 
@@ -175,6 +175,7 @@ void read_plan_section(const YamlField& p, const std::filesystem::path& base, co
   if (auto f = p.find("low_priority")) g.low_priority = f->boolean();
   if (auto f = p.find("rank_by")) g.rank_by = f->choice({"cost", "time"}) == "cost" ? RankBy::Cost : RankBy::Time;
   if (auto f = p.find("quota_headroom")) g.quota_headroom = f->number(0, 10);
+  if (auto f = p.find("confidence")) g.pessimistic = f->choice({"typical", "high"}) == "high";
   if (auto f = p.find("top")) g.top = static_cast<int>(f->integer(1, 100000));
   if (auto f = p.find("prices")) {
     const std::filesystem::path file = f->str();
@@ -225,6 +226,7 @@ void apply_plan_options(const PlanOptions& cli, const Catalog& catalog, PlanGoal
   if (cli.low_priority) g.low_priority = *cli.low_priority;
   if (cli.rank_by) g.rank_by = *cli.rank_by == "time" ? RankBy::Time : RankBy::Cost;
   if (cli.headroom) g.quota_headroom = parse_fraction(*cli.headroom, option("--headroom", *cli.headroom));
+  if (cli.confidence) g.pessimistic = *cli.confidence == "high";
   if (cli.top) g.top = *cli.top;
   for (const auto& f : cli.price_files) g.price_files.push_back(f);
 }
@@ -421,7 +423,10 @@ void price_candidates(PlanRun& r, const std::map<int, nlohmann::json>& results) 
       e.strategy = c.strategy;
       e.fusion = c.fusion.empty() ? format_bytes(r.base.communication.fusion_threshold_bytes) : c.fusion;
       e.low_priority = lp;
-      e.time_to_train_s = j["time_to_train_s"];
+      e.predicted_time_to_train_s = j["time_to_train_s"];
+      e.time_to_train_s_low = j.value("time_to_train_s_low", e.predicted_time_to_train_s);
+      e.time_to_train_s_high = j.value("time_to_train_s_high", e.predicted_time_to_train_s);
+      e.time_to_train_s = r.goal.pessimistic ? e.time_to_train_s_high : e.predicted_time_to_train_s;
       e.iteration_time_s = j["iteration_time_s"];
       e.images_per_sec = j["images_per_sec"];
       e.scaling_efficiency = j["scaling_efficiency"];
@@ -440,6 +445,18 @@ void price_candidates(PlanRun& r, const std::map<int, nlohmann::json>& results) 
   }
   if (r.evals.empty()) throw InputError(r.goal.where, "plan: no configuration could be priced");
   r.order = rank_evaluations(r.evals, r.goal.rank_by);
+}
+
+// A winning plan that meets the deadline only at the optimistic end of its band.
+void band_flag(PlanRun& r) {
+  if (!r.met() || !r.goal.deadline_s) return;
+  const PlanEvaluation& best = r.best();
+  if (best.time_to_train_s_high <= *r.goal.deadline_s) return;
+  r.flags.push_back({"deadline_at_optimistic_end", best.sku,
+                     "The winning plan meets the deadline at its predicted " + format_time(best.time_to_train_s) +
+                         " but not at the pessimistic end of its band, " + format_time(best.time_to_train_s_high) +
+                         ": rerun with --confidence high to plan for that end, or calibrate from a few runs "
+                         "(ringsim calibrate --runs) to narrow the band"});
 }
 
 // Scaling up against scaling out: the best plan of every other GPU type.
@@ -541,7 +558,8 @@ std::string report_header(const PlanRun& r) {
   if (r.goal.deadline_s) out << "deadline " << format_time(*r.goal.deadline_s);
   if (r.goal.deadline_s && r.goal.budget_usd) out << ", ";
   if (r.goal.budget_usd) out << "budget " << fmt_usd(*r.goal.budget_usd);
-  out << "; ranked by " << (r.goal.rank_by == RankBy::Cost ? "cost" : "time") << "\n";
+  out << "; ranked by " << (r.goal.rank_by == RankBy::Cost ? "cost" : "time")
+      << (r.goal.pessimistic ? ", timed at the pessimistic end of each band (--confidence high)" : "") << "\n";
   out << "  prices         " << r.goal.region << " (" << r.region->display_name << "), USD per VM-hour, "
       << r.region->date << "; source " << r.region->source;
   for (const auto& f : r.price_sources) out << "; " << f;
@@ -624,7 +642,9 @@ std::string report_quota(const PlanRun& r, const QuotaRequest& q) {
   {
     out << "\nQuota request for the winning plan (" << best.vms << " x " << best.sku << ", " << best.strategy << ", "
         << (best.low_priority ? "low-priority" : "dedicated") << ", " << format_time(best.time_to_train_s) << ", "
-        << fmt_usd(best.cost_usd) << "):\n";
+        << fmt_usd(best.cost_usd) << "; "
+        << (r.goal.pessimistic ? "the pessimistic end of the prediction's band" : "the prediction itself, not its band")
+        << "):\n";
     out << "  " << pad("VM family", 30) << pad("region", 10) << pad("dedicated vCPUs", 17)
         << pad("low-priority vCPUs", 20) << "VMs\n";
     out << "  " << pad(q.family.empty() ? "(none: not an Azure size)" : q.family, 30) << pad(q.region, 10)
@@ -694,6 +714,7 @@ std::string plan_json(const PlanRun& r, const std::optional<QuotaRequest>& quota
         {"budget_usd", r.goal.budget_usd ? nlohmann::ordered_json(*r.goal.budget_usd) : nullptr},
         {"region", r.goal.region},
         {"rank_by", r.goal.rank_by == RankBy::Cost ? "cost" : "time"},
+        {"confidence", r.goal.pessimistic ? "high" : "typical"},
         {"low_priority", r.goal.low_priority},
         {"nodes", r.goal.nodes},
         {"strategies", r.strategies},
@@ -716,6 +737,9 @@ std::string plan_json(const PlanRun& r, const std::optional<QuotaRequest>& quota
            {"usd_per_vm_hour", e.usd_per_vm_hour},
            {"price_estimated", e.price_estimated},
            {"time_to_train_s", e.time_to_train_s},
+           {"predicted_time_to_train_s", e.predicted_time_to_train_s},
+           {"time_to_train_s_low", e.time_to_train_s_low},
+           {"time_to_train_s_high", e.time_to_train_s_high},
            {"cost_usd", e.cost_usd},
            {"images_per_sec", e.images_per_sec},
            {"scaling_efficiency", e.scaling_efficiency},
@@ -761,6 +785,7 @@ int run_plan(const PlanOptions& o) {
     network_bound_flag(r);
   }
   server_flags(r);
+  band_flag(r);
   const std::optional<QuotaRequest> quota =
       r.met() ? std::optional(quota_request(catalog.sku(r.best().sku), r.goal.region, r.best().vms,
                                             r.best().low_priority, r.goal.quota_headroom))

@@ -24,7 +24,7 @@ struct PlanOptions {
   int jobs = 1;
   std::optional<std::string> fidelity;
   std::optional<std::string> json_file, csv_file, plot_file;
-  std::optional<std::string> deadline, budget, region, rank_by, headroom;
+  std::optional<std::string> deadline, budget, region, rank_by, headroom, confidence;
   std::vector<std::string> skus, nodes, strategies, fusion_thresholds, price_files;
   std::optional<bool> low_priority;
   std::optional<int> top;
@@ -41,6 +41,9 @@ struct PlanGoal {
   std::vector<std::string> fusion_thresholds;  // as written; empty: the scenario's setting
   bool low_priority = false;                   // also consider low-priority capacity
   RankBy rank_by = RankBy::Cost;
+  // `confidence: high`: plans are timed, priced, ranked and checked against the goal at the pessimistic end
+  // of their band (time_to_train_s_high); `typical`: at the prediction itself.
+  bool pessimistic = false;
   double quota_headroom = 0;             // extra fraction of nodes in the quota request
   int top = 10;                          // rows shown
   std::vector<std::string> price_files;  // overlays on the catalog's prices.yaml, in order
@@ -60,6 +63,8 @@ struct PlanEvaluation {
   std::string strategy, fusion;
   bool low_priority = false;
   double time_to_train_s = 0, iteration_time_s = 0, images_per_sec = 0, scaling_efficiency = 0;
+  double predicted_time_to_train_s = 0;                      // the prediction itself
+  double time_to_train_s_low = 0, time_to_train_s_high = 0;  // its band (both the prediction where none)
   double compute_time_s = 0, exposed_communication_s = 0;
   std::string bottleneck_link, bottleneck_kind;
   double bottleneck_utilisation = 0;
