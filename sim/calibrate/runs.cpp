@@ -189,10 +189,18 @@ RunsFit fit_runs(const Catalog& catalog, const std::string& scenario_file, const
   const std::vector<Scenario> scenarios = run_scenarios(catalog, scenario_file, sets, runs, runs_file);
   RunsFit fit;
   for (const auto& r : runs) fit.measured.push_back(r.images_per_sec);
-  RunsFitter f(catalog, scenarios, fit.measured, scenarios.front().cluster.sku);
+  // The scenario's own calibration applies, and the figures it sets are measured already.
+  Catalog calibrated = catalog;
+  CatalogOverlay measured;
+  if (!scenarios.front().calibration.empty()) {
+    measured = catalog.read_overlay(scenarios.front().calibration);
+    calibrated.apply(measured);
+  }
+  RunsFitter f(calibrated, scenarios, fit.measured, scenarios.front().cluster.sku);
   // The figures these runs depend on: any run's prediction moves by more than 0.5 % across the range.
   std::vector<const UncertainParameter*> all, params;
-  for (const auto& p : catalog.uncertain()) all.push_back(&p);
+  for (const auto& p : catalog.uncertain())
+    if (!overlay_sets(catalog, measured, p)) all.push_back(&p);
   fit.before = f.predictions({}, {});
   for (const auto* p : all) {
     const std::vector<double> lo = f.predictions({p}, {0.0}), hi = f.predictions({p}, {1.0});

@@ -107,7 +107,13 @@ int run_predict(const std::string& catalog_dir, const PredictOptions& o) {
     if (f) check_output_path(*f);
   const Fidelity fidelity =
       o.fidelity ? (*o.fidelity == "flow" ? Fidelity::Flow : Fidelity::Step) : default_fidelity(s);
-  check_work_limits(estimate_work(catalog, s, fidelity), fidelity, o.limits, "predict");
+  WorkEstimate work = estimate_work(catalog, s, fidelity);
+  if (!catalog.uncertain().empty()) {  // the band's runs: the step fidelity, one collective at a time
+    Scenario one = s;
+    one.communication.concurrent_collectives = 1;
+    work.seconds += (kBandSamples + 1) * estimate_work(catalog, one, Fidelity::Step).seconds;
+  }
+  check_work_limits(work, fidelity, o.limits, "predict");
   const CatalogOverlay calibration = s.calibration.empty() ? CatalogOverlay{} : catalog.read_overlay(s.calibration);
   const BandRatios band = band_ratios(catalog, s, calibration);  // in children, before this process's engine
   Prediction p = predict(catalog, s, fidelity);
