@@ -137,13 +137,10 @@ class RunsFitter {
   CatalogOverlay figures(const std::vector<const UncertainParameter*>& params, const std::vector<double>& u) const {
     CatalogOverlay o;
     for (std::size_t i = 0; i < params.size(); ++i)
-      o.merge(uncertain_overlay(catalog_, *params[i], value(*params[i], u[i])));
+      o.merge(uncertain_overlay(catalog_, *params[i], value_at(*params[i], u[i])));
     for (auto it = o.skus.begin(); it != o.skus.end();)  // the runs' SKU only
       it = it->first == sku_ ? std::next(it) : o.skus.erase(it);
     return o;
-  }
-  static double value(const UncertainParameter& p, double u) {
-    return p.low > 0 ? p.low * std::pow(p.high / p.low, u) : p.low + u * (p.high - p.low);
   }
   static bool step(const Scenario& s) { return s.communication.concurrent_collectives == 1; }
 
@@ -231,7 +228,7 @@ RunsFit fit_runs(const Catalog& catalog, const std::string& scenario_file, const
   fit.after = f.predictions(params, u);
   for (std::size_t i = 0; i < params.size(); ++i)
     fit.fitted.push_back(
-        {params[i]->name, params[i]->low, params[i]->high, RunsFitter::value(*params[i], u[i]), params[i]->scale});
+        {params[i]->name, params[i]->low, params[i]->high, value_at(*params[i], u[i]), params[i]->scale});
   fit.overlay = f.figures(params, u);
   fit.overlay.header = {"ringsim calibration overlay, fitted by `ringsim calibrate --runs " + runs_file + "` to " +
                         std::to_string(runs.size()) + " measured runs of " + scenario_file};

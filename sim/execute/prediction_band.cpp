@@ -28,17 +28,11 @@ int prime(std::size_t i) {
   return kPrimes[i % (sizeof kPrimes / sizeof kPrimes[0])];
 }
 
-// A point of [low, high] at u in (0, 1): log-uniform where both ends are positive.
-double at(const UncertainParameter& p, double u) {
-  if (p.low > 0) return p.low * std::pow(p.high / p.low, u);
-  return p.low + u * (p.high - p.low);
-}
-
 // The catalog's figures moved to sample k (0: none).
 CatalogOverlay sample_figures(const Catalog& catalog, const std::vector<const UncertainParameter*>& params, int k) {
   CatalogOverlay o;
   for (std::size_t i = 0; k > 0 && i < params.size(); ++i)
-    o.merge(uncertain_overlay(catalog, *params[i], at(*params[i], halton(k, prime(i)))));
+    o.merge(uncertain_overlay(catalog, *params[i], value_at(*params[i], halton(k, prime(i)))));
   return o;
 }
 

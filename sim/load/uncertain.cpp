@@ -2,6 +2,7 @@
 
 #include <fnmatch.h>
 
+#include <cmath>
 #include <sstream>
 
 #include "load/input_error.h"
@@ -88,6 +89,10 @@ std::optional<Quantity> figure_quantity(const std::string& figure) {
   if (one_of(last, {"bandwidth", "host_reduction_rate", "ethernet_bandwidth"})) return Quantity::Bandwidth;
   if (one_of(last, {"latency", "collective_overhead", "message_overhead"})) return Quantity::Time;
   return std::nullopt;
+}
+
+double value_at(const UncertainParameter& p, double u) {
+  return p.low > 0 ? p.low * std::pow(p.high / p.low, u) : p.low + u * (p.high - p.low);
 }
 
 CatalogOverlay uncertain_overlay(const Catalog& c, const UncertainParameter& p, double x) {

@@ -18,6 +18,9 @@ std::string check_figure(const Catalog& catalog, const std::string& figure);
 // The unit of a figure's values: bandwidth, time, or none (fractions, coefficients).
 std::optional<Quantity> figure_quantity(const std::string& figure);
 
+// The point at u (0..1) along a parameter's range: log-uniform where both ends are positive, else linear.
+double value_at(const UncertainParameter& p, double u);
+
 // The overlay that sets the parameter's figure to `x` (a value, or a factor of the catalog's figure).
 CatalogOverlay uncertain_overlay(const Catalog& catalog, const UncertainParameter& p, double x);
 
