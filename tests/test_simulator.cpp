@@ -1154,6 +1154,41 @@ TEST_CASE("calibrate: exchanges set a class's figures, launches are merged by th
   std::remove(overlay.c_str());
 }
 
+TEST_CASE("host data path: shared-memory copy-out and fusion copies at one core's memcpy rate", "[model]") {
+  // Two GPUs of one NC24rs_v3 (one socket) on MPI's host path: each member receives S/2 in each of the
+  // ring's two steps and copies it out of shared memory, so the ring takes S / host_copy_rate longer than
+  // with free copies; the same ring between two nodes copies nothing out of shared memory.
+  const std::uint64_t S = std::uint64_t{64} << 20;
+  const auto mpi = [](int nodes, int gpus) {
+    return scenario("cluster: {sku: NC24rs_v3, nodes: " + std::to_string(nodes) +
+                    ", gpus_per_node: " + std::to_string(gpus) +
+                    ", fabric: infiniband}\nmodel: {name: resnet50, batch_per_gpu: 64}\ntraining: {epochs: 1}\n"
+                    "communication: {library: mpi}\n");
+  };
+  const double rate = test::catalog().library("mpi").host_copy_rate;
+  REQUIRE(rate > 0);
+  Catalog fast = test::catalog();
+  CatalogOverlay o;
+  o.libraries["mpi"].host_copy_rate = 1e30;
+  fast.apply(o);
+  auto ring = collective::make_ring_allreduce(2, S, 4, Space::Host);
+  for (Fidelity f : {Fidelity::Flow, Fidelity::Step}) {
+    CAPTURE(to_string(f));
+    const double with = timed_with(test::catalog(), mpi(1, 2), *ring, f);
+    const double without = timed_with(fast, mpi(1, 2), *ring, f);
+    CHECK(with - without == Approx(static_cast<double>(S) / rate).epsilon(1e-6));
+    CHECK(timed_with(test::catalog(), mpi(2, 1), *ring, f) == Approx(timed_with(fast, mpi(2, 1), *ring, f)));
+  }
+  // Horovod's fusion copies: by its CPU thread on the host path, in GPU memory with NCCL.
+  const auto fusion_rate = [](const Scenario& s) {
+    const Topology topo = Topology::build(test::catalog(), simulated_shape(s));
+    CommModel cm(test::catalog(), s, topo);
+    return static_cast<double>(S) / cm.fusion_copy_time(S);
+  };
+  CHECK(fusion_rate(mpi(1, 2)) == Approx(rate));
+  CHECK(fusion_rate(one_gpu_per_node(2)) == Approx(gpu_memory_bandwidth() / 2));  // read + write
+}
+
 TEST_CASE("stragglers: the expected slowest of n ranks, and the compute it adds", "[model]") {
   CHECK(expected_max_of_normals(1) == 0);
   CHECK(expected_max_of_normals(2) == Approx(1 / std::sqrt(M_PI)).epsilon(1e-6));  // closed form

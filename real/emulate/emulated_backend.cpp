@@ -61,13 +61,16 @@ class SharedScratch {
 
 class EmulatedTransport final : public MpiHostTransport {
  public:
-  EmulatedTransport(MPI_Comm comm, DataType type, double timeout_s, const EmulationProfile::Member& costs)
-      : MpiHostTransport(comm, type, timeout_s), costs_(costs) {}
+  EmulatedTransport(MPI_Comm comm, DataType type, double timeout_s, const EmulationProfile& profile, int rank)
+      : MpiHostTransport(comm, type, timeout_s), profile_(profile), costs_(profile.members.at(rank)) {}
   // Simulated time cannot pass while a rank polls: wait in MPI (SimGrid reports a deadlock instead of a
-  // timeout).
-  void wait(int, const collective::RankStep&) override {
+  // timeout). Then copy what came through a node's shared memory out of it.
+  void wait(int, const collective::RankStep& step) override {
     auto& r = requests();
     if (!r.empty()) MPI_Waitall(static_cast<int>(r.size()), r.data(), MPI_STATUSES_IGNORE);
+    double copies = 0;
+    for (const auto& t : step.recvs) copies += profile_.receive_copy_s(t);
+    sleep_for(copies);
   }
   void reduce(const collective::Transfer& t) override {
     sleep_for(time_for(t.bytes, t.dst_space == collective::Space::Device ? costs_.reduce_device_bytes_per_s
@@ -83,6 +86,7 @@ class EmulatedTransport final : public MpiHostTransport {
   }
 
  private:
+  const EmulationProfile& profile_;
   EmulationProfile::Member costs_;
   SharedScratch scratch_;
 };
@@ -94,7 +98,7 @@ class EmulatedBackend final : public HostBackend {
     if (static_cast<int>(profile_.members.size()) <= rank_)
       throw UsageError("the emulation profile has " + std::to_string(profile_.members.size()) +
                        " members, fewer than the ranks launched");
-    transport_ = std::make_unique<EmulatedTransport>(comm, type, timeout_s, profile_.members[rank_]);
+    transport_ = std::make_unique<EmulatedTransport>(comm, type, timeout_s, profile_, rank_);
   }
   std::string_view name() const override { return "emulated"; }
   MemberBuffers allocate(std::size_t bytes) override {

@@ -273,4 +273,19 @@ double CommModel::update_time(int m, std::uint64_t bytes) const {
 
 double CommModel::device_copy_time(std::uint64_t bytes) const { return gpu_.copy_time(static_cast<double>(bytes)); }
 
+double CommModel::fusion_copy_time(std::uint64_t bytes) const {
+  if (data_space() == collective::Space::Host && lib_.host_copy_rate > 0)
+    return static_cast<double>(bytes) / lib_.host_copy_rate;
+  return device_copy_time(bytes);
+}
+
+double CommModel::receive_copy_rate(int m) const {
+  const bool staged = data_space() == collective::Space::Host && places_.at(m).gpu;
+  return staged ? lib_.host_copy_rate : 0;
+}
+
+double CommModel::receive_copy_time(const collective::Transfer& t) const {
+  return shared_memory_copy_s(t, node_of(t.src), node_of(t.dst), receive_copy_rate(t.src), receive_copy_rate(t.dst));
+}
+
 }  // namespace ringsim

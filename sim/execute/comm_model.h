@@ -35,6 +35,16 @@ inline collective::Space collective_data_space(const LibraryProfile& lib, const 
   return lib.data_path == DataPath::Host && !gpu.cpu_process ? collective::Space::Host : collective::Space::Device;
 }
 
+// MPI's copy-in/copy-out between host buffers of two GPU ranks on one node: the receiver copies the message
+// out of shared memory at its one core's rate (`dst_rate`; 0 where a member makes no such copies).
+inline double shared_memory_copy_s(const collective::Transfer& t, int src_node, int dst_node, double src_rate,
+                                   double dst_rate) {
+  using collective::Space;
+  const bool host_to_host = t.src != t.dst && t.src_space == Space::Host && t.dst_space == Space::Host;
+  if (!host_to_host || src_rate <= 0 || dst_rate <= 0 || src_node != dst_node) return 0;
+  return static_cast<double>(t.bytes) / dst_rate;
+}
+
 // A route with the library's view of it: per-edge effective bandwidths and the message overhead.
 struct Path {
   std::vector<int> edges;  // dense edge indices (CommModel::edge)
@@ -105,6 +115,14 @@ class CommModel final : public PathCost {
   double reduce_time(int m, collective::Space space, std::uint64_t bytes, const CollectiveSize& c = {}) const;
   double update_time(int m, std::uint64_t bytes) const;
   double device_copy_time(std::uint64_t bytes) const;  // a GPU memory-to-memory copy (fusion buffer)
+  // A fusion buffer's copy in or out: in GPU memory, or, on the host data path, by the one CPU thread of
+  // Horovod's cycle (memcpy at the library's host_copy_rate).
+  double fusion_copy_time(std::uint64_t bytes) const;
+  // What member t.dst spends copying a received message out of shared memory: MPI's copy-in/copy-out
+  // between GPU ranks' host buffers on one node runs at one core's memcpy rate (0 for any other message).
+  double receive_copy_time(const collective::Transfer& t) const;
+  double receive_copy_rate(int m) const;  // bytes/s of those copies into member m; 0: it makes none
+  int node_of(int m) const { return topo_.device(places_.at(m).host).node; }
 
  private:
   void index_edges();     // dense edge indices, effective bandwidths

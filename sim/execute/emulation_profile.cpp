@@ -19,7 +19,7 @@ EmulationProfile EmulationProfile::from(CommModel& cm, int members) {
   p.library = cm.library().name;
   p.space = cm.data_space();
   p.collective_overhead_s = cm.library().collective_overhead;
-  p.fusion_copy_bytes_per_s = rate(cm.device_copy_time(kProbe));
+  p.fusion_copy_bytes_per_s = rate(cm.fusion_copy_time(kProbe));
   for (int m = 0; m < members; ++m) {
     Member x;
     x.reduce_device_bytes_per_s = rate(cm.reduce_time(m, collective::Space::Device, kProbe));
@@ -30,13 +30,15 @@ EmulationProfile EmulationProfile::from(CommModel& cm, int members) {
     for (int e : staging.edges) bw = std::min(bw, cm.edge_bandwidth(e));
     x.staging_latency_s = staging.latency;
     x.staging_bytes_per_s = staging.edges.empty() ? 0 : bw;  // 0: the two spaces are the same memory
+    x.node = cm.node_of(m);
+    x.receive_copy_bytes_per_s = cm.receive_copy_rate(m);
     p.members.push_back(x);
   }
   return p;
 }
 
 std::string EmulationProfile::to_json() const {
-  nlohmann::ordered_json j = {{"schema", "ringsim.emulation-profile/1"},
+  nlohmann::ordered_json j = {{"schema", "ringsim.emulation-profile/2"},
                               {"library", library},
                               {"space", std::string(collective::to_string(space))},
                               {"collective_overhead_s", collective_overhead_s},
@@ -47,14 +49,16 @@ std::string EmulationProfile::to_json() const {
                   {"reduce_host_bytes_per_s", m.reduce_host_bytes_per_s},
                   {"update_bytes_per_s", m.update_bytes_per_s},
                   {"staging_latency_s", m.staging_latency_s},
-                  {"staging_bytes_per_s", m.staging_bytes_per_s}});
+                  {"staging_bytes_per_s", m.staging_bytes_per_s},
+                  {"node", m.node},
+                  {"receive_copy_bytes_per_s", m.receive_copy_bytes_per_s}});
   return j.dump(1) + "\n";
 }
 
 EmulationProfile EmulationProfile::parse(const std::string& text, const std::string& file) {
   try {
     const auto j = nlohmann::json::parse(text);
-    if (j.at("schema") != "ringsim.emulation-profile/1") throw std::runtime_error("unknown schema");
+    if (j.at("schema") != "ringsim.emulation-profile/2") throw std::runtime_error("unknown schema");
     EmulationProfile p;
     p.library = j.at("library").get<std::string>();
     p.space = j.at("space") == "host" ? collective::Space::Host : collective::Space::Device;
@@ -63,11 +67,17 @@ EmulationProfile EmulationProfile::parse(const std::string& text, const std::str
     for (const auto& m : j.at("members"))
       p.members.push_back({m.at("reduce_device_bytes_per_s").get<double>(),
                            m.at("reduce_host_bytes_per_s").get<double>(), m.at("update_bytes_per_s").get<double>(),
-                           m.at("staging_latency_s").get<double>(), m.at("staging_bytes_per_s").get<double>()});
+                           m.at("staging_latency_s").get<double>(), m.at("staging_bytes_per_s").get<double>(),
+                           m.at("node").get<int>(), m.at("receive_copy_bytes_per_s").get<double>()});
     return p;
   } catch (const std::exception& e) {
     throw std::runtime_error(file + ": not an emulation profile written by `ringsim emulate`: " + e.what());
   }
+}
+
+double EmulationProfile::receive_copy_s(const collective::Transfer& t) const {
+  const Member &from = members.at(t.src), &to = members.at(t.dst);
+  return shared_memory_copy_s(t, from.node, to.node, from.receive_copy_bytes_per_s, to.receive_copy_bytes_per_s);
 }
 
 }  // namespace ringsim

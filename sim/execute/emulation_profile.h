@@ -21,6 +21,8 @@ struct EmulationProfile {
     double update_bytes_per_s = 0;         // optimizer update (parameter servers)
     double staging_latency_s = 0;          // a copy between the member's two spaces
     double staging_bytes_per_s = 0;
+    int node = 0;                         // messages from a member of the same node are copied out
+    double receive_copy_bytes_per_s = 0;  // of shared memory at this rate (0: none; CommModel::receive_copy_time)
   };
   std::string library;
   collective::Space space = collective::Space::Device;  // where the library keeps collective data
@@ -29,6 +31,8 @@ struct EmulationProfile {
   std::vector<Member> members;
 
   static EmulationProfile from(CommModel& cm, int members);
+  // What member `dst` spends copying the message `t` out of shared memory (CommModel::receive_copy_time).
+  double receive_copy_s(const collective::Transfer& t) const;
   std::string to_json() const;
   // Throws std::runtime_error naming `file` on anything malformed.
   static EmulationProfile parse(const std::string& text, const std::string& file);

@@ -112,8 +112,10 @@ double collective_duration(const collective::Collective& c, CommModel& cm, std::
             {&p, CommModel::wire_bytes(p, b, size), CommModel::message_overhead(p, b, size) - p.overhead, b});
       }
       double local = 0;
-      for (const auto& r : st.recvs)
+      for (const auto& r : st.recvs) {
+        local += cm.receive_copy_time(r);
         if (r.reduce) local += cm.reduce_time(m, r.dst_space, r.bytes, size);
+      }
       if (st.update_bytes > 0) local += cm.update_time(m, st.update_bytes);
       slowest_local = std::max(slowest_local, local);
     }

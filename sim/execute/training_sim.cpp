@@ -107,6 +107,10 @@ class SimgridTransport final : public collective::Transport {
     std::unique_lock<sg4::Mutex> lock(*rv_.mutex);
     const std::size_t slot = static_cast<std::size_t>(me_) * rv_.steps + index;
     while (rv_.arrived[slot] < static_cast<int>(step.recvs.size())) rv_.cv->wait(lock);
+    lock.unlock();
+    double copies = 0;
+    for (const auto& r : step.recvs) copies += cm_.receive_copy_time(r);
+    sleep(copies);
   }
   void reduce(const Transfer& r) override { sleep(cm_.reduce_time(me_, r.dst_space, r.bytes, size_)); }
   void update(std::uint64_t bytes) override { sleep(cm_.update_time(me_, bytes)); }
@@ -427,7 +431,7 @@ void TrainingRun::run_buffer(const collective::FusionBuffer& b) {
   rec.negotiated_at = b.negotiated_at - reported_start_;
   rec.start = sg4::Engine::get_clock();
   const bool fused = b.tensors.size() > 1;
-  if (fused) sleep(cm_.device_copy_time(b.bytes));  // MEMCPY_IN_FUSION_BUFFER, on every GPU at once
+  if (fused) sleep(cm_.fusion_copy_time(b.bytes));  // MEMCPY_IN_FUSION_BUFFER, on every rank at once
   rec.comm_start = sg4::Engine::get_clock();
   auto c = factory_.make(b);
   rec.algorithm = std::string(c->algorithm());
@@ -448,7 +452,7 @@ void TrainingRun::run_buffer(const collective::FusionBuffer& b) {
     run_members(*c, rec.index);
   }
   rec.comm_end = sg4::Engine::get_clock();
-  if (fused) sleep(cm_.device_copy_time(b.bytes));  // MEMCPY_OUT_FUSION_BUFFER
+  if (fused) sleep(cm_.fusion_copy_time(b.bytes));  // MEMCPY_OUT_FUSION_BUFFER
   rec.end = sg4::Engine::get_clock();
   if (!reported()) return;
   for (double* t : {&rec.start, &rec.comm_start, &rec.comm_end, &rec.end}) *t -= reported_start_;

@@ -368,13 +368,16 @@ void Catalog::load_skus(const YamlField& skus) {
 void Catalog::load_libraries(const fs::path& base) {
   YamlField root = open_root(base / "libraries.yaml", {"libraries"});
   for (auto& [name, f] : root.get("libraries").entries()) {
-    f.require_map({"description", "data_path", "collective_overhead", "host_reduction_rate", "paths"});
+    f.require_map(
+        {"description", "data_path", "collective_overhead", "host_reduction_rate", "host_copy_rate", "paths"});
     LibraryProfile l;
     l.name = name;
     l.description = f.get("description").str();
     l.data_path = f.get("data_path").choice({"device", "host"}) == "device" ? DataPath::Device : DataPath::Host;
     l.collective_overhead = f.get("collective_overhead").nonnegative_quantity(Quantity::Time);
     l.host_reduction_rate = f.get("host_reduction_rate").positive_quantity(Quantity::Bandwidth);
+    if (l.data_path == DataPath::Host || f.find("host_copy_rate"))
+      l.host_copy_rate = f.get("host_copy_rate").positive_quantity(Quantity::Bandwidth);
     YamlField paths = f.get("paths");
     paths.require_map({"intra_node", "infiniband", "ethernet"});
     auto path = [&](const char* key) {
@@ -627,11 +630,12 @@ PathOverlay read_path_overlay(const YamlField& p) {
 }
 
 LibraryOverlay read_library_overlay(const YamlField& f) {
-  f.require_map(
-      {"collective_overhead", "host_reduction_rate", "host_reduction_regimes", "host_reduction_regimes_by", "paths"});
+  f.require_map({"collective_overhead", "host_reduction_rate", "host_copy_rate", "host_reduction_regimes",
+                 "host_reduction_regimes_by", "paths"});
   LibraryOverlay o;
   if (auto v = f.find("collective_overhead")) o.collective_overhead = v->nonnegative_quantity(Quantity::Time);
   if (auto v = f.find("host_reduction_rate")) o.host_reduction_rate = v->positive_quantity(Quantity::Bandwidth);
+  if (auto v = f.find("host_copy_rate")) o.host_copy_rate = v->positive_quantity(Quantity::Bandwidth);
   if (auto v = f.find("host_reduction_regimes")) o.host_reduction_regimes = rate_steps(*v, "regimes");
   if (auto v = f.find("host_reduction_regimes_by")) o.host_reduction_regimes_by = regime_key(*v);
   if (auto paths = f.find("paths")) {
@@ -675,6 +679,7 @@ void apply_path(const PathOverlay& o, PathProfile& p) {
 void apply_library(const LibraryOverlay& o, LibraryProfile& l) {
   if (o.collective_overhead) l.collective_overhead = *o.collective_overhead;
   if (o.host_reduction_rate) l.host_reduction_rate = *o.host_reduction_rate;
+  if (o.host_copy_rate) l.host_copy_rate = *o.host_copy_rate;
   if (o.host_reduction_regimes) l.host_reduction_regimes.points = *o.host_reduction_regimes;
   if (o.host_reduction_regimes_by) l.host_reduction_regimes_by = *o.host_reduction_regimes_by;
   l.host_reduction_regimes.shape = regime_shape(l.host_reduction_regimes_by, SizeCurve::Shape::Geometric);

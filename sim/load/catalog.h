@@ -260,6 +260,9 @@ struct LibraryProfile {
   DataPath data_path = DataPath::Device;
   double collective_overhead = 0;  // seconds per collective call
   double host_reduction_rate = 0;  // bytes/s of input a reduction on the host CPU consumes
+  // One core's memcpy, bytes/s (host data path only; 0 elsewhere): the fusion buffer's copies on Horovod's
+  // background thread, and the shared-memory copy of each message between ranks of one node.
+  double host_copy_rate = 0;
   // Calibrated rates by size (below the first: host_reduction_rate), keyed by host_reduction_regimes_by.
   SizeCurve host_reduction_regimes;
   RegimeKey host_reduction_regimes_by = RegimeKey::Message;

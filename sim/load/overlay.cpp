@@ -116,6 +116,7 @@ class Writer {
     };
     figure("collective_overhead", l.collective_overhead, "s");
     figure("host_reduction_rate", l.host_reduction_rate, "B/s");
+    figure("host_copy_rate", l.host_copy_rate, "B/s");
     if (l.host_reduction_regimes_by)
       y_ << YAML::Key << "host_reduction_regimes_by" << YAML::Value << to_yaml(*l.host_reduction_regimes_by);
     put_steps(y_, "host_reduction_regimes", l.host_reduction_regimes, "rate", "B/s");
@@ -151,6 +152,7 @@ void CatalogOverlay::merge(const CatalogOverlay& o) {
     LibraryOverlay& to = libraries[name];
     take(to.collective_overhead, l.collective_overhead);
     take(to.host_reduction_rate, l.host_reduction_rate);
+    take(to.host_copy_rate, l.host_copy_rate);
     take(to.host_reduction_regimes, l.host_reduction_regimes);
     take(to.host_reduction_regimes_by, l.host_reduction_regimes_by);
     for (const auto& [p, path] : l.paths) to.paths[p] = path;

@@ -31,7 +31,10 @@ std::optional<double>* slot(CatalogOverlay& o, const std::vector<std::string>& f
   if (f[0] == "link_classes")
     return f[2] == "bandwidth" ? &o.link_classes[f[1]].bandwidth : &o.link_classes[f[1]].latency;
   LibraryOverlay& l = o.libraries[f[1]];
-  if (f.size() == 3) return f[2] == "collective_overhead" ? &l.collective_overhead : &l.host_reduction_rate;
+  if (f.size() == 3)
+    return f[2] == "collective_overhead" ? &l.collective_overhead
+           : f[2] == "host_copy_rate"    ? &l.host_copy_rate
+                                         : &l.host_reduction_rate;
   PathOverlay& p = l.paths[f[3]];
   return f[4] == "bandwidth_fraction" ? &p.bandwidth_fraction : &p.message_overhead;
 }
@@ -42,7 +45,10 @@ double catalog_value(const Catalog& c, const std::vector<std::string>& f, const 
   if (f[0] == "skus") return c.sku(sku).ethernet_bandwidth;
   if (f[0] == "link_classes") return f[2] == "bandwidth" ? c.link(f[1]).bandwidth : c.link(f[1]).latency;
   const LibraryProfile& l = c.library(f[1]);
-  if (f.size() == 3) return f[2] == "collective_overhead" ? l.collective_overhead : l.host_reduction_rate;
+  if (f.size() == 3)
+    return f[2] == "collective_overhead" ? l.collective_overhead
+           : f[2] == "host_copy_rate"    ? l.host_copy_rate
+                                         : l.host_reduction_rate;
   const PathProfile& p = f[3] == "intra_node" ? l.intra_node : f[3] == "infiniband" ? l.infiniband : l.ethernet;
   return f[4] == "bandwidth_fraction" ? p.bandwidth_fraction : p.message_overhead;
 }
@@ -63,15 +69,15 @@ std::string check_figure(const Catalog& c, const std::string& figure) {
   const std::vector<std::string> f = split(figure);
   const char* expected =
       "expected compute.step_time_cv, skus.PATTERN.ethernet_bandwidth, link_classes.NAME.{bandwidth,latency}, "
-      "libraries.NAME.{collective_overhead,host_reduction_rate} or "
+      "libraries.NAME.{collective_overhead,host_reduction_rate,host_copy_rate} or "
       "libraries.NAME.paths.{intra_node,infiniband,ethernet}.{bandwidth_fraction,message_overhead}";
   try {
     if (f.size() == 2 && f[0] == "compute" && f[1] == "step_time_cv") return "";
     if (f.size() == 3 && f[0] == "skus" && f[2] == "ethernet_bandwidth")
       return skus_of(c, f).empty() ? "no SKU with Ethernet matches '" + f[1] + "'" : "";
     const bool link = f.size() == 3 && f[0] == "link_classes" && one_of(f[2], {"bandwidth", "latency"});
-    const bool library =
-        f.size() == 3 && f[0] == "libraries" && one_of(f[2], {"collective_overhead", "host_reduction_rate"});
+    const bool library = f.size() == 3 && f[0] == "libraries" &&
+                         one_of(f[2], {"collective_overhead", "host_reduction_rate", "host_copy_rate"});
     const bool path = f.size() == 5 && f[0] == "libraries" && f[2] == "paths" &&
                       one_of(f[3], {"intra_node", "infiniband", "ethernet"}) &&
                       one_of(f[4], {"bandwidth_fraction", "message_overhead"});
@@ -86,7 +92,8 @@ std::string check_figure(const Catalog& c, const std::string& figure) {
 
 std::optional<Quantity> figure_quantity(const std::string& figure) {
   const std::string last = split(figure).back();
-  if (one_of(last, {"bandwidth", "host_reduction_rate", "ethernet_bandwidth"})) return Quantity::Bandwidth;
+  if (one_of(last, {"bandwidth", "host_reduction_rate", "host_copy_rate", "ethernet_bandwidth"}))
+    return Quantity::Bandwidth;
   if (one_of(last, {"latency", "collective_overhead", "message_overhead"})) return Quantity::Time;
   return std::nullopt;
 }
