@@ -116,10 +116,11 @@ PathFacts facts(const Scenario& s, VertexId (*pick)(const Topology&), VertexId (
 
 double gpu_memory_bandwidth() { return test::catalog().gpu("V100-PCIe-16GB").memory_bandwidth; }
 
+// The prediction alone (--no-band): these tests check the simulator, and the band tests their own runs.
 nlohmann::json predict_json(const std::string& scenario_file, const std::string& args) {
   const std::string out = std::string("/tmp/ringsim_test_") + std::to_string(::getpid()) + ".json";
   const std::string cmd = std::string(RINGSIM_TEST_BINARY) + " --catalog " + RINGSIM_TEST_CATALOG + " predict " +
-                          scenario_file + " " + args + " --json " + out + " > /dev/null";
+                          scenario_file + " " + args + " --no-band --json " + out + " > /dev/null";
   REQUIRE(std::system(cmd.c_str()) == 0);
   std::ifstream in(out);
   nlohmann::json j = nlohmann::json::parse(in);
@@ -1236,6 +1237,25 @@ TEST_CASE("band: it holds the prediction, and a calibration that measures a figu
   CHECK(narrower.rate_high / narrower.rate_low < band.rate_high / band.rate_low);
   // One GPU: nothing uncertain takes part, no band.
   CHECK(band_ratios(catalog, one_gpu_per_node(1)).samples == 0);
+}
+
+TEST_CASE("band: predict writes it in the JSON and the table, and --no-band leaves it out", "[model]") {
+  const std::string file = std::string(RINGSIM_TEST_SCENARIOS) + "/resnet50_imagenet_nccl_tcp_4x_nc24s_v3.yaml";
+  const std::string json = "/tmp/ringsim_band_" + std::to_string(::getpid()) + ".json";
+  for (const bool band : {true, false}) {
+    CAPTURE(band);
+    const test::CommandResult r =
+        test::run_command(std::string(RINGSIM_TEST_BINARY) + " --catalog " + RINGSIM_TEST_CATALOG + " predict " + file +
+                          (band ? "" : " --no-band") + " --json " + json);
+    REQUIRE(r.status == 0);
+    std::ifstream in(json);
+    const auto j = nlohmann::json::parse(in);
+    CHECK(j.contains("images_per_sec_low") == band);
+    CHECK(j.contains("time_to_train_s_high") == band);
+    CHECK((r.output.find("band from") != std::string::npos) == band);
+    if (band) CHECK(j["images_per_sec_low"].get<double>() < j["images_per_sec"].get<double>());
+  }
+  std::remove(json.c_str());
 }
 
 TEST_CASE("uncertain.yaml: a figure that is not one is refused with file, line and column", "[catalog]") {

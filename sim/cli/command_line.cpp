@@ -62,6 +62,8 @@ void CommandLine::define_predict() {
       ->check(CLI::IsMember({"flow", "step"}));
   predict_cmd->add_option("--calibration", predict.calibration,
                           "Calibration overlay from `ringsim calibrate` (same as the scenario key calibration:)");
+  predict_cmd->add_flag("--no-band", predict.no_band,
+                        "Leave out the band (the prediction alone: none of the band's step-fidelity runs)");
   predict_cmd->add_option("--json", predict.json_file, "Write the result JSON (schema ringsim.result/1)");
   predict_cmd->add_option("--trace", predict.trace_file, "Write a Chrome trace in Horovod's timeline format");
   predict_cmd->add_option("--links", predict.links_file, "Write bytes and utilisation per link as CSV");

@@ -108,14 +108,15 @@ int run_predict(const std::string& catalog_dir, const PredictOptions& o) {
   const Fidelity fidelity =
       o.fidelity ? (*o.fidelity == "flow" ? Fidelity::Flow : Fidelity::Step) : default_fidelity(s);
   WorkEstimate work = estimate_work(catalog, s, fidelity);
-  if (!catalog.uncertain().empty()) {  // the band's runs: the step fidelity, one collective at a time
+  if (!o.no_band && !catalog.uncertain().empty()) {  // the band's runs: the step fidelity, one collective at a time
     Scenario one = s;
     one.communication.concurrent_collectives = 1;
     work.seconds += (kBandSamples + 1) * estimate_work(catalog, one, Fidelity::Step).seconds;
   }
   check_work_limits(work, fidelity, o.limits, "predict");
   const CatalogOverlay calibration = s.calibration.empty() ? CatalogOverlay{} : catalog.read_overlay(s.calibration);
-  const BandRatios band = band_ratios(catalog, s, calibration);  // in children, before this process's engine
+  // The band's runs go in children, before this process's engine starts.
+  const BandRatios band = o.no_band ? BandRatios{} : band_ratios(catalog, s, calibration);
   Prediction p = predict(catalog, s, fidelity);
   apply_band(band, p);
   // Render everything first, then write: a failure leaves no output file behind.

@@ -29,7 +29,8 @@ struct PredictOptions {
   std::optional<std::string> fidelity;     // flow | step; default by GPU count
   std::optional<std::string> calibration;  // overlay file (as the scenario key `calibration`)
   std::optional<std::string> json_file, trace_file, links_file;
-  WorkLimits limits;  // refuse runs estimated above them
+  WorkLimits limits;     // refuse runs estimated above them
+  bool no_band = false;  // the prediction alone, without the band's runs
 };
 
 struct JobCommandOptions {

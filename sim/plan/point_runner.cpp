@@ -34,6 +34,7 @@ void run_predict_points(const PointRunOptions& o, const std::vector<PredictPoint
       args.push_back("--fidelity");
       args.push_back(*o.fidelity);
     }
+    if (!o.band) args.push_back("--no-band");
     args.push_back("--json");
     args.push_back((tmp / (std::to_string(p.index) + ".json")).string());
     const std::string err = (tmp / (std::to_string(p.index) + ".err")).string();

@@ -22,6 +22,7 @@ struct PointRunOptions {
   std::optional<std::string> fidelity;  // --fidelity for every point
   int jobs = 1;
   std::string label = "sweep";  // names the command in progress lines and errors
+  bool band = true;             // predict each point's band (plan ranks by it; a sweep reports none)
 };
 
 // Runs the points `jobs` at a time and calls `done(index, result JSON)` as each finishes. Progress goes

@@ -428,7 +428,8 @@ int run_sweep(const SweepOptions& o) {
                             .scenario = o.scenario,
                             .fidelity = o.fidelity,
                             .jobs = o.jobs,
-                            .label = "sweep"};
+                            .label = "sweep",
+                            .band = false};
   run_predict_points(run, jobs, [&](int idx, const nlohmann::json& j) {
     std::vector<std::string> row = {std::to_string(idx)};
     row.insert(row.end(), points[idx].values.begin(), points[idx].values.end());
