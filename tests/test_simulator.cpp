@@ -1198,7 +1198,7 @@ TEST_CASE("stragglers: the expected slowest of n ranks, and the compute it adds"
   const Scenario s = one_gpu_per_node(4);
   const ComputeModel alone = build_compute_model(test::catalog(), s, false);
   const ComputeModel with = build_compute_model(test::catalog(), s);
-  const double cv = test::catalog().compute().step_time_cv;
+  const double cv = test::catalog().compute().straggler_cv();
   REQUIRE(cv > 0);
   const double fwd_bwd = alone.forward_s + alone.backward_s;
   CHECK(with.straggler_s == Approx(fwd_bwd * cv * expected_max_of_normals(4)));

@@ -528,8 +528,9 @@ void Catalog::load_uncertain(const fs::path& base) {
 void Catalog::load_compute(const fs::path& base) {
   YamlField root = open_root(base / "compute.yaml", {"roofline", "variation", "measured"});
   if (auto v = root.find("variation")) {
-    v->require_map({"step_time_cv"});
+    v->require_map({"step_time_cv", "gpu_to_gpu_cv"});
     compute_.step_time_cv = v->get("step_time_cv").number(0, 1);
+    if (auto g = v->find("gpu_to_gpu_cv")) compute_.gpu_to_gpu_cv = g->number(0, 1);
   }
   YamlField roof = root.get("roofline");
   roof.require_map({"backward_to_forward", "efficiency"});
@@ -699,8 +700,9 @@ CatalogOverlay Catalog::read_overlay(const std::string& file) const {
   YamlField root = open_root(file, {"compute", "libraries", "link_classes", "gpus", "skus"});
   CatalogOverlay o;
   if (auto c = root.find("compute")) {
-    c->require_map({"step_time_cv"});
+    c->require_map({"step_time_cv", "gpu_to_gpu_cv"});
     if (auto v = c->find("step_time_cv")) o.compute.step_time_cv = v->number(0, 1);
+    if (auto v = c->find("gpu_to_gpu_cv")) o.compute.gpu_to_gpu_cv = v->number(0, 1);
   }
   read_named(root, "libraries", libraries_, "library", library_order_, o.libraries,
              [](const LibraryProfile&, const YamlField& f) { return read_library_overlay(f); });
@@ -735,6 +737,7 @@ void Catalog::apply(const CatalogOverlay& o) {
     if (k.ethernet_bandwidth) skus_.at(name).ethernet_bandwidth = *k.ethernet_bandwidth;
   }
   if (o.compute.step_time_cv) compute_.step_time_cv = *o.compute.step_time_cv;
+  if (o.compute.gpu_to_gpu_cv) compute_.gpu_to_gpu_cv = *o.compute.gpu_to_gpu_cv;
 }
 
 void Catalog::apply_overlay(const std::string& file) { apply(read_overlay(file)); }

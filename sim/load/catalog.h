@@ -172,6 +172,10 @@ struct ComputeSpec {
   // One rank's per-step compute time varies: its standard deviation over its mean. A synchronous step
   // waits for the slowest rank (ComputeModel::straggler_s).
   double step_time_cv = 0;
+  // GPUs of one type differ in speed (manufacturing and power management): the standard deviation of
+  // their rates over the mean. It adds to the step's variation in the slowest rank (independent of it).
+  double gpu_to_gpu_cv = 0;
+  double straggler_cv() const { return std::hypot(step_time_cv, gpu_to_gpu_cv); }
   std::vector<MeasuredRate> measured;
   const MeasuredRate* find(const std::string& gpu, const std::string& model, int batch) const;
 };

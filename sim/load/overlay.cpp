@@ -61,9 +61,10 @@ class Writer {
   std::string yaml() {
     for (const auto& line : o_.header) y_ << YAML::Comment(line) << YAML::Newline;
     y_ << YAML::BeginMap;
-    if (o_.compute.step_time_cv) {
+    if (o_.compute.step_time_cv || o_.compute.gpu_to_gpu_cv) {
       y_ << YAML::Key << "compute" << YAML::Value << YAML::BeginMap;
-      put(y_, "step_time_cv", o_.compute.step_time_cv, "");
+      if (o_.compute.step_time_cv) put(y_, "step_time_cv", o_.compute.step_time_cv, "");
+      if (o_.compute.gpu_to_gpu_cv) put(y_, "gpu_to_gpu_cv", o_.compute.gpu_to_gpu_cv, "");
       y_ << YAML::EndMap;
       comment("compute");
     }
@@ -166,6 +167,7 @@ void CatalogOverlay::merge(const CatalogOverlay& o) {
     take(to.cross_core_handoff, g.cross_core_handoff);
   }
   take(compute.step_time_cv, o.compute.step_time_cv);
+  take(compute.gpu_to_gpu_cv, o.compute.gpu_to_gpu_cv);
   for (const auto& [name, k] : o.skus) {
     take(skus[name].vcpus, k.vcpus);
     take(skus[name].ethernet_bandwidth, k.ethernet_bandwidth);

@@ -53,9 +53,9 @@ struct SkuOverlay {
   bool operator==(const SkuOverlay&) const = default;
 };
 
-// compute: how one rank's compute varies from step to step.
+// compute: how one rank's compute varies from step to step, and GPUs of one type from each other.
 struct ComputeOverlay {
-  std::optional<double> step_time_cv;
+  std::optional<double> step_time_cv, gpu_to_gpu_cv;
   bool operator==(const ComputeOverlay&) const = default;
 };
 

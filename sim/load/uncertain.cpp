@@ -26,7 +26,7 @@ bool one_of(const std::string& s, std::initializer_list<const char*> names) {
 
 // The value an overlay entry's optional holds for the figure, and where to write it.
 std::optional<double>* slot(CatalogOverlay& o, const std::vector<std::string>& f, const std::string& sku) {
-  if (f[0] == "compute") return &o.compute.step_time_cv;
+  if (f[0] == "compute") return f[1] == "step_time_cv" ? &o.compute.step_time_cv : &o.compute.gpu_to_gpu_cv;
   if (f[0] == "skus") return &o.skus[sku].ethernet_bandwidth;
   if (f[0] == "link_classes")
     return f[2] == "bandwidth" ? &o.link_classes[f[1]].bandwidth : &o.link_classes[f[1]].latency;
@@ -41,7 +41,7 @@ std::optional<double>* slot(CatalogOverlay& o, const std::vector<std::string>& f
 
 // The catalog's own value of the figure.
 double catalog_value(const Catalog& c, const std::vector<std::string>& f, const std::string& sku) {
-  if (f[0] == "compute") return c.compute().step_time_cv;
+  if (f[0] == "compute") return f[1] == "step_time_cv" ? c.compute().step_time_cv : c.compute().gpu_to_gpu_cv;
   if (f[0] == "skus") return c.sku(sku).ethernet_bandwidth;
   if (f[0] == "link_classes") return f[2] == "bandwidth" ? c.link(f[1]).bandwidth : c.link(f[1]).latency;
   const LibraryProfile& l = c.library(f[1]);
@@ -68,11 +68,12 @@ std::vector<std::string> skus_of(const Catalog& c, const std::vector<std::string
 std::string check_figure(const Catalog& c, const std::string& figure) {
   const std::vector<std::string> f = split(figure);
   const char* expected =
-      "expected compute.step_time_cv, skus.PATTERN.ethernet_bandwidth, link_classes.NAME.{bandwidth,latency}, "
+      "expected compute.{step_time_cv,gpu_to_gpu_cv}, skus.PATTERN.ethernet_bandwidth, "
+      "link_classes.NAME.{bandwidth,latency}, "
       "libraries.NAME.{collective_overhead,host_reduction_rate,host_copy_rate} or "
       "libraries.NAME.paths.{intra_node,infiniband,ethernet}.{bandwidth_fraction,message_overhead}";
   try {
-    if (f.size() == 2 && f[0] == "compute" && f[1] == "step_time_cv") return "";
+    if (f.size() == 2 && f[0] == "compute" && one_of(f[1], {"step_time_cv", "gpu_to_gpu_cv"})) return "";
     if (f.size() == 3 && f[0] == "skus" && f[2] == "ethernet_bandwidth")
       return skus_of(c, f).empty() ? "no SKU with Ethernet matches '" + f[1] + "'" : "";
     const bool link = f.size() == 3 && f[0] == "link_classes" && one_of(f[2], {"bandwidth", "latency"});

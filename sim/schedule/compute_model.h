@@ -39,7 +39,8 @@ double expected_max_of_normals(int n);
 
 // Throws InputError when the iteration time from a measured rate is shorter than the optimizer step.
 // With `stragglers`, every rank's forward and backward pass is the expected slowest rank's: the mean
-// times (1 + step_time_cv x expected_max_of_normals(ranks)), the ranks being the scenario's GPUs.
+// times (1 + cv x expected_max_of_normals(ranks)), the ranks being the scenario's GPUs and cv the step's
+// and the GPUs' variations together (ComputeSpec::straggler_cv).
 ComputeModel build_compute_model(const Catalog& catalog, const Scenario& scenario, bool stragglers = true);
 
 }  // namespace ringsim
