@@ -1188,6 +1188,16 @@ TEST_CASE("host data path: shared-memory copy-out and fusion copies at one core'
   };
   CHECK(fusion_rate(mpi(1, 2)) == Approx(rate));
   CHECK(fusion_rate(one_gpu_per_node(2)) == Approx(gpu_memory_bandwidth() / 2));  // read + write
+  // The copies are in the result: per step of each phase, where there are any.
+  const auto has_copies = [](const nlohmann::json& j) {
+    bool any = false;
+    for (const auto& c : j["collectives"])
+      for (const auto& ph : c["phases"]) any = any || ph.value("shared_memory_copy_s", 0.0) > 0;
+    return any;
+  };
+  const std::string dir = RINGSIM_TEST_SCENARIOS;
+  CHECK(has_copies(predict_json(dir + "/landolakes_cifar10_2x_nc24rs_v3.yaml", "")));  // Intel MPI, 4 GPUs a node
+  CHECK_FALSE(has_copies(predict_json(dir + "/resnet50_imagenet_8x_nc24rs_v3.yaml", "--set cluster.nodes=1")));
 }
 
 TEST_CASE("stragglers: the expected slowest of n ranks, and the compute it adds", "[model]") {

@@ -26,6 +26,7 @@ struct CollectivePhase {
   int steps = 0;
   double step_s = 0;  // step fidelity's estimate of one step
   int transfers = 0;  // messages per step
+  double copy_s = 0;  // of step_s: copies out of shared memory (the host data path), 0 elsewhere
 };
 
 struct CollectiveRecord {

@@ -102,7 +102,7 @@ double collective_duration(const collective::Collective& c, CommModel& cm, std::
   const CollectiveSize size = cm.collective_size(c);
   for (const auto& run : c.runs()) {
     flows.clear();
-    double slowest_local = 0;
+    double slowest_local = 0, most_copying = 0;
     for (int m = 0; m < c.members(); ++m) {
       c.rank_step(m, run.first, st);
       for (const auto& t : st.sends) {
@@ -111,11 +111,13 @@ double collective_duration(const collective::Collective& c, CommModel& cm, std::
         flows.push_back(
             {&p, CommModel::wire_bytes(p, b, size), CommModel::message_overhead(p, b, size) - p.overhead, b});
       }
-      double local = 0;
+      double copying = 0, local = 0;
       for (const auto& r : st.recvs) {
-        local += cm.receive_copy_time(r);
+        copying += cm.receive_copy_time(r);
         if (r.reduce) local += cm.reduce_time(m, r.dst_space, r.bytes, size);
       }
+      local += copying;
+      most_copying = std::max(most_copying, copying);
       if (st.update_bytes > 0) local += cm.update_time(m, st.update_bytes);
       slowest_local = std::max(slowest_local, local);
     }
@@ -124,7 +126,7 @@ double collective_duration(const collective::Collective& c, CommModel& cm, std::
     if (edge_bytes)
       for (const auto& f : flows)
         for (int e : f.path->edges) (*edge_bytes)[e] += f.payload * run.count;
-    if (runs) runs->push_back({run.phase, run.count, step, static_cast<int>(flows.size())});
+    if (runs) runs->push_back({run.phase, run.count, step, static_cast<int>(flows.size()), most_copying});
   }
   return total;
 }

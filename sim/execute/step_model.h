@@ -27,6 +27,7 @@ struct RunCost {
   int count = 0;
   double step_s = 0;  // one step: transfers plus the slowest member's reduction and update
   int transfers = 0;  // messages in one step
+  double copy_s = 0;  // of step_s: the most a member spends copying messages out of shared memory
 };
 
 // Evaluates every run of `c`; adds bytes carried per dense edge into `edge_bytes` (sized edge_count()).

@@ -441,7 +441,7 @@ void TrainingRun::run_buffer(const collective::FusionBuffer& b) {
   const double nic_before = nic >= 0 ? edge_bytes_[nic] : 0;
   const double estimate = collective_duration(*c, cm_, &edge_bytes_, &runs);
   for (const auto& r : runs)
-    rec.phases.push_back({std::string(collective::to_string(r.phase)), r.count, r.step_s, r.transfers});
+    rec.phases.push_back({std::string(collective::to_string(r.phase)), r.count, r.step_s, r.transfers, r.copy_s});
   if (fidelity_ == Fidelity::Step) {
     // Storage reads into node 0 share its Ethernet NIC with the collective's bytes into the node: the
     // collective ends when those bytes are in, which is later than the estimate where reads compete.

@@ -172,9 +172,12 @@ std::string result_json(const Prediction& p, const std::string& source) {
     c["collective_start_s"] = r.comm_start;
     c["collective_end_s"] = r.comm_end;
     ordered_json ph = ordered_json::array();
-    for (const auto& x : r.phases)
-      ph.push_back(
-          {{"phase", x.phase}, {"steps", x.steps}, {"transfers_per_step", x.transfers}, {"step_estimate_s", x.step_s}});
+    for (const auto& x : r.phases) {
+      ordered_json one = {
+          {"phase", x.phase}, {"steps", x.steps}, {"transfers_per_step", x.transfers}, {"step_estimate_s", x.step_s}};
+      if (x.copy_s > 0) one["shared_memory_copy_s"] = x.copy_s;  // the host data path's copy out, per step
+      ph.push_back(one);
+    }
     c["phases"] = ph;
     cols.push_back(c);
   }
@@ -233,7 +236,9 @@ std::string timeline_json(const Prediction& p) {
       const double scale = estimate > 0 ? (r.comm_end - r.comm_start) / estimate : 0;
       for (const auto& ph : r.phases) {
         const double d = ph.steps * ph.step_s * scale;
-        span(pid, ph.phase, at, at + d, {{"steps", ph.steps}});
+        ordered_json args = {{"steps", ph.steps}};
+        if (ph.copy_s > 0) args["shared_memory_copy_us_per_step"] = ph.copy_s * 1e6;
+        span(pid, ph.phase, at, at + d, args);
         at += d;
       }
       ev.push_back({{"ph", "E"}, {"ts", us(r.comm_end)}, {"pid", pid}, {"tid", 0}});
