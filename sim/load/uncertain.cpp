@@ -24,31 +24,49 @@ bool one_of(const std::string& s, std::initializer_list<const char*> names) {
   return false;
 }
 
+// The scalar figures of compute.yaml and of a library that a parameter may name: where the catalog keeps
+// each, and where an overlay sets it.
+template <class Spec, class Overlay>
+struct Figure {
+  const char* name;
+  double Spec::*value;
+  std::optional<double> Overlay::*slot;
+};
+constexpr Figure<ComputeSpec, ComputeOverlay> kComputeFigures[] = {
+    {"step_time_cv", &ComputeSpec::step_time_cv, &ComputeOverlay::step_time_cv},
+    {"gpu_to_gpu_cv", &ComputeSpec::gpu_to_gpu_cv, &ComputeOverlay::gpu_to_gpu_cv}};
+constexpr Figure<LibraryProfile, LibraryOverlay> kLibraryFigures[] = {
+    {"collective_overhead", &LibraryProfile::collective_overhead, &LibraryOverlay::collective_overhead},
+    {"host_reduction_rate", &LibraryProfile::host_reduction_rate, &LibraryOverlay::host_reduction_rate},
+    {"host_copy_rate", &LibraryProfile::host_copy_rate, &LibraryOverlay::host_copy_rate}};
+
+// The entry of `table` called `name`; nullptr where there is none.
+template <class Spec, class Overlay, std::size_t N>
+const Figure<Spec, Overlay>* find_figure(const Figure<Spec, Overlay> (&table)[N], const std::string& name) {
+  for (const auto& f : table)
+    if (name == f.name) return &f;
+  return nullptr;
+}
+
 // The value an overlay entry's optional holds for the figure, and where to write it.
 std::optional<double>* slot(CatalogOverlay& o, const std::vector<std::string>& f, const std::string& sku) {
-  if (f[0] == "compute") return f[1] == "step_time_cv" ? &o.compute.step_time_cv : &o.compute.gpu_to_gpu_cv;
+  if (f[0] == "compute") return &(o.compute.*find_figure(kComputeFigures, f[1])->slot);
   if (f[0] == "skus") return &o.skus[sku].ethernet_bandwidth;
   if (f[0] == "link_classes")
     return f[2] == "bandwidth" ? &o.link_classes[f[1]].bandwidth : &o.link_classes[f[1]].latency;
   LibraryOverlay& l = o.libraries[f[1]];
-  if (f.size() == 3)
-    return f[2] == "collective_overhead" ? &l.collective_overhead
-           : f[2] == "host_copy_rate"    ? &l.host_copy_rate
-                                         : &l.host_reduction_rate;
+  if (f.size() == 3) return &(l.*find_figure(kLibraryFigures, f[2])->slot);
   PathOverlay& p = l.paths[f[3]];
   return f[4] == "bandwidth_fraction" ? &p.bandwidth_fraction : &p.message_overhead;
 }
 
 // The catalog's own value of the figure.
 double catalog_value(const Catalog& c, const std::vector<std::string>& f, const std::string& sku) {
-  if (f[0] == "compute") return f[1] == "step_time_cv" ? c.compute().step_time_cv : c.compute().gpu_to_gpu_cv;
+  if (f[0] == "compute") return c.compute().*find_figure(kComputeFigures, f[1])->value;
   if (f[0] == "skus") return c.sku(sku).ethernet_bandwidth;
   if (f[0] == "link_classes") return f[2] == "bandwidth" ? c.link(f[1]).bandwidth : c.link(f[1]).latency;
   const LibraryProfile& l = c.library(f[1]);
-  if (f.size() == 3)
-    return f[2] == "collective_overhead" ? l.collective_overhead
-           : f[2] == "host_copy_rate"    ? l.host_copy_rate
-                                         : l.host_reduction_rate;
+  if (f.size() == 3) return l.*find_figure(kLibraryFigures, f[2])->value;
   const PathProfile& p = f[3] == "intra_node" ? l.intra_node : f[3] == "infiniband" ? l.infiniband : l.ethernet;
   return f[4] == "bandwidth_fraction" ? p.bandwidth_fraction : p.message_overhead;
 }
@@ -73,12 +91,11 @@ std::string check_figure(const Catalog& c, const std::string& figure) {
       "libraries.NAME.{collective_overhead,host_reduction_rate,host_copy_rate} or "
       "libraries.NAME.paths.{intra_node,infiniband,ethernet}.{bandwidth_fraction,message_overhead}";
   try {
-    if (f.size() == 2 && f[0] == "compute" && one_of(f[1], {"step_time_cv", "gpu_to_gpu_cv"})) return "";
+    if (f.size() == 2 && f[0] == "compute" && find_figure(kComputeFigures, f[1])) return "";
     if (f.size() == 3 && f[0] == "skus" && f[2] == "ethernet_bandwidth")
       return skus_of(c, f).empty() ? "no SKU with Ethernet matches '" + f[1] + "'" : "";
     const bool link = f.size() == 3 && f[0] == "link_classes" && one_of(f[2], {"bandwidth", "latency"});
-    const bool library = f.size() == 3 && f[0] == "libraries" &&
-                         one_of(f[2], {"collective_overhead", "host_reduction_rate", "host_copy_rate"});
+    const bool library = f.size() == 3 && f[0] == "libraries" && find_figure(kLibraryFigures, f[2]);
     const bool path = f.size() == 5 && f[0] == "libraries" && f[2] == "paths" &&
                       one_of(f[3], {"intra_node", "infiniband", "ethernet"}) &&
                       one_of(f[4], {"bandwidth_fraction", "message_overhead"});
