@@ -1217,6 +1217,27 @@ TEST_CASE("stragglers: the expected slowest of n ranks, and the compute it adds"
   CHECK(build_compute_model(test::catalog(), one_gpu_per_node(1)).straggler_s == 0);
 }
 
+TEST_CASE("reference GPU: the run's GPUs are score x gpu_to_gpu_cv slower than the one that gave the rate", "[model]") {
+  Catalog c = test::catalog();
+  CatalogOverlay o;
+  o.compute.gpu_to_gpu_cv = 0.02;
+  o.compute.reference_gpu_score = 1.5;
+  const Scenario s = one_gpu_per_node(4);
+  const ComputeModel before = build_compute_model(c, s, false);
+  c.apply(o);
+  const ComputeModel after = build_compute_model(c, s, false);
+  CHECK(after.forward_s + after.backward_s == Approx((before.forward_s + before.backward_s) * 1.03));
+  CHECK(after.single_gpu_images_per_sec == Approx(before.single_gpu_images_per_sec));  // the given rate stays
+  // One GPU is the measured one: nothing moves.
+  CHECK(build_compute_model(c, one_gpu_per_node(1), false).backward_s ==
+        Approx(build_compute_model(test::catalog(), one_gpu_per_node(1), false).backward_s));
+  // An overlay file carries it.
+  const std::string file = "/tmp/ringsim_reference_gpu_" + std::to_string(::getpid()) + ".yaml";
+  std::ofstream(file) << o.to_yaml();
+  CHECK(test::catalog().read_overlay(file).compute.reference_gpu_score == Approx(1.5));
+  std::remove(file.c_str());
+}
+
 TEST_CASE("band: it holds the prediction, and a calibration that measures a figure narrows it", "[model]") {
   // Two NC24r nodes over Ethernet with NCCL: the socket transport's fraction and the VMs' Ethernet rate are
   // assumptions, so the band is wide and below the prediction.
@@ -1237,6 +1258,8 @@ TEST_CASE("band: it holds the prediction, and a calibration that measures a figu
   CHECK(p.time_to_train_s_low <= 1000);
   CHECK(p.time_to_train_s_high >= 1000);
   CHECK(p.images_per_sec_low < 95);  // the network's figures matter here
+  // The single-GPU rate came from one GPU, and the GPUs' spread is uncertain: where that GPU stands is too.
+  CHECK(std::count(band.parameters.begin(), band.parameters.end(), "reference_gpu_score") == 1);
   // The same figures measured (a calibration overlay sets them): only the rest stays uncertain.
   CatalogOverlay measured;
   measured.libraries["nccl"].paths["ethernet"].bandwidth_fraction = 0.5;
@@ -1245,6 +1268,17 @@ TEST_CASE("band: it holds the prediction, and a calibration that measures a figu
   CHECK(std::count(narrower.parameters.begin(), narrower.parameters.end(), "nccl_socket_fraction") == 0);
   CHECK(std::count(narrower.parameters.begin(), narrower.parameters.end(), "azure_ethernet_rate") == 0);
   CHECK(narrower.rate_high / narrower.rate_low < band.rate_high / band.rate_low);
+  // Runs that measured the GPUs' spread measured the run's GPUs: the reference GPU leaves the band too.
+  measured.compute.gpu_to_gpu_cv = 0.015;
+  const BandRatios gpus_measured = band_ratios(catalog, s, measured);
+  CHECK(std::count(gpus_measured.parameters.begin(), gpus_measured.parameters.end(), "reference_gpu_score") == 0);
+  // One node of NVLink GPUs, compute-bound: the reference GPU alone spreads the band both ways by more than
+  // one standard deviation of the catalog's spread.
+  const BandRatios node = band_ratios(catalog, scenario("cluster: {sku: DGX-1-P100, nodes: 1}\n"
+                                                        "model: {name: resnet50, batch_per_gpu: 64}\n"
+                                                        "training: {epochs: 1}\ncommunication: {library: nccl}\n"));
+  CHECK(node.rate_low < 1 - catalog.compute().gpu_to_gpu_cv);
+  CHECK(node.rate_high > 1 + 0.5 * catalog.compute().gpu_to_gpu_cv);
   // One GPU: nothing uncertain takes part, no band.
   CHECK(band_ratios(catalog, one_gpu_per_node(1)).samples == 0);
 }

@@ -28,11 +28,30 @@ int prime(std::size_t i) {
   return kPrimes[i % (sizeof kPrimes / sizeof kPrimes[0])];
 }
 
+// The standard normal distribution's quantile at p in (0, 1), by bisection of its distribution function.
+double normal_quantile(double p) {
+  double lo = -10, hi = 10;
+  for (int i = 0; i < 100; ++i) {
+    const double mid = (lo + hi) / 2;
+    (0.5 * std::erfc(-mid / std::sqrt(2.0)) < p ? lo : hi) = mid;
+  }
+  return (lo + hi) / 2;
+}
+
+// The single-GPU rate was measured on one GPU, not on the run's: where GPUs of one type differ by an
+// uncertain spread, the band also samples where that GPU stands among them (ComputeSpec::reference_gpu_score).
+constexpr const char* kReferenceGpu = "reference_gpu_score";
+bool samples_reference_gpu(const std::vector<const UncertainParameter*>& params) {
+  return std::any_of(params.begin(), params.end(), [](auto* p) { return p->figure == "compute.gpu_to_gpu_cv"; });
+}
+
 // The catalog's figures moved to sample k (0: none).
 CatalogOverlay sample_figures(const Catalog& catalog, const std::vector<const UncertainParameter*>& params, int k) {
   CatalogOverlay o;
   for (std::size_t i = 0; k > 0 && i < params.size(); ++i)
     o.merge(uncertain_overlay(catalog, *params[i], value_at(*params[i], halton(k, prime(i)))));
+  if (k > 0 && samples_reference_gpu(params))
+    o.compute.reference_gpu_score = normal_quantile(halton(k, prime(params.size())));
   return o;
 }
 
@@ -73,6 +92,7 @@ BandRatios band_ratios(const Catalog& catalog, const Scenario& s, const CatalogO
       band.parameters.push_back(p.name);
     }
   if (params.empty()) return band;
+  if (samples_reference_gpu(params)) band.parameters.push_back(kReferenceGpu);
   const auto [rate0, time0] = predict_in_child(catalog, s, {});
   std::vector<double> rate = {1}, time = {1};
   for (int k = 1; k <= kBandSamples; ++k) {

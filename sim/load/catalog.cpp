@@ -700,9 +700,10 @@ CatalogOverlay Catalog::read_overlay(const std::string& file) const {
   YamlField root = open_root(file, {"compute", "libraries", "link_classes", "gpus", "skus"});
   CatalogOverlay o;
   if (auto c = root.find("compute")) {
-    c->require_map({"step_time_cv", "gpu_to_gpu_cv"});
+    c->require_map({"step_time_cv", "gpu_to_gpu_cv", "reference_gpu_score"});
     if (auto v = c->find("step_time_cv")) o.compute.step_time_cv = v->number(0, 1);
     if (auto v = c->find("gpu_to_gpu_cv")) o.compute.gpu_to_gpu_cv = v->number(0, 1);
+    if (auto v = c->find("reference_gpu_score")) o.compute.reference_gpu_score = v->number(-10, 10);
   }
   read_named(root, "libraries", libraries_, "library", library_order_, o.libraries,
              [](const LibraryProfile&, const YamlField& f) { return read_library_overlay(f); });
@@ -738,6 +739,7 @@ void Catalog::apply(const CatalogOverlay& o) {
   }
   if (o.compute.step_time_cv) compute_.step_time_cv = *o.compute.step_time_cv;
   if (o.compute.gpu_to_gpu_cv) compute_.gpu_to_gpu_cv = *o.compute.gpu_to_gpu_cv;
+  if (o.compute.reference_gpu_score) compute_.reference_gpu_score = *o.compute.reference_gpu_score;
 }
 
 void Catalog::apply_overlay(const std::string& file) { apply(read_overlay(file)); }

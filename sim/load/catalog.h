@@ -175,6 +175,9 @@ struct ComputeSpec {
   // GPUs of one type differ in speed (manufacturing and power management): the standard deviation of
   // their rates over the mean. It adds to the step's variation in the slowest rank (independent of it).
   double gpu_to_gpu_cv = 0;
+  // Where the GPU that gave the single-GPU rate stands among the run's GPUs, in units of gpu_to_gpu_cv
+  // above their mean (0: the given rate is theirs). Only the band moves it: the rate came from one GPU.
+  double reference_gpu_score = 0;
   double straggler_cv() const { return std::hypot(step_time_cv, gpu_to_gpu_cv); }
   std::vector<MeasuredRate> measured;
   const MeasuredRate* find(const std::string& gpu, const std::string& model, int batch) const;

@@ -61,10 +61,11 @@ class Writer {
   std::string yaml() {
     for (const auto& line : o_.header) y_ << YAML::Comment(line) << YAML::Newline;
     y_ << YAML::BeginMap;
-    if (o_.compute.step_time_cv || o_.compute.gpu_to_gpu_cv) {
+    if (o_.compute != ComputeOverlay{}) {
       y_ << YAML::Key << "compute" << YAML::Value << YAML::BeginMap;
       if (o_.compute.step_time_cv) put(y_, "step_time_cv", o_.compute.step_time_cv, "");
       if (o_.compute.gpu_to_gpu_cv) put(y_, "gpu_to_gpu_cv", o_.compute.gpu_to_gpu_cv, "");
+      if (o_.compute.reference_gpu_score) put(y_, "reference_gpu_score", o_.compute.reference_gpu_score, "");
       y_ << YAML::EndMap;
       comment("compute");
     }
@@ -168,6 +169,7 @@ void CatalogOverlay::merge(const CatalogOverlay& o) {
   }
   take(compute.step_time_cv, o.compute.step_time_cv);
   take(compute.gpu_to_gpu_cv, o.compute.gpu_to_gpu_cv);
+  take(compute.reference_gpu_score, o.compute.reference_gpu_score);
   for (const auto& [name, k] : o.skus) {
     take(skus[name].vcpus, k.vcpus);
     take(skus[name].ethernet_bandwidth, k.ethernet_bandwidth);

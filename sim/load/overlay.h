@@ -55,7 +55,7 @@ struct SkuOverlay {
 
 // compute: how one rank's compute varies from step to step, and GPUs of one type from each other.
 struct ComputeOverlay {
-  std::optional<double> step_time_cv, gpu_to_gpu_cv;
+  std::optional<double> step_time_cv, gpu_to_gpu_cv, reference_gpu_score;
   bool operator==(const ComputeOverlay&) const = default;
 };
 

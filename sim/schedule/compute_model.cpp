@@ -75,6 +75,7 @@ ComputeModel build_compute_model(const Catalog& catalog, const Scenario& s, bool
     throw InputError({s.file, 0, 0, ""},
                      "the single-GPU rate leaves no time for forward and backward passes (" + cm.source_detail + ")");
   cm.single_gpu_images_per_sec = batch / (fwd_bwd + cm.update_s);
+  if (s.cluster.total_gpus() > 1) fwd_bwd *= 1 + cs.reference_gpu_score * cs.gpu_to_gpu_cv;
   if (stragglers) cm.straggler_s = fwd_bwd * cs.straggler_cv() * expected_max_of_normals(s.cluster.total_gpus());
   fwd_bwd += cm.straggler_s;
   cm.forward_s = fwd_bwd / (1 + b2f);

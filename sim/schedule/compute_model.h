@@ -40,7 +40,8 @@ double expected_max_of_normals(int n);
 // Throws InputError when the iteration time from a measured rate is shorter than the optimizer step.
 // With `stragglers`, every rank's forward and backward pass is the expected slowest rank's: the mean
 // times (1 + cv x expected_max_of_normals(ranks)), the ranks being the scenario's GPUs and cv the step's
-// and the GPUs' variations together (ComputeSpec::straggler_cv).
+// and the GPUs' variations together (ComputeSpec::straggler_cv). With several GPUs, the mean is the given
+// rate's time times (1 + reference_gpu_score x gpu_to_gpu_cv): the run's GPUs are not the one measured.
 ComputeModel build_compute_model(const Catalog& catalog, const Scenario& scenario, bool stragglers = true);
 
 }  // namespace ringsim
