@@ -24,6 +24,7 @@
 #include "load/input_error.h"
 #include "load/overlay.h"
 #include "load/scenario.h"
+#include "load/uncertain.h"
 #include "schedule/compute_model.h"
 #include "test_support.h"
 #include "validate/validation.h"
@@ -1200,6 +1201,63 @@ TEST_CASE("host data path: shared-memory copy-out and fusion copies at one core'
   CHECK_FALSE(has_copies(predict_json(dir + "/resnet50_imagenet_8x_nc24rs_v3.yaml", "--set cluster.nodes=1")));
 }
 
+TEST_CASE("interference: a collective's kernels hold SMs and memory bandwidth while compute runs beside them",
+          "[model]") {
+  // Two P100s of a DGX-1, a ring allreduce of S on the GPUs: each member sends S, receives S (half of it
+  // reduced, which reads its own operand too): 2.5 S through its memory. Over T seconds it holds the
+  // library's 2 channels of 56 SMs and 2.5 S / T of 732 GB/s.
+  const std::uint64_t S = std::uint64_t{64} << 20;
+  const auto dgx1 = [](const std::string& comm) {
+    return scenario(
+        "cluster: {sku: DGX-1-P100, nodes: 1, gpus_per_node: 2}\nmodel: {name: resnet50, batch_per_gpu: "
+        "64}\ntraining: {epochs: 1}\ncommunication: {" +
+        comm + "}\n");
+  };
+  const GpuSpec& p100 = test::catalog().gpu("P100-SXM2");
+  REQUIRE(p100.multiprocessors == 56);
+  const double channels = test::catalog().library("nccl").kernel_channels;
+  REQUIRE(channels == 2);
+  const auto share = [&](const Scenario& s, Space space, double seconds) {
+    const Topology topo = Topology::build(test::catalog(), simulated_shape(s));
+    CommModel cm(test::catalog(), s, topo);
+    return cm.compute_interference(*collective::make_ring_allreduce(2, S, 4, space), seconds);
+  };
+  const double T = 0.01;
+  CHECK(share(dgx1("library: nccl"), Space::Device, T) ==
+        Approx(channels / 56 + 2.5 * static_cast<double>(S) / T / p100.memory_bandwidth));
+  CHECK(share(dgx1("library: mpi"), Space::Host, T) == 0);  // host data path: no kernels, host memory
+  // Parameter servers' exchanges are copies: memory bandwidth only.
+  CHECK(share(dgx1("library: nccl, strategy: parameter_server"), Space::Device, T) ==
+        Approx(2.5 * static_cast<double>(S) / T / p100.memory_bandwidth));
+  // So the channels' uncertainty takes part in allreduces' bands only.
+  const auto& uncertain = test::catalog().uncertain();
+  const auto it = std::find_if(uncertain.begin(), uncertain.end(), [](const UncertainParameter& p) {
+    return p.figure == "libraries.nccl.kernel_channels";
+  });
+  REQUIRE(it != uncertain.end());
+  CHECK(applies_to(*it, dgx1("library: nccl")));
+  CHECK_FALSE(applies_to(*it, dgx1("library: nccl, strategy: parameter_server")));
+
+  // In a training step the compute running beside each collective is slowed by its share: with one
+  // collective at a time (step fidelity), rank 0's passes take longer by the sum of share x overlap.
+  const std::string file = "/tmp/ringsim_interference_" + std::to_string(::getpid()) + ".yaml";
+  std::ofstream(file) << "cluster: {sku: DGX-1-P100, nodes: 1}\nmodel: {name: vgg16, batch_per_gpu: 32}\n"
+                         "training: {epochs: 1}\ncommunication: {library: nccl}\n";
+  const auto j = predict_json(file, "--fidelity step");
+  std::remove(file.c_str());
+  const double fwd = j["forward_time_s"], slowed = j["compute_interference_s"];
+  const double bwd_end = fwd + j["backward_time_s"].get<double>() + slowed;
+  double expected = 0;
+  for (const auto& c : j["collectives"]) {
+    const double from = std::max(fwd, c["collective_start_s"].get<double>());
+    const double to = std::min(bwd_end, c["collective_end_s"].get<double>());
+    if (to > from) expected += c.value("compute_share", 0.0) * (to - from);
+  }
+  REQUIRE(expected > 0);
+  CHECK(slowed == Approx(expected).epsilon(0.02));
+  CHECK(j["exposed_communication_s"].get<double>() >= slowed);
+}
+
 TEST_CASE("stragglers: the expected slowest of n ranks, and the compute it adds", "[model]") {
   CHECK(expected_max_of_normals(1) == 0);
   CHECK(expected_max_of_normals(2) == Approx(1 / std::sqrt(M_PI)).epsilon(1e-6));  // closed form
@@ -1260,6 +1318,7 @@ TEST_CASE("band: it holds the prediction, and a calibration that measures a figu
   CHECK(p.images_per_sec_low < 95);  // the network's figures matter here
   // The single-GPU rate came from one GPU, and the GPUs' spread is uncertain: where that GPU stands is too.
   CHECK(std::count(band.parameters.begin(), band.parameters.end(), "reference_gpu_score") == 1);
+  CHECK(std::count(band.parameters.begin(), band.parameters.end(), "nccl_kernel_channels") == 1);
   // The same figures measured (a calibration overlay sets them): only the rest stays uncertain.
   CatalogOverlay measured;
   measured.libraries["nccl"].paths["ethernet"].bandwidth_fraction = 0.5;

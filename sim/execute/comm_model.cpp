@@ -18,6 +18,8 @@ CommModel::CommModel(const Catalog& catalog, const Scenario& s, const Topology& 
       router_(topo) {
   // The library's profile: regimes keyed by footprint make collective_size compute it.
   footprint_keyed_ = lib_.host_reduction_regimes_by == RegimeKey::Footprint;
+  // Allreduces run in the library's kernels; parameter servers' exchanges are copies (copy engines).
+  kernel_channels_ = s.communication.strategy == Strategy::ParameterServer ? 0 : lib_.kernel_channels;
   for (const PathProfile* p : {&lib_.intra_node, &lib_.infiniband, &lib_.ethernet})
     footprint_keyed_ = footprint_keyed_ || p->regimes_by == RegimeKey::Footprint;
   // Routes: GPUs leave by their rails on InfiniBand fabrics; routes inside a node follow node 0's.
@@ -240,6 +242,27 @@ std::string CommModel::edge_name(int i) const {
   const TopologyGraph& g = topo_.graph();
   const EdgeId e = edges_[i];
   return g[boost::source(e, g)].name + "->" + g[boost::target(e, g)].name;
+}
+
+double CommModel::compute_interference(const collective::Collective& c, double duration) const {
+  if (data_space() != collective::Space::Device || gpu_.cpu_process || duration <= 0) return 0;
+  using collective::Space;
+  std::vector<double> bytes(static_cast<std::size_t>(c.members()), 0);  // through each member's GPU memory
+  collective::RankStep st;
+  for (const auto& run : c.runs())
+    for (int m = 0; m < c.members(); ++m) {
+      if (!places_.at(m).gpu) continue;
+      c.rank_step(m, run.first, st);
+      double b = 0;
+      for (const auto& t : st.sends)
+        if (t.src != t.dst && t.src_space == Space::Device) b += static_cast<double>(t.bytes);
+      for (const auto& r : st.recvs)
+        if (r.src != r.dst && r.dst_space == Space::Device) b += static_cast<double>(r.bytes) * (r.reduce ? 2 : 1);
+      bytes[m] += b * run.count;
+    }
+  const double busiest = *std::max_element(bytes.begin(), bytes.end());
+  const double sms = gpu_.multiprocessors > 0 ? kernel_channels_ / gpu_.multiprocessors : 0;
+  return std::min(0.9, sms + busiest / duration / gpu_.memory_bandwidth);
 }
 
 CollectiveSize CommModel::collective_size(const collective::Collective& c) const {

@@ -123,6 +123,12 @@ class CommModel final : public PathCost {
   double receive_copy_time(const collective::Transfer& t) const;
   double receive_copy_rate(int m) const;  // bytes/s of those copies into member m; 0: it makes none
   int node_of(int m) const { return topo_.device(places_.at(m).host).node; }
+  // The share of a GPU's compute that collective `c`, taking `duration` seconds, holds while it runs (0 on a
+  // host data path): its kernels' SMs (the library's kernel_channels of the GPU's multiprocessors, for
+  // allreduces; parameter servers' exchanges are copies) and the memory bandwidth its data takes (the
+  // busiest member reads what it sends and the operands it reduces, and writes what it receives). Compute
+  // overlapping the collective runs at 1 - share of its speed.
+  double compute_interference(const collective::Collective& c, double duration) const;
 
  private:
   void index_edges();     // dense edge indices, effective bandwidths
@@ -139,6 +145,7 @@ class CommModel final : public PathCost {
   const GpuSpec& gpu_;
   std::optional<ProcessCosts> process_;  // ranks that are CPU processes only
   bool footprint_keyed_ = false;         // some regime is keyed by footprint (collective_size computes it)
+  double kernel_channels_ = 0;           // SMs the collectives' kernels hold (LibraryProfile::kernel_channels)
   std::vector<int> gpu_rail_;            // InfiniBand fabrics: each local GPU's NIC (NodeLayout::gpu_rail)
   Router router_;
   int workers_ = 0;

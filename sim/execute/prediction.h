@@ -39,6 +39,9 @@ struct CollectiveRecord {
   double comm_start = 0;     // the collective itself
   double comm_end = 0;
   double end = 0;  // memcpy out of the fusion buffer done
+  // Of each member GPU's compute, the share its kernels held from comm_start to comm_end
+  // (CommModel::compute_interference).
+  double compute_share = 0;
   std::vector<CollectivePhase> phases;
 };
 
@@ -58,8 +61,11 @@ struct Prediction {
   int gpus = 0, nodes = 0, worker_nodes = 0, server_nodes = 0;
   double iteration_time_s = 0;
   double forward_s = 0, backward_s = 0, update_s = 0;
-  double compute_time_s = 0;           // forward + backward + optimizer step of one rank
-  double straggler_s = 0;              // of which the slowest rank's extra (ComputeModel::straggler_s)
+  double compute_time_s = 0;  // forward + backward + optimizer step of one rank
+  double straggler_s = 0;     // of which the slowest rank's extra (ComputeModel::straggler_s)
+  // What rank 0's forward and backward passes took longer than compute_time_s says, slowed by collectives'
+  // kernels running beside them (part of exposed_communication_s).
+  double compute_interference_s = 0;
   double communication_time_s = 0;     // sum of collective durations (fusion copies included)
   double exposed_communication_s = 0;  // iteration time not covered by compute
   double images_per_sec = 0, images_per_sec_per_gpu = 0;

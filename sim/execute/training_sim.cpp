@@ -196,6 +196,16 @@ class TrainingRun final : public collective::CycleRuntime, public collective::Bu
   // than the scenario's limit are in flight.
   void launch_buffer(const collective::FusionBuffer& b);
   void run_buffer(const collective::FusionBuffer& b);
+  // While collective c runs, its kernels hold `share` of its GPUs' compute: interfere(c, share) as it
+  // starts, interfere(c, -share) as it ends. taken(rank): the compute seconds collectives have taken from
+  // the rank's GPU so far, which its passes make up for (their work runs at 1 - the shares held).
+  void interfere(const Collective& c, double share);
+  double taken(int rank) const;
+  struct Hold {
+    double share = 0, taken = 0, since = 0;  // the shares held since `since`; compute taken before it
+    double held() const { return std::clamp(share, 0.0, 0.9); }  // collectives at once leave some compute
+  };
+  std::vector<Hold> holds_;  // per worker
   // The reported iteration's records are kept, with times from its start.
   bool reported() const { return iteration_ == reported_; }
   void sleep(double s) {
@@ -395,9 +405,12 @@ void TrainingRun::compute_actor(int rank) {
   };
   auto exec = [&](const std::string& name, double seconds) {
     const double start = sg4::Engine::get_clock();
-    if (seconds > 0) {
+    // The work, then what collectives took from the GPU meanwhile, until that is negligible.
+    for (int k = 0; seconds > 1e-12 && k < 64; ++k) {
+      const double before = taken(rank);
       sg4::this_actor::execute(seconds * h->get_speed());
       ++activities_;
+      seconds = taken(rank) - before;
     }
     span(name, start);
   };
@@ -442,6 +455,8 @@ void TrainingRun::run_buffer(const collective::FusionBuffer& b) {
   const double estimate = collective_duration(*c, cm_, &edge_bytes_, &runs);
   for (const auto& r : runs)
     rec.phases.push_back({std::string(collective::to_string(r.phase)), r.count, r.step_s, r.transfers, r.copy_s});
+  rec.compute_share = cm_.compute_interference(*c, estimate);
+  interfere(*c, rec.compute_share);
   if (fidelity_ == Fidelity::Step) {
     // Storage reads into node 0 share its Ethernet NIC with the collective's bytes into the node: the
     // collective ends when those bytes are in, which is later than the estimate where reads compete.
@@ -451,12 +466,31 @@ void TrainingRun::run_buffer(const collective::FusionBuffer& b) {
   } else {
     run_members(*c, rec.index);
   }
+  interfere(*c, -rec.compute_share);
   rec.comm_end = sg4::Engine::get_clock();
   if (fused) sleep(cm_.fusion_copy_time(b.bytes));  // MEMCPY_OUT_FUSION_BUFFER
   rec.end = sg4::Engine::get_clock();
   if (!reported()) return;
   for (double* t : {&rec.start, &rec.comm_start, &rec.comm_end, &rec.end}) *t -= reported_start_;
   records_.push_back(std::move(rec));
+}
+
+void TrainingRun::interfere(const Collective& c, double share) {
+  const double now = sg4::Engine::get_clock();
+  // The workers' GPUs (servers on GPUs compute no passes); in the step fidelity rank 0 computes for all.
+  const int computing = fidelity_ == Fidelity::Step ? 1 : cm_.workers();
+  for (int m = 0; share != 0 && m < std::min(c.members(), computing); ++m) {
+    if (!cm_.member(m).gpu) continue;
+    Hold& h = holds_.at(m);
+    h.taken += h.held() * (now - h.since);
+    h.since = now;
+    h.share += share;
+  }
+}
+
+double TrainingRun::taken(int rank) const {
+  const Hold& h = holds_.at(rank);
+  return h.taken + h.held() * (sg4::Engine::get_clock() - h.since);
 }
 
 void TrainingRun::run_members(const Collective& c, int tag) {
@@ -594,6 +628,7 @@ Prediction TrainingRun::run() {
   collective_done_ = sg4::ConditionVariable::create();
   next_iteration_ = sg4::ConditionVariable::create();
   iteration_end_.assign(iterations(), 0);
+  holds_.assign(static_cast<std::size_t>(cm_.workers()), Hold{});
   data_wait_.assign(iterations(), 0);
   phase_start_.assign(phases_, 0);
   if (loader_) loader_->start();
@@ -634,6 +669,11 @@ Prediction TrainingRun::run() {
     p.communication_time_s += end - start;
   }
   p.exposed_communication_s = std::max(0.0, p.iteration_time_s - p.compute_time_s);
+  double computed = 0;  // rank 0's forward and backward passes as they ran
+  for (const auto& sp : spans_)
+    if (sp.rank == 0 && sp.name != "DATA_WAIT") computed += sp.end - sp.start;
+  const double slowed = computed - p.forward_s - p.backward_s;
+  p.compute_interference_s = slowed > 1e-9 ? slowed : 0;
   p.single_gpu_images_per_sec = compute_.single_gpu_images_per_sec;
   derive_throughput(p, s_);
   if (s_.storage) apply_data_pipeline(p, static_cast<double>(p.gpus) * s_.model.batch_per_gpu);

@@ -163,8 +163,8 @@ void Catalog::load_links(const fs::path& base) {
 void Catalog::load_gpus(const fs::path& base) {
   YamlField root = open_root(base / "gpus.yaml", {"gpus"});
   for (auto& [name, f] : root.get("gpus").entries()) {
-    f.require_map({"description", "kind", "fp32_peak", "memory_bandwidth", "memory", "gpus_per_board", "core_handoff",
-                   "cross_core_handoff"});
+    f.require_map({"description", "kind", "fp32_peak", "memory_bandwidth", "memory", "gpus_per_board",
+                   "multiprocessors", "core_handoff", "cross_core_handoff"});
     GpuSpec g;
     g.name = name;
     if (auto k = f.find("kind")) g.cpu_process = k->choice({"gpu", "cpu_process"}) == "cpu_process";
@@ -179,6 +179,7 @@ void Catalog::load_gpus(const fs::path& base) {
     g.memory_bandwidth = f.get("memory_bandwidth").positive_quantity(Quantity::Bandwidth);
     g.memory_bytes = f.get("memory").positive_quantity(Quantity::Bytes);
     g.gpus_per_board = static_cast<int>(f.get("gpus_per_board").integer(1, 2));
+    if (auto m = f.find("multiprocessors")) g.multiprocessors = static_cast<int>(m->integer(1, 1024));
     gpus_.emplace(name, g);
     gpu_order_.push_back(name);
   }
@@ -368,8 +369,8 @@ void Catalog::load_skus(const YamlField& skus) {
 void Catalog::load_libraries(const fs::path& base) {
   YamlField root = open_root(base / "libraries.yaml", {"libraries"});
   for (auto& [name, f] : root.get("libraries").entries()) {
-    f.require_map(
-        {"description", "data_path", "collective_overhead", "host_reduction_rate", "host_copy_rate", "paths"});
+    f.require_map({"description", "data_path", "collective_overhead", "host_reduction_rate", "host_copy_rate",
+                   "kernel_channels", "paths"});
     LibraryProfile l;
     l.name = name;
     l.description = f.get("description").str();
@@ -378,6 +379,7 @@ void Catalog::load_libraries(const fs::path& base) {
     l.host_reduction_rate = f.get("host_reduction_rate").positive_quantity(Quantity::Bandwidth);
     if (l.data_path == DataPath::Host || f.find("host_copy_rate"))
       l.host_copy_rate = f.get("host_copy_rate").positive_quantity(Quantity::Bandwidth);
+    if (auto k = f.find("kernel_channels")) l.kernel_channels = k->number(0, 64);
     YamlField paths = f.get("paths");
     paths.require_map({"intra_node", "infiniband", "ethernet"});
     auto path = [&](const char* key) {
@@ -631,12 +633,13 @@ PathOverlay read_path_overlay(const YamlField& p) {
 }
 
 LibraryOverlay read_library_overlay(const YamlField& f) {
-  f.require_map({"collective_overhead", "host_reduction_rate", "host_copy_rate", "host_reduction_regimes",
-                 "host_reduction_regimes_by", "paths"});
+  f.require_map({"collective_overhead", "host_reduction_rate", "host_copy_rate", "kernel_channels",
+                 "host_reduction_regimes", "host_reduction_regimes_by", "paths"});
   LibraryOverlay o;
   if (auto v = f.find("collective_overhead")) o.collective_overhead = v->nonnegative_quantity(Quantity::Time);
   if (auto v = f.find("host_reduction_rate")) o.host_reduction_rate = v->positive_quantity(Quantity::Bandwidth);
   if (auto v = f.find("host_copy_rate")) o.host_copy_rate = v->positive_quantity(Quantity::Bandwidth);
+  if (auto v = f.find("kernel_channels")) o.kernel_channels = v->number(0, 64);
   if (auto v = f.find("host_reduction_regimes")) o.host_reduction_regimes = rate_steps(*v, "regimes");
   if (auto v = f.find("host_reduction_regimes_by")) o.host_reduction_regimes_by = regime_key(*v);
   if (auto paths = f.find("paths")) {
@@ -681,6 +684,7 @@ void apply_library(const LibraryOverlay& o, LibraryProfile& l) {
   if (o.collective_overhead) l.collective_overhead = *o.collective_overhead;
   if (o.host_reduction_rate) l.host_reduction_rate = *o.host_reduction_rate;
   if (o.host_copy_rate) l.host_copy_rate = *o.host_copy_rate;
+  if (o.kernel_channels) l.kernel_channels = *o.kernel_channels;
   if (o.host_reduction_regimes) l.host_reduction_regimes.points = *o.host_reduction_regimes;
   if (o.host_reduction_regimes_by) l.host_reduction_regimes_by = *o.host_reduction_regimes_by;
   l.host_reduction_regimes.shape = regime_shape(l.host_reduction_regimes_by, SizeCurve::Shape::Geometric);

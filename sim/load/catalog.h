@@ -27,7 +27,8 @@ struct GpuSpec {
   double fp32_peak_flops = 0;
   double memory_bandwidth = 0;  // bytes/s
   double memory_bytes = 0;
-  int gpus_per_board = 1;  // K80/M60 boards carry two GPUs behind an on-board PCIe switch
+  int gpus_per_board = 1;   // K80/M60 boards carry two GPUs behind an on-board PCIe switch
+  int multiprocessors = 0;  // SMs; 0 where not known (a collective's kernels then take none of them)
   // A CPU-only host's rank: an MPI process on a core, its buffers in host memory, reductions on the CPU.
   // Its layout attaches it with a memory-kind link (the process's copies through shared memory).
   bool cpu_process = false;
@@ -270,6 +271,9 @@ struct LibraryProfile {
   // One core's memcpy, bytes/s (host data path only; 0 elsewhere): the fusion buffer's copies on Horovod's
   // background thread, and the shared-memory copy of each message between ranks of one node.
   double host_copy_rate = 0;
+  // Device data path: the thread blocks a collective's kernels keep while they run, one SM each, which
+  // compute kernels cannot use meanwhile (NCCL's channels; 0 for a host data path).
+  double kernel_channels = 0;
   // Calibrated rates by size (below the first: host_reduction_rate), keyed by host_reduction_regimes_by.
   SizeCurve host_reduction_regimes;
   RegimeKey host_reduction_regimes_by = RegimeKey::Message;

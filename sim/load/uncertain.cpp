@@ -38,7 +38,8 @@ constexpr Figure<ComputeSpec, ComputeOverlay> kComputeFigures[] = {
 constexpr Figure<LibraryProfile, LibraryOverlay> kLibraryFigures[] = {
     {"collective_overhead", &LibraryProfile::collective_overhead, &LibraryOverlay::collective_overhead},
     {"host_reduction_rate", &LibraryProfile::host_reduction_rate, &LibraryOverlay::host_reduction_rate},
-    {"host_copy_rate", &LibraryProfile::host_copy_rate, &LibraryOverlay::host_copy_rate}};
+    {"host_copy_rate", &LibraryProfile::host_copy_rate, &LibraryOverlay::host_copy_rate},
+    {"kernel_channels", &LibraryProfile::kernel_channels, &LibraryOverlay::kernel_channels}};
 
 // The entry of `table` called `name`; nullptr where there is none.
 template <class Spec, class Overlay, std::size_t N>
@@ -88,7 +89,7 @@ std::string check_figure(const Catalog& c, const std::string& figure) {
   const char* expected =
       "expected compute.{step_time_cv,gpu_to_gpu_cv}, skus.PATTERN.ethernet_bandwidth, "
       "link_classes.NAME.{bandwidth,latency}, "
-      "libraries.NAME.{collective_overhead,host_reduction_rate,host_copy_rate} or "
+      "libraries.NAME.{collective_overhead,host_reduction_rate,host_copy_rate,kernel_channels} or "
       "libraries.NAME.paths.{intra_node,infiniband,ethernet}.{bandwidth_fraction,message_overhead}";
   try {
     if (f.size() == 2 && f[0] == "compute" && find_figure(kComputeFigures, f[1])) return "";
@@ -135,6 +136,9 @@ bool applies_to(const UncertainParameter& p, const Scenario& s) {
   if (f[0] == "skus") return ethernet && fnmatch(f[1].c_str(), s.cluster.sku.c_str(), 0) == 0;
   if (f[0] == "link_classes") return true;
   if (f[1] != to_string(s.communication.library)) return false;
+  // The collectives' kernels: allreduces between GPUs only (parameter servers' exchanges are copies).
+  if (f.size() == 3 && f[2] == "kernel_channels")
+    return s.cluster.total_gpus() > 1 && s.communication.strategy != Strategy::ParameterServer;
   if (f.size() == 3) return true;
   if (f[3] == "intra_node") return s.cluster.gpus_per_node > 1;
   return several_nodes && f[3] == to_string(s.cluster.fabric);

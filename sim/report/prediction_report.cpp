@@ -147,6 +147,7 @@ std::string result_json(const Prediction& p, const std::string& source) {
   j["straggler_s"] = p.straggler_s;
   j["communication_time_s"] = p.communication_time_s;
   j["exposed_communication_s"] = p.exposed_communication_s;
+  j["compute_interference_s"] = p.compute_interference_s;
   j["iterations_per_epoch"] = p.iterations_per_epoch;
   j["epoch_time_s"] = p.epoch_time_s;
   j["time_to_train_s"] = p.time_to_train_s;
@@ -171,6 +172,7 @@ std::string result_json(const Prediction& p, const std::string& source) {
     c["end_s"] = r.end;
     c["collective_start_s"] = r.comm_start;
     c["collective_end_s"] = r.comm_end;
+    if (r.compute_share > 0) c["compute_share"] = r.compute_share;  // of each GPU's compute, while it ran
     ordered_json ph = ordered_json::array();
     for (const auto& x : r.phases) {
       ordered_json one = {
@@ -230,7 +232,9 @@ std::string timeline_json(const Prediction& p) {
                     {"tid", 0},
                     {"args", {{"bytes", p.tensor_bytes[t]}, {"buffer", r.index}}}});
       if (r.comm_start > r.start) span(pid, "MEMCPY_IN_FUSION_BUFFER", r.start, r.comm_start);
-      ev.push_back({{"name", activity}, {"ph", "B"}, {"ts", us(r.comm_start)}, {"pid", pid}, {"tid", 0}});
+      ordered_json begin = {{"name", activity}, {"ph", "B"}, {"ts", us(r.comm_start)}, {"pid", pid}, {"tid", 0}};
+      if (r.compute_share > 0) begin["args"] = {{"compute_share", r.compute_share}};  // its kernels' hold
+      ev.push_back(begin);
       // Phases, scaled from the step estimates onto the simulated duration.
       double at = r.comm_start;
       const double scale = estimate > 0 ? (r.comm_end - r.comm_start) / estimate : 0;
@@ -260,6 +264,18 @@ std::string links_csv(const Prediction& p) {
   return out.str();
 }
 
+namespace {
+// The table's communication row: strategy, library, fusion, and how many collectives run at once.
+std::string communication_row(const Scenario& s, const std::string& library) {
+  const int at_once = s.communication.concurrent_collectives;
+  return std::string(to_string(s.communication.strategy)) + " over " + library + ", fusion " +
+         format_bytes(s.communication.fusion_threshold_bytes) + " every " + format_time(s.communication.cycle_time_s) +
+         (at_once == 1   ? ""
+          : at_once == 0 ? ", every collective at once"
+                         : ", up to " + std::to_string(at_once) + " at once");
+}
+}  // namespace
+
 std::string prediction_table(const Prediction& p) {
   std::ostringstream o;
   const Scenario& s = p.scenario;
@@ -275,13 +291,7 @@ std::string prediction_table(const Prediction& p) {
                      std::string(to_string(s.cluster.fabric)) + " " +
                      std::string(to_string(s.cluster.fabric_topology)));
   row("model", s.model.name + ", batch " + std::to_string(s.model.batch_per_gpu) + " per GPU");
-  row("communication", std::string(to_string(s.communication.strategy)) + " over " + p.library + ", fusion " +
-                           format_bytes(s.communication.fusion_threshold_bytes) + " every " +
-                           format_time(s.communication.cycle_time_s) +
-                           (s.communication.concurrent_collectives == 1 ? ""
-                            : s.communication.concurrent_collectives == 0
-                                ? ", every collective at once"
-                                : ", up to " + std::to_string(s.communication.concurrent_collectives) + " at once"));
+  row("communication", communication_row(s, p.library));
   row("single-GPU compute", p.compute_source + ": " + p.compute_source_detail);
   o << '\n';
   row("iteration time", format_time(p.iteration_time_s));
@@ -301,7 +311,11 @@ std::string prediction_table(const Prediction& p) {
                           ")");
   row("communication time",
       format_time(p.communication_time_s) + " in " + std::to_string(p.collectives.size()) + " fusion buffers");
-  row("exposed communication", format_time(p.exposed_communication_s));
+  row("exposed communication",
+      format_time(p.exposed_communication_s) +
+          (p.compute_interference_s > 0
+               ? " (of which " + format_time(p.compute_interference_s) + " compute slowed by collectives' kernels)"
+               : ""));
   const DataPipeline& d = p.data_pipeline;
   if (!d.active) {
     row("epoch", format_time(p.epoch_time_s) + " (" + std::to_string(p.iterations_per_epoch) + " iterations)");
