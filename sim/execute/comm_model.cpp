@@ -244,8 +244,8 @@ std::string CommModel::edge_name(int i) const {
   return g[boost::source(e, g)].name + "->" + g[boost::target(e, g)].name;
 }
 
-double CommModel::compute_interference(const collective::Collective& c, double duration) const {
-  if (data_space() != collective::Space::Device || gpu_.cpu_process || duration <= 0) return 0;
+ComputeHold CommModel::compute_interference(const collective::Collective& c, double duration) const {
+  if (data_space() != collective::Space::Device || gpu_.cpu_process || duration <= 0) return {};
   using collective::Space;
   std::vector<double> bytes(static_cast<std::size_t>(c.members()), 0);  // through each member's GPU memory
   collective::RankStep st;
@@ -260,9 +260,10 @@ double CommModel::compute_interference(const collective::Collective& c, double d
         if (r.src != r.dst && r.dst_space == Space::Device) b += static_cast<double>(r.bytes) * (r.reduce ? 2 : 1);
       bytes[m] += b * run.count;
     }
-  const double busiest = *std::max_element(bytes.begin(), bytes.end());
-  const double sms = gpu_.multiprocessors > 0 ? kernel_channels_ / gpu_.multiprocessors : 0;
-  return std::min(0.9, sms + busiest / duration / gpu_.memory_bandwidth);
+  ComputeHold hold;
+  hold.sms = gpu_.multiprocessors > 0 ? std::min(0.9, kernel_channels_ / gpu_.multiprocessors) : 0;
+  for (double b : bytes) hold.memory.push_back(std::min(0.9, b / duration / gpu_.memory_bandwidth));
+  return hold;
 }
 
 CollectiveSize CommModel::collective_size(const collective::Collective& c) const {

@@ -4,6 +4,7 @@
 // profile, and reduction/update costs. Shared by the flow (SimGrid) and step (analytical) fidelities.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -44,6 +45,16 @@ inline double shared_memory_copy_s(const collective::Transfer& t, int src_node, 
   if (!host_to_host || src_rate <= 0 || dst_rate <= 0 || src_node != dst_node) return 0;
   return static_cast<double>(t.bytes) / dst_rate;
 }
+
+// What a collective holds of each of its members' GPUs while it runs: its kernels' SMs, and the memory
+// bandwidth each member's data takes (CommModel::compute_interference).
+struct ComputeHold {
+  double sms = 0;              // share of the SMs
+  std::vector<double> memory;  // per member, share of its GPU's memory bandwidth
+  double most() const {        // of the busiest member
+    return sms + (memory.empty() ? 0 : *std::max_element(memory.begin(), memory.end()));
+  }
+};
 
 // A route with the library's view of it: per-edge effective bandwidths and the message overhead.
 struct Path {
@@ -123,12 +134,12 @@ class CommModel final : public PathCost {
   double receive_copy_time(const collective::Transfer& t) const;
   double receive_copy_rate(int m) const;  // bytes/s of those copies into member m; 0: it makes none
   int node_of(int m) const { return topo_.device(places_.at(m).host).node; }
-  // The share of a GPU's compute that collective `c`, taking `duration` seconds, holds while it runs (0 on a
-  // host data path): its kernels' SMs (the library's kernel_channels of the GPU's multiprocessors, for
-  // allreduces; parameter servers' exchanges are copies) and the memory bandwidth its data takes (the
-  // busiest member reads what it sends and the operands it reduces, and writes what it receives). Compute
-  // overlapping the collective runs at 1 - share of its speed.
-  double compute_interference(const collective::Collective& c, double duration) const;
+  // What collective `c`, taking `duration` seconds, holds of a GPU's compute while it runs (nothing on a host
+  // data path): its kernels' SMs (the library's kernel_channels of the GPU's multiprocessors, for
+  // allreduces; parameter servers' exchanges are copies) and the memory bandwidth its data takes (a member
+  // reads what it sends and the operands it reduces, and writes what it receives). Compute overlapping the
+  // collective runs at 1 - the member's total of its speed.
+  ComputeHold compute_interference(const collective::Collective& c, double duration) const;
 
  private:
   void index_edges();     // dense edge indices, effective bandwidths

@@ -39,7 +39,7 @@ struct CollectiveRecord {
   double comm_start = 0;     // the collective itself
   double comm_end = 0;
   double end = 0;  // memcpy out of the fusion buffer done
-  // Of each member GPU's compute, the share its kernels held from comm_start to comm_end
+  // Of its busiest member's GPU, the share of the compute it held from comm_start to comm_end
   // (CommModel::compute_interference).
   double compute_share = 0;
   std::vector<CollectivePhase> phases;

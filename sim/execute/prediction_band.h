@@ -25,8 +25,9 @@ struct BandRatios {
 // where it starts at 0) and at the catalog's figures; each end is the second most extreme of them relative
 // to the catalog's (about the 6th and 94th percentiles). Where the GPUs' spread (compute.gpu_to_gpu_cv) is
 // uncertain, the samples also place the GPU that gave the single-GPU rate among the run's GPUs, a standard
-// normal score (ComputeSpec::reference_gpu_score). Figures that `calibration` sets are measured and stay. Each prediction runs in a child process (SimGrid allows one engine per process): call this before
-// the process runs its own prediction.
+// normal score (ComputeSpec::reference_gpu_score). Figures that `calibration` sets are measured and stay.
+// Each prediction runs in a child process (SimGrid allows one engine per process): call this before the
+// process runs its own prediction.
 constexpr int kBandSamples = 16;
 BandRatios band_ratios(const Catalog& catalog, const Scenario& scenario, const CatalogOverlay& calibration = {});
 

@@ -196,14 +196,17 @@ class TrainingRun final : public collective::CycleRuntime, public collective::Bu
   // than the scenario's limit are in flight.
   void launch_buffer(const collective::FusionBuffer& b);
   void run_buffer(const collective::FusionBuffer& b);
-  // While collective c runs, its kernels hold `share` of its GPUs' compute: interfere(c, share) as it
-  // starts, interfere(c, -share) as it ends. taken(rank): the compute seconds collectives have taken from
-  // the rank's GPU so far, which its passes make up for (their work runs at 1 - the shares held).
-  void interfere(const Collective& c, double share);
+  // While collective c runs it holds part of its GPUs' compute: interfere(c, hold, true) as it starts,
+  // (c, hold, false) as it ends. taken(rank): the compute seconds collectives have taken from the rank's GPU
+  // so far, which its passes make up for (their work runs at 1 - the shares held).
+  void interfere(const Collective& c, const ComputeHold& hold, bool start);
   double taken(int rank) const;
   struct Hold {
-    double share = 0, taken = 0, since = 0;  // the shares held since `since`; compute taken before it
-    double held() const { return std::clamp(share, 0.0, 0.9); }  // collectives at once leave some compute
+    double sms = 0;  // collectives at once each hold their kernels' SMs
+    // ...but share the links that feed the memory: the largest of their memory shares counts.
+    std::multiset<double> memory;
+    double taken = 0, since = 0;  // compute taken before `since`, when the shares last changed
+    double held() const { return std::min(0.9, sms + (memory.empty() ? 0 : *memory.rbegin())); }
   };
   std::vector<Hold> holds_;  // per worker
   // The reported iteration's records are kept, with times from its start.
@@ -455,8 +458,9 @@ void TrainingRun::run_buffer(const collective::FusionBuffer& b) {
   const double estimate = collective_duration(*c, cm_, &edge_bytes_, &runs);
   for (const auto& r : runs)
     rec.phases.push_back({std::string(collective::to_string(r.phase)), r.count, r.step_s, r.transfers, r.copy_s});
-  rec.compute_share = cm_.compute_interference(*c, estimate);
-  interfere(*c, rec.compute_share);
+  const ComputeHold hold = cm_.compute_interference(*c, estimate);
+  rec.compute_share = std::min(0.9, hold.most());
+  interfere(*c, hold, true);
   if (fidelity_ == Fidelity::Step) {
     // Storage reads into node 0 share its Ethernet NIC with the collective's bytes into the node: the
     // collective ends when those bytes are in, which is later than the estimate where reads compete.
@@ -466,7 +470,7 @@ void TrainingRun::run_buffer(const collective::FusionBuffer& b) {
   } else {
     run_members(*c, rec.index);
   }
-  interfere(*c, -rec.compute_share);
+  interfere(*c, hold, false);
   rec.comm_end = sg4::Engine::get_clock();
   if (fused) sleep(cm_.fusion_copy_time(b.bytes));  // MEMCPY_OUT_FUSION_BUFFER
   rec.end = sg4::Engine::get_clock();
@@ -475,16 +479,20 @@ void TrainingRun::run_buffer(const collective::FusionBuffer& b) {
   records_.push_back(std::move(rec));
 }
 
-void TrainingRun::interfere(const Collective& c, double share) {
+void TrainingRun::interfere(const Collective& c, const ComputeHold& hold, bool start) {
   const double now = sg4::Engine::get_clock();
   // The workers' GPUs (servers on GPUs compute no passes); in the step fidelity rank 0 computes for all.
   const int computing = fidelity_ == Fidelity::Step ? 1 : cm_.workers();
-  for (int m = 0; share != 0 && m < std::min(c.members(), computing); ++m) {
+  for (int m = 0; hold.most() > 0 && m < std::min(c.members(), computing); ++m) {
     if (!cm_.member(m).gpu) continue;
     Hold& h = holds_.at(m);
     h.taken += h.held() * (now - h.since);
     h.since = now;
-    h.share += share;
+    h.sms += start ? hold.sms : -hold.sms;
+    if (start)
+      h.memory.insert(hold.memory[m]);
+    else
+      h.memory.erase(h.memory.find(hold.memory[m]));
   }
 }
 

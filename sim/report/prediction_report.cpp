@@ -172,7 +172,7 @@ std::string result_json(const Prediction& p, const std::string& source) {
     c["end_s"] = r.end;
     c["collective_start_s"] = r.comm_start;
     c["collective_end_s"] = r.comm_end;
-    if (r.compute_share > 0) c["compute_share"] = r.compute_share;  // of each GPU's compute, while it ran
+    if (r.compute_share > 0) c["compute_share"] = r.compute_share;  // of its busiest GPU's compute, while it ran
     ordered_json ph = ordered_json::array();
     for (const auto& x : r.phases) {
       ordered_json one = {
