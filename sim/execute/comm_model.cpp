@@ -261,8 +261,8 @@ ComputeHold CommModel::compute_interference(const collective::Collective& c, dou
       bytes[m] += b * run.count;
     }
   ComputeHold hold;
-  hold.sms = gpu_.multiprocessors > 0 ? std::min(0.9, kernel_channels_ / gpu_.multiprocessors) : 0;
-  for (double b : bytes) hold.memory.push_back(std::min(0.9, b / duration / gpu_.memory_bandwidth));
+  hold.sms = gpu_.multiprocessors > 0 ? std::min(ComputeHold::kMost, kernel_channels_ / gpu_.multiprocessors) : 0;
+  for (double b : bytes) hold.memory.push_back(std::min(ComputeHold::kMost, b / duration / gpu_.memory_bandwidth));
   return hold;
 }
 

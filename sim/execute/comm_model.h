@@ -49,9 +49,10 @@ inline double shared_memory_copy_s(const collective::Transfer& t, int src_node, 
 // What a collective holds of each of its members' GPUs while it runs: its kernels' SMs, and the memory
 // bandwidth each member's data takes (CommModel::compute_interference).
 struct ComputeHold {
-  double sms = 0;              // share of the SMs
-  std::vector<double> memory;  // per member, share of its GPU's memory bandwidth
-  double most() const {        // of the busiest member
+  static constexpr double kMost = 0.9;  // however many collectives run, they leave the compute some
+  double sms = 0;                       // share of the SMs
+  std::vector<double> memory;           // per member, share of its GPU's memory bandwidth
+  double most() const {                 // of the busiest member
     return sms + (memory.empty() ? 0 : *std::max_element(memory.begin(), memory.end()));
   }
 };

@@ -8,6 +8,7 @@
 #include "execute/child_process.h"
 #include "execute/training_sim.h"
 #include "load/uncertain.h"
+#include "schedule/compute_model.h"
 
 namespace ringsim {
 
@@ -26,16 +27,6 @@ double halton(int k, int b) {
 int prime(std::size_t i) {
   static const int kPrimes[] = {2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59, 61, 67, 71};
   return kPrimes[i % (sizeof kPrimes / sizeof kPrimes[0])];
-}
-
-// The standard normal distribution's quantile at p in (0, 1), by bisection of its distribution function.
-double normal_quantile(double p) {
-  double lo = -10, hi = 10;
-  for (int i = 0; i < 100; ++i) {
-    const double mid = (lo + hi) / 2;
-    (0.5 * std::erfc(-mid / std::sqrt(2.0)) < p ? lo : hi) = mid;
-  }
-  return (lo + hi) / 2;
 }
 
 // The single-GPU rate was measured on one GPU, not on the run's: where GPUs of one type differ by an

@@ -206,7 +206,7 @@ class TrainingRun final : public collective::CycleRuntime, public collective::Bu
     // ...but share the links that feed the memory: the largest of their memory shares counts.
     std::multiset<double> memory;
     double taken = 0, since = 0;  // compute taken before `since`, when the shares last changed
-    double held() const { return std::min(0.9, sms + (memory.empty() ? 0 : *memory.rbegin())); }
+    double held() const { return std::min(ComputeHold::kMost, sms + (memory.empty() ? 0 : *memory.rbegin())); }
   };
   std::vector<Hold> holds_;  // per worker
   // The reported iteration's records are kept, with times from its start.
@@ -459,7 +459,7 @@ void TrainingRun::run_buffer(const collective::FusionBuffer& b) {
   for (const auto& r : runs)
     rec.phases.push_back({std::string(collective::to_string(r.phase)), r.count, r.step_s, r.transfers, r.copy_s});
   const ComputeHold hold = cm_.compute_interference(*c, estimate);
-  rec.compute_share = std::min(0.9, hold.most());
+  rec.compute_share = std::min(ComputeHold::kMost, hold.most());
   interfere(*c, hold, true);
   if (fidelity_ == Fidelity::Step) {
     // Storage reads into node 0 share its Ethernet NIC with the collective's bytes into the node: the

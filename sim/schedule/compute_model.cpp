@@ -19,6 +19,17 @@ double optimizer_update_s(const ModelSpec& model, const GpuSpec& gpu) {
   return 3.0 * model.gradient_bytes() / gpu.memory_bandwidth;
 }
 
+double normal_cdf(double x) { return 0.5 * std::erfc(-x / std::sqrt(2.0)); }
+
+double normal_quantile(double p) {
+  double lo = -10, hi = 10;
+  for (int i = 0; i < 100; ++i) {
+    const double mid = (lo + hi) / 2;
+    (normal_cdf(mid) < p ? lo : hi) = mid;
+  }
+  return (lo + hi) / 2;
+}
+
 double expected_max_of_normals(int n) {
   if (n <= 1) return 0;
   // E[max] = integral of x n phi(x) Phi(x)^(n-1) dx, by the trapezoid rule over [-12, 12].
@@ -28,7 +39,7 @@ double expected_max_of_normals(int n) {
   for (int i = 0; i <= kSteps; ++i) {
     const double x = kLo + i * kH;
     const double phi = std::exp(-0.5 * x * x) / std::sqrt(2 * M_PI);
-    const double cdf = 0.5 * std::erfc(-x / std::sqrt(2.0));
+    const double cdf = normal_cdf(x);
     const double f = x * n * phi * std::pow(cdf, n - 1);
     sum += (i == 0 || i == kSteps) ? f / 2 : f;
   }

@@ -36,6 +36,9 @@ double optimizer_update_s(const ModelSpec& model, const GpuSpec& gpu);
 
 // The expected largest of n independent standard normal variables (0 for n = 1, 1/sqrt(pi) for n = 2).
 double expected_max_of_normals(int n);
+// The standard normal distribution function, and its inverse at p in (0, 1) (by bisection).
+double normal_cdf(double x);
+double normal_quantile(double p);
 
 // Throws InputError when the iteration time from a measured rate is shorter than the optimizer step.
 // With `stragglers`, every rank's forward and backward pass is the expected slowest rank's: the mean
