@@ -132,3 +132,40 @@ TEST_CASE("routing: every link is two directed edges with one physical id", "[ro
   for (const auto& [id, n] : count) CHECK(n == 2);
   CHECK(t.gpus().size() == 24);
 }
+
+TEST_CASE("routing: today's NVSwitch sizes, NV18 and NV12 through the switch, one NIC per GPU", "[routing]") {
+  const Catalog& c = test::catalog();
+  for (const auto& [sku, bricks, port] : {std::tuple{"ND96isr_H100_v5", 18, 450e9},
+                                          {"ND96isr_H200_v5", 18, 450e9},
+                                          {"ND96asr_v4", 12, 300e9},
+                                          {"ND96amsr_A100_v4", 12, 300e9}}) {
+    INFO(sku);
+    const Topology t = build(sku, 2);
+    const Router router(t);
+    for (int a = 0; a < 8; ++a)
+      for (int b = 0; b < 8; ++b) {
+        if (a == b) continue;
+        const Route r = router.route(t.gpu(0, a), t.gpu(0, b));
+        CHECK(r.label() == "NV" + std::to_string(bricks));
+        CHECK(path_names(t, r) ==
+              std::vector<std::string>{t.device(t.gpu(0, a)).name, "n0.nvswitch", t.device(t.gpu(0, b)).name});
+        CHECK(r.bottleneck_bandwidth == Approx(port));
+      }
+    // NCCL's rails: GPU i leaves by NIC i, the one on its PCIe switch (two per switch on ND A100 v4).
+    CHECK(c.layout(c.sku(sku).layout).gpu_rail == std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7});
+    const Route out = router.route(t.gpu(0, 5), t.fabric_nics(0)[5]);
+    CHECK(out.kind == ConnectionKind::Pix);
+    CHECK(t.fabric_nics(0).size() == 8);
+  }
+  // The MI300X's Infinity Fabric mesh: one direct link per pair, no switch.
+  const Topology mi = build("ND96isr_MI300X_v5", 1);
+  const Route x = Router(mi).route(mi.gpu(0, 2), mi.gpu(0, 7));
+  CHECK(x.edges.size() == 1);
+  CHECK(x.bottleneck_bandwidth == Approx(64e9));
+  // NC A100 v4: four PCIe GPUs, no NVLink, no InfiniBand; NC H100 v5: two NVL cards on a 12-link bridge.
+  const Topology nc = build("NC96ads_A100_v4", 1, FabricKind::Ethernet);
+  CHECK(Router(nc).route(nc.gpu(0, 0), nc.gpu(0, 2)).kind == ConnectionKind::Sys);
+  CHECK_THROWS_AS(build("NC96ads_A100_v4", 2), InputError);
+  const Topology nvl = build("NC80adis_H100_v5", 1, FabricKind::Ethernet);
+  CHECK(Router(nvl).route(nvl.gpu(0, 0), nvl.gpu(0, 1)).label() == "NV12");
+}

@@ -41,6 +41,8 @@ std::string to_graphviz(const Topology& t) {
         return "cylinder";
       case DeviceKind::PcieSwitch:
         return "diamond";
+      case DeviceKind::NvSwitch:
+        return "diamond, style=filled, fillcolor=\"#76b900\"";
       case DeviceKind::Nic:
         return "hexagon";
       case DeviceKind::FabricSwitch:

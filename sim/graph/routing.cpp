@@ -107,7 +107,10 @@ ConnectionKind classify(const Topology& t, const Route& r, int* nvlinks) {
     if (via.kind == DeviceKind::PcieSwitch) ++switches;
   }
   if (net) return ConnectionKind::Net;
-  if (r.edges.size() == 1 && t.link(r.edges[0]).kind == LinkKind::NvLink) {
+  // NVLink: directly, or through the node's NVSwitch (nvidia-smi shows both as NV<bricks>).
+  const bool nvlink =
+      std::all_of(r.edges.begin(), r.edges.end(), [&](EdgeId e) { return t.link(e).kind == LinkKind::NvLink; });
+  if (nvlink && r.edges.size() <= 2) {
     *nvlinks = t.link(r.edges[0]).lanes;
     return ConnectionKind::NvLink;
   }

@@ -19,6 +19,8 @@ std::string_view to_string(DeviceKind kind) {
       return "memory";
     case DeviceKind::PcieSwitch:
       return "pcie_switch";
+    case DeviceKind::NvSwitch:
+      return "nvswitch";
     case DeviceKind::Nic:
       return "nic";
     case DeviceKind::FabricSwitch:
@@ -79,6 +81,10 @@ class TopologyBuilder {
       t_.gpus_.push_back(g);
     }
     for (const auto& nv : layout.nvlinks) connect_class(gpus[nv.gpu_a], gpus[nv.gpu_b], layout.nvlink_class, nv.links);
+    if (layout.nvswitch) {
+      VertexId sw = add_device(DeviceKind::NvSwitch, p + "nvswitch", node, 0);
+      for (VertexId g : gpus) connect_class(g, sw, layout.nvswitch->link, layout.nvswitch->links_per_gpu);
+    }
     // NICs: the PCIe attachment, and the port that the fabric connects to.
     VertexId eth = add_device(DeviceKind::Nic, p + "eth0", node, 0);
     connect_class(parents.at(layout.ethernet_nic->parent), eth, layout.ethernet_nic->link);

@@ -1,5 +1,5 @@
 // A cluster as one Boost.Graph: node templates (catalog layouts) x node count x fabric. Vertices are
-// GPUs, CPU sockets, host memories, PCIe switches, NICs and fabric switches; every physical link is two
+// GPUs, CPU sockets, host memories, PCIe switches, NVSwitches, NICs and fabric switches; every physical link is two
 // directed edges (one per direction), each a resource with its own bandwidth and latency.
 #pragma once
 
@@ -14,7 +14,7 @@
 
 namespace ringsim {
 
-enum class DeviceKind { Gpu, Cpu, HostMemory, PcieSwitch, Nic, FabricSwitch };
+enum class DeviceKind { Gpu, Cpu, HostMemory, PcieSwitch, NvSwitch, Nic, FabricSwitch };
 std::string_view to_string(DeviceKind kind);
 
 struct Device {

@@ -218,7 +218,7 @@ void Catalog::load_datasets(const fs::path& base) {
 // skus.yaml's node layouts: devices, their PCIe tree and NVLinks, NICs and each GPU's rail.
 void Catalog::load_layouts(const YamlField& layouts) {
   for (auto& [name, f] : layouts.entries()) {
-    f.require_map({"description", "sockets", "pcie_switches", "gpus", "nics", "nvlink_class", "nvlinks"});
+    f.require_map({"description", "sockets", "pcie_switches", "gpus", "nics", "nvlink_class", "nvlinks", "nvswitch"});
     NodeLayout l;
     l.name = name;
     l.description = f.get("description").str();
@@ -280,9 +280,14 @@ void Catalog::load_layouts(const YamlField& layouts) {
       }
       if (!l.nvlinks.empty()) l.nvlink_class = require_link(f.get("nvlink_class"), LinkKind::NvLink);
     }
-    // Rails: the NIC whose PCIe path from the GPU meets it soonest. A device's chain is its parent, the
-    // parent's parent, ... up to its CPU socket; devices under different sockets meet past the socket
-    // link.
+    if (auto sw = f.find("nvswitch")) {
+      sw->require_map({"link", "links_per_gpu"});
+      l.nvswitch = NodeLayout::NvSwitch{require_link(sw->get("link"), LinkKind::NvLink),
+                                        static_cast<int>(sw->get("links_per_gpu").integer(1, 72))};
+    }
+    // Rails: the NIC whose PCIe path from the GPU meets it soonest; of NICs as close, the one fewest GPUs
+    // use so far (two GPUs and two NICs on one switch: a NIC each, as NCCL pairs them). A device's chain is its parent,
+    // the parent's parent, ... up to its CPU socket; devices under different sockets meet past the socket link.
     std::map<std::string, std::string> parent_of;
     for (const auto& sw : l.pcie_switches) parent_of[sw.name] = sw.uplink.parent;
     auto chain = [&](const std::string& parent) {
@@ -290,6 +295,7 @@ void Catalog::load_layouts(const YamlField& layouts) {
       while (parent_of.count(c.back())) c.push_back(parent_of.at(c.back()));
       return c;
     };
+    std::vector<int> users(l.infiniband_nics.size(), 0);  // GPUs on each rail so far: ties go to the least used
     for (const auto& g : l.gpus) {
       const auto cg = chain(g.parent);
       int best = -1;
@@ -302,12 +308,15 @@ void Catalog::load_layouts(const YamlField& layouts) {
             hops = i + static_cast<std::size_t>(it - cn.begin());
             break;
           }
-        if (best < 0 || hops < best_hops) {
+        if (best < 0 || hops < best_hops || (hops == best_hops && users[k] < users[best])) {
           best = static_cast<int>(k);
           best_hops = hops;
         }
       }
-      if (best >= 0) l.gpu_rail.push_back(best);
+      if (best >= 0) {
+        l.gpu_rail.push_back(best);
+        ++users[best];
+      }
     }
     layouts_.emplace(name, l);
   }

@@ -108,13 +108,21 @@ struct NodeLayout {
   std::optional<Attachment> ethernet_nic;
   // InfiniBand NICs, one per rail (a DGX-1 has four); empty when the layout has none.
   std::vector<Attachment> infiniband_nics;
-  // Per GPU, the InfiniBand NIC closest to it on the PCIe tree (fewest hops to their common parent; the
-  // first on a tie), as NCCL pairs a GPU with a NIC: the rail its traffic leaves by. Empty without NICs.
+  // Per GPU, the InfiniBand NIC closest to it on the PCIe tree (fewest hops to their common parent; on a
+  // tie the one fewest GPUs before it use, then the first), as NCCL pairs a GPU with a NIC: the rail its traffic leaves
+  // by. Empty without NICs.
   std::vector<int> gpu_rail;
   // Distinct rails of GPUs [0, gpus): how many NICs that many GPUs of a node use.
   int rails_of_first(int gpus) const;
   std::string nvlink_class;  // link class of one NVLink brick, when nvlinks is not empty
   std::vector<NvLinkSpec> nvlinks;
+  // NVSwitch systems: every GPU's NVLinks go to the node's switches, modelled as one non-blocking switch
+  // that each GPU reaches by `links_per_gpu` bricks of class `link` (its port, both directions).
+  struct NvSwitch {
+    std::string link;
+    int links_per_gpu = 0;
+  };
+  std::optional<NvSwitch> nvswitch;
 };
 
 struct SkuSpec {
