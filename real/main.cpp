@@ -11,28 +11,13 @@
 #include "calibrate/calibration_run.h"
 #include "load/catalog.h"
 #include "load/input_error.h"
+#include "load/units.h"
 #include "train/train_run.h"
 #include "transport/backend.h"
 
 namespace {
 
-std::uint64_t parse_size(const std::string& s) {
-  // nccl-tests style: 8, 64K, 256M, 1G (powers of 1024).
-  std::size_t used = 0;
-  const double v = std::stod(s, &used);
-  std::string suffix = s.substr(used);
-  double mult = 1;
-  if (suffix == "K" || suffix == "k")
-    mult = 1024;
-  else if (suffix == "M" || suffix == "m")
-    mult = 1024.0 * 1024;
-  else if (suffix == "G" || suffix == "g")
-    mult = 1024.0 * 1024 * 1024;
-  else if (!suffix.empty())
-    throw std::invalid_argument("size '" + s + "': expected a number with an optional K, M or G suffix");
-  if (v < 0) throw std::invalid_argument("size '" + s + "' is negative");
-  return static_cast<std::uint64_t>(v * mult);
-}
+std::uint64_t parse_size(const std::string& s) { return ringsim::parse_message_size(s); }
 
 // --probe-cores and --core-to-core-nearest (real/placement/core_to_core.h), for a subcommand whose unit of
 // measurement is `unit` ("each size").

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "test_support.h"
 
@@ -147,4 +148,37 @@ TEST_CASE("cli: --catalog is taken before or after the subcommand (issue 30)", "
   // A bad command line exits 2, as every input error does.
   CHECK(ringsim::test::run_command(bin + " predict").status == 2);
   CHECK(ringsim::test::run_command(bin + " predict --no-such-option x.yaml").status == 2);
+}
+
+TEST_CASE("cli: ringsim bench prints nccl-tests' columns and ringsim-real's JSON schema", "[cli]") {
+  const fs::path dir = fs::temp_directory_path() / "ringsim_cli_bench";
+  fs::create_directories(dir);
+  const std::string json = (dir / "bench.json").string();
+  const Run r = run_ringsim("bench " + kScenarios + "/nccl_tests_nd96isr_h100_v5.yaml -b 1M -e 8M -f 2 --json " + json);
+  REQUIRE(r.status == 0);
+  for (const char* s :
+       {"size(B)", "count", "type", "redop", "time(us)", "algbw", "busbw", "8 ranks", "ND96isr_H100_v5"})
+    CHECK_THAT(r.output, Catch::Contains(s));
+  const auto j = nlohmann::json::parse(slurp(json));
+  CHECK(j["schema"] == "ringsim.bench/1");
+  CHECK(j["transport"] == "predicted");
+  REQUIRE(j["rows"].size() == 4);  // 1, 2, 4, 8 MiB
+  for (const auto& row : j["rows"]) {
+    CHECK(row["busbw_gbps"].get<double>() == Approx(row["algbw_gbps"].get<double>() * 1.75));
+    CHECK(row["count"].get<std::uint64_t>() * 4 == row["bytes"].get<std::uint64_t>());
+  }
+  CHECK(j["rows"][3]["busbw_gbps"].get<double>() > j["rows"][0]["busbw_gbps"].get<double>());
+  // Bad sizes and a scenario without an allreduce: a clear error, non-zero, no file.
+  fs::remove(json);
+  const Run bad = run_ringsim("bench " + kScenarios + "/nccl_tests_nd96isr_h100_v5.yaml -b 8X --json " + json);
+  CHECK(bad.status == 2);
+  CHECK_THAT(bad.output, Catch::Contains("expected a number with an optional K, M or G suffix"));
+  const Run reversed = run_ringsim("bench " + kScenarios + "/nccl_tests_nd96isr_h100_v5.yaml -b 1G -e 1M");
+  CHECK(reversed.status == 2);
+  const Run ps =
+      run_ringsim("bench " + kScenarios +
+                  "/nccl_tests_nd96isr_h100_v5.yaml --set communication.strategy=parameter_server --json " + json);
+  CHECK(ps.status == 2);
+  CHECK_THAT(ps.output, Catch::Contains("parameter_server runs no allreduce"));
+  CHECK_FALSE(fs::exists(json));
 }

@@ -13,6 +13,7 @@
 
 #include "calibrate/calibrate.h"
 #include "collective/collective.h"
+#include "execute/allreduce_bench.h"
 #include "execute/child_process.h"
 #include "execute/comm_model.h"
 #include "execute/prediction_band.h"
@@ -1407,4 +1408,20 @@ TEST_CASE(
   for (const auto& f : flagged["flags"]) flag = flag || f["flag"] == "deadline_at_optimistic_end";
   CHECK(flag);
   std::remove(out.c_str());
+}
+
+TEST_CASE("bench: a predicted allreduce over NVSwitch in closed form", "[bench]") {
+  // One ND96isr_H100_v5: a ring over eight ports of 18 x 25 GB/s at NCCL's intra-node fraction 0.8; each
+  // of the 7 reduce-scatter steps also reduces its chunk on the GPU (3 x bytes / HBM), every one of the 14
+  // steps pays the GPU-NVSwitch-GPU latency, and the call NCCL's 8.4 us.
+  const Catalog& c = ringsim::test::catalog();
+  const Scenario s = load_scenario(std::string(RINGSIM_TEST_SCENARIOS) + "/nccl_tests_nd96isr_h100_v5.yaml", c);
+  const BenchPrediction b = predict_allreduce_bench(c, s, {1ull << 30, 1ull << 30, 2});
+  REQUIRE(b.rows.size() == 1);
+  CHECK(b.ranks == 8);
+  CHECK(b.bus_factor == Approx(1.75));
+  const double chunk = (1ull << 30) / 8.0;
+  const double expect = 14 * chunk / (0.8 * 450e9) + 7 * 3 * chunk / 3350e9 + 14 * 0.7e-6 + 8.4e-6;
+  CHECK(b.rows[0].time_s == Approx(expect).epsilon(0.01));
+  CHECK(b.rows[0].count == (1ull << 28));
 }

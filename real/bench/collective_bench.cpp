@@ -115,11 +115,7 @@ class Bench {
 };
 
 std::vector<std::uint64_t> Bench::sizes() const {
-  std::vector<std::uint64_t> sizes;
-  for (double b = static_cast<double>(o.min_bytes); b <= static_cast<double>(o.max_bytes) * (1 + 1e-9);
-       b = b == 0 ? static_cast<double>(elem) : b * o.factor)
-    sizes.push_back(static_cast<std::uint64_t>(b) / elem * elem);
-  return sizes;
+  return collective::sweep_sizes(o.min_bytes, o.max_bytes, o.factor, elem);
 }
 
 void Bench::print_header() const {

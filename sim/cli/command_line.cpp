@@ -16,6 +16,7 @@ CommandLine::CommandLine() : catalog_dir(Catalog::default_dir()) {
                  "Catalog directory (topologies/); default $RINGSIM_CATALOG or the built-in one");
   define_inspection();
   define_predict();
+  define_bench();
   define_job();
   define_validate();
   define_calibrate();
@@ -78,6 +79,21 @@ void CommandLine::define_predict() {
                    "Refuse scenarios whose run is estimated above this many seconds of wall time")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+}
+
+void CommandLine::define_bench() {
+  bench_cmd = app.add_subcommand(
+      "bench",
+      "Predict nccl-tests' all_reduce_perf table (size, count, time, algbw, busbw) for the scenario's cluster");
+  bench_cmd->add_option("scenario", bench.scenario, "Scenario YAML file (its cluster and communication)")->required();
+  bench_cmd->add_option("--set", bench.sets, "Override a key: --set cluster.nodes=2 (repeatable)");
+  bench_cmd->add_option("--calibration", bench.calibration, "Calibration overlay (as the scenario key calibration:)");
+  bench_cmd->add_option("-b,--minbytes", bench.min_bytes, "Smallest message (e.g. 8, 64K, 1M)")->capture_default_str();
+  bench_cmd->add_option("-e,--maxbytes", bench.max_bytes, "Largest message")->capture_default_str();
+  bench_cmd->add_option("-f,--stepfactor", bench.factor, "Size multiplier between rows")
+      ->capture_default_str()
+      ->check(CLI::Range(1.01, 1024.0));
+  bench_cmd->add_option("--json", bench.json_file, "Write the rows as JSON (schema ringsim.bench/1, as ringsim-real)");
 }
 
 void CommandLine::define_job() {
@@ -274,6 +290,7 @@ int CommandLine::run(const std::string& self) {
   if (*topo_cmd) return run_topo(catalog_dir, topo);
   if (*check_cmd) return run_check(catalog_dir, check_scenario, check_sets);
   if (*predict_cmd) return run_predict(catalog_dir, predict);
+  if (*bench_cmd) return run_bench(catalog_dir, bench);
   if (*job_cmd) return run_job(catalog_dir, job);
   if (*validate_cmd) {
     validate.real_binary = (std::filesystem::path(self).parent_path() / "ringsim-real").string();

@@ -30,6 +30,7 @@ struct CommandLine {
   std::string check_scenario;
   std::vector<std::string> check_sets;
   PredictOptions predict;
+  BenchCommandOptions bench;
   JobCommandOptions job;
   ValidateOptions validate;
   CalibrateOptions calibrate;
@@ -41,6 +42,7 @@ struct CommandLine {
  private:
   void define_inspection();  // catalog, topo, check
   void define_predict();
+  void define_bench();
   void define_job();
   void define_validate();
   void define_calibrate();
@@ -51,8 +53,8 @@ struct CommandLine {
 
  public:
   CLI::App *catalog_cmd = nullptr, *topo_cmd = nullptr, *check_cmd = nullptr, *predict_cmd = nullptr,
-           *job_cmd = nullptr, *validate_cmd = nullptr, *calibrate_cmd = nullptr, *sweep_cmd = nullptr,
-           *plan_cmd = nullptr, *emulate_cmd = nullptr;
+           *bench_cmd = nullptr, *job_cmd = nullptr, *validate_cmd = nullptr, *calibrate_cmd = nullptr,
+           *sweep_cmd = nullptr, *plan_cmd = nullptr, *emulate_cmd = nullptr;
 };
 
 }  // namespace ringsim

@@ -10,6 +10,7 @@
 #endif
 #include "calibrate/calibrate.h"
 #include "calibrate/runs.h"
+#include "execute/allreduce_bench.h"
 #include "execute/prediction_band.h"
 #include "execute/training_sim.h"
 #include "graph/exporters.h"
@@ -19,6 +20,7 @@
 #include "load/overlay.h"
 #include "load/scenario.h"
 #include "load/units.h"
+#include "report/bench_report.h"
 #include "report/catalog_listing.h"
 #include "report/job_script.h"
 #include "report/output_file.h"
@@ -96,13 +98,20 @@ int run_check(const std::string& catalog_dir, const std::string& scenario_file, 
   return 0;
 }
 
+// The scenario with its --set overrides and calibration (--calibration or its own key), applied to the catalog.
+static Scenario load_calibrated(Catalog& catalog, const std::string& file, const std::vector<std::string>& sets,
+                                const std::optional<std::string>& calibration) {
+  std::vector<Override> overrides;
+  for (const auto& s : sets) overrides.push_back(parse_override(s));
+  if (calibration) overrides.push_back(parse_override("calibration=" + *calibration));
+  Scenario s = load_scenario(file, catalog, overrides);
+  if (!s.calibration.empty()) catalog.apply_overlay(s.calibration);
+  return s;
+}
+
 int run_predict(const std::string& catalog_dir, const PredictOptions& o) {
   Catalog catalog = Catalog::load(catalog_dir);
-  std::vector<Override> overrides;
-  for (const auto& s : o.sets) overrides.push_back(parse_override(s));
-  if (o.calibration) overrides.push_back(parse_override("calibration=" + *o.calibration));
-  const Scenario s = load_scenario(o.scenario, catalog, overrides);
-  if (!s.calibration.empty()) catalog.apply_overlay(s.calibration);
+  const Scenario s = load_calibrated(catalog, o.scenario, o.sets, o.calibration);
   for (const auto& f : {o.json_file, o.trace_file, o.links_file})
     if (f) check_output_path(*f);
   const Fidelity fidelity =
@@ -127,6 +136,26 @@ int run_predict(const std::string& catalog_dir, const PredictOptions& o) {
   if (o.trace_file) write_file_atomically(*o.trace_file, trace);
   if (o.links_file) write_file_atomically(*o.links_file, links);
   std::cout << prediction_table(p);
+  return 0;
+}
+
+int run_bench(const std::string& catalog_dir, const BenchCommandOptions& o) {
+  Catalog catalog = Catalog::load(catalog_dir);
+  const Scenario s = load_calibrated(catalog, o.scenario, o.sets, o.calibration);
+  BenchSizes sizes;
+  try {
+    sizes = {parse_message_size(o.min_bytes), parse_message_size(o.max_bytes), o.factor};
+  } catch (const UnitError& e) {
+    throw InputError({}, std::string("bench: ") + e.what());
+  }
+  if (sizes.min_bytes > sizes.max_bytes) throw InputError({}, "bench: -b must not exceed -e");
+  if (o.json_file) check_output_path(*o.json_file);
+  const BenchPrediction b = predict_allreduce_bench(catalog, s, sizes);
+  const std::string title = std::to_string(s.cluster.nodes) + " x " + s.cluster.sku + " (" +
+                            std::to_string(s.cluster.gpus_per_node) + " GPUs each), " +
+                            std::string(to_string(s.communication.library));
+  if (o.json_file) write_file_atomically(*o.json_file, bench_json(b, title));
+  std::cout << bench_table(b, title);
   return 0;
 }
 

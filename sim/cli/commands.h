@@ -33,6 +33,17 @@ struct PredictOptions {
   bool no_band = false;  // the prediction alone, without the band's runs
 };
 
+// `ringsim bench`: the predicted nccl-tests all_reduce_perf table for the scenario's cluster.
+struct BenchCommandOptions {
+  std::string scenario;
+  std::vector<std::string> sets;
+  std::optional<std::string> calibration;
+  std::string min_bytes = "8", max_bytes = "128M";  // nccl-tests style: 8, 64K, 1G
+  double factor = 2;
+  std::optional<std::string> json_file;
+};
+int run_bench(const std::string& catalog_dir, const BenchCommandOptions& options);
+
 struct JobCommandOptions {
   std::string scenario;
   std::vector<std::string> sets;

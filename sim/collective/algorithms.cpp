@@ -621,4 +621,13 @@ std::vector<int> assign_to_servers(const std::vector<std::uint64_t>& tensor_byte
   return where;
 }
 
+std::vector<std::uint64_t> sweep_sizes(std::uint64_t min_bytes, std::uint64_t max_bytes, double factor,
+                                       std::size_t element_bytes) {
+  std::vector<std::uint64_t> sizes;
+  for (double b = static_cast<double>(min_bytes); b <= static_cast<double>(max_bytes) * (1 + 1e-9);
+       b = b == 0 ? static_cast<double>(element_bytes) : b * factor)
+    sizes.push_back(static_cast<std::uint64_t>(b) / element_bytes * element_bytes);
+  return sizes;
+}
+
 }  // namespace ringsim::collective

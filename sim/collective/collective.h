@@ -130,6 +130,11 @@ inline double bus_bandwidth_factor(BusOp op, int members) {
 }
 inline int ring_chunk_owned(int member, int members) { return (member + 1) % members; }
 
+// The message sizes of an nccl-tests sweep (-b MIN -e MAX -f FACTOR): MIN, MIN x FACTOR, ... up to MAX,
+// each rounded down to whole elements (a 0 minimum is followed by one element).
+std::vector<std::uint64_t> sweep_sizes(std::uint64_t min_bytes, std::uint64_t max_bytes, double factor,
+                                       std::size_t element_bytes);
+
 // Recursive halving and doubling (Rabenseifner's allreduce, as in Gloo and MPI libraries): with P the largest
 // power of two <= members, the first 2(members - P) members fold pairwise into P, which reduce-scatter by
 // recursive halving and allgather by recursive doubling (2 log2 P steps: a ring's 2(p-1) latencies

@@ -177,4 +177,27 @@ std::string format_number(double v) {
   std::snprintf(buf, sizeof buf, "%.6g", v);
   return buf;
 }
+std::uint64_t parse_message_size(std::string_view text) {
+  const std::string s(text);
+  std::size_t used = 0;
+  double v = -1;
+  try {
+    v = std::stod(s, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  const std::string suffix = s.substr(used);
+  double mult = 1;
+  if (suffix == "K" || suffix == "k")
+    mult = 1024;
+  else if (suffix == "M" || suffix == "m")
+    mult = 1024.0 * 1024;
+  else if (suffix == "G" || suffix == "g")
+    mult = 1024.0 * 1024 * 1024;
+  else if (!suffix.empty() || used == 0)
+    throw UnitError("size '" + s + "': expected a number with an optional K, M or G suffix (8, 64K, 1G)");
+  if (v < 0 || !std::isfinite(v * mult) || v * mult > 1e18) throw UnitError("size '" + s + "' is out of range");
+  return static_cast<std::uint64_t>(v * mult);
+}
+
 }  // namespace ringsim

@@ -3,6 +3,7 @@
 // in SI base units (bytes, bytes/s, seconds, FLOP/s).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,6 +25,9 @@ class UnitError : public std::exception {
 // Parses `text` as the quantity `kind`. A bare "0" is accepted (zero needs no unit); any other number
 // needs a unit. Negative values parse (range checks belong to the caller, which knows the key).
 double parse_quantity(std::string_view text, Quantity kind);
+
+// A message size as nccl-tests writes it: 8, 64K, 256M, 1G (powers of 1024). Throws UnitError.
+std::uint64_t parse_message_size(std::string_view text);
 
 std::string_view quantity_name(Quantity kind);     // "a size", "a bandwidth", ...
 std::string_view quantity_example(Quantity kind);  // "'64 MiB'", "'12.5 GB/s' or '100 Gb/s'", ...
