@@ -147,16 +147,18 @@ TEST_CASE("one transfer takes latency + size / bandwidth", "[sim]") {
   }
 }
 
-TEST_CASE("ring allreduce on p GPUs behind one switch: 2(p-1)(alpha + S/(pB)) + reductions", "[sim]") {
+TEST_CASE("ring allreduce on p GPUs behind one switch: 2(p-1)(alpha + S/(pB)) + the last slices' reductions", "[sim]") {
   const std::uint64_t S = std::uint64_t{64} << 20;
   for (int p : {2, 4, 8, 32}) {
     const Scenario s = one_gpu_per_node(p);
     const PathFacts f = facts(
         s, [](const Topology& t) { return t.gpu(0, 0); }, [](const Topology& t) { return t.gpu(1, 0); });
     const double chunk = static_cast<double>(S) / p;
-    // Closed form, plus the p-1 reduce-scatter reductions of one chunk each (3 memory passes on the GPU).
+    // Closed form, plus what remains of the p-1 reduce-scatter reductions after each receive: NCCL reduces as
+    // the data arrives, so only its last 1 MiB slice's (3 memory passes on the GPU) is left each time.
+    const double slice = std::min(chunk, 1048576.0);
     const double expected =
-        2 * (p - 1) * (f.alpha + chunk / f.bandwidth) + (p - 1) * 3 * chunk / gpu_memory_bandwidth();
+        2 * (p - 1) * (f.alpha + chunk / f.bandwidth) + (p - 1) * 3 * slice / gpu_memory_bandwidth();
     auto ring = collective::make_ring_allreduce(p, S, 4, Space::Device);
     for (Fidelity fid : {Fidelity::Flow, Fidelity::Step}) {
       CAPTURE(p, to_string(fid), expected);
@@ -1412,8 +1414,8 @@ TEST_CASE(
 
 TEST_CASE("bench: a predicted allreduce over NVSwitch in closed form", "[bench]") {
   // One ND96isr_H100_v5: a ring over eight ports of 18 x 25 GB/s at NCCL's intra-node fraction 0.8; each
-  // of the 7 reduce-scatter steps also reduces its chunk on the GPU (3 x bytes / HBM), every one of the 14
-  // steps pays the GPU-NVSwitch-GPU latency, and the call NCCL's 8.4 us.
+  // of the 7 reduce-scatter steps ends with its last 1 MiB slice's reduction on the GPU (3 x bytes / HBM),
+  // every one of the 14 steps pays the GPU-NVSwitch-GPU latency, and the call NCCL's 8.4 us.
   const Catalog& c = ringsim::test::catalog();
   const Scenario s = load_scenario(std::string(RINGSIM_TEST_SCENARIOS) + "/nccl_tests_nd96isr_h100_v5.yaml", c);
   const BenchPrediction b = predict_allreduce_bench(c, s, {1ull << 30, 1ull << 30, 2});
@@ -1421,7 +1423,7 @@ TEST_CASE("bench: a predicted allreduce over NVSwitch in closed form", "[bench]"
   CHECK(b.ranks == 8);
   CHECK(b.bus_factor == Approx(1.75));
   const double chunk = (1ull << 30) / 8.0;
-  const double expect = 14 * chunk / (0.8 * 450e9) + 7 * 3 * chunk / 3350e9 + 14 * 0.7e-6 + 8.4e-6;
+  const double expect = 14 * chunk / (0.8 * 450e9) + 7 * 3 * 1048576.0 / 3350e9 + 14 * 0.7e-6 + 8.4e-6;
   CHECK(b.rows[0].time_s == Approx(expect).epsilon(0.01));
   CHECK(b.rows[0].count == (1ull << 28));
 }

@@ -73,8 +73,8 @@ class EmulatedTransport final : public MpiHostTransport {
     sleep_for(copies);
   }
   void reduce(const collective::Transfer& t) override {
-    sleep_for(time_for(t.bytes, t.dst_space == collective::Space::Device ? costs_.reduce_device_bytes_per_s
-                                                                         : costs_.reduce_host_bytes_per_s));
+    sleep_for(t.dst_space == collective::Space::Device ? costs_.reduce_device_s(t.bytes)
+                                                       : time_for(t.bytes, costs_.reduce_host_bytes_per_s));
   }
   void update(std::uint64_t bytes) override { sleep_for(time_for(bytes, costs_.update_bytes_per_s)); }
 

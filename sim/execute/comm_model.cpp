@@ -20,6 +20,7 @@ CommModel::CommModel(const Catalog& catalog, const Scenario& s, const Topology& 
   footprint_keyed_ = lib_.host_reduction_regimes_by == RegimeKey::Footprint;
   // Allreduces run in the library's kernels; parameter servers' exchanges are copies (copy engines).
   kernel_channels_ = s.communication.strategy == Strategy::ParameterServer ? 0 : lib_.kernel_channels;
+  reduce_slice_ = s.communication.strategy == Strategy::ParameterServer ? 0 : lib_.reduce_slice;
   for (const PathProfile* p : {&lib_.intra_node, &lib_.infiniband, &lib_.ethernet})
     footprint_keyed_ = footprint_keyed_ || p->regimes_by == RegimeKey::Footprint;
   // Routes: GPUs leave by their rails on InfiniBand fabrics; routes inside a node follow node 0's.
@@ -289,6 +290,16 @@ double CommModel::reduce_time(int m, collective::Space space, std::uint64_t byte
   const double b = static_cast<double>(bytes);
   const double key = regime_size(lib_.host_reduction_regimes_by, b, c);
   return b / (lib_.host_reduction_rate_for(key) * (places_.at(m).gpu || !process_ ? 1.0 : process_->cpu_share));
+}
+
+std::uint64_t CommModel::reduced_after_receive(int m, collective::Space space, std::uint64_t bytes) const {
+  const bool fused = reduce_slice_ > 0 && space == collective::Space::Device && places_.at(m).gpu;
+  return fused ? std::min(bytes, static_cast<std::uint64_t>(reduce_slice_)) : bytes;
+}
+
+double CommModel::received_reduce_time(int m, collective::Space space, std::uint64_t bytes,
+                                       const CollectiveSize& c) const {
+  return reduce_time(m, space, reduced_after_receive(m, space, bytes), c);
 }
 
 double CommModel::update_time(int m, std::uint64_t bytes) const {

@@ -125,6 +125,12 @@ class CommModel final : public PathCost {
   // sizes pick the reduction's regime where they are keyed by buffer or footprint); to apply an update
   // there.
   double reduce_time(int m, collective::Space space, std::uint64_t bytes, const CollectiveSize& c = {}) const;
+  // What reducing a received message leaves after its receive: where the library's kernels reduce as the
+  // data arrives (LibraryProfile::reduce_slice, allreduces on the GPU), its last slice's reduction, as the
+  // GPU reduces faster than any catalog link delivers (HBM / 3 against the link); else all of it.
+  double received_reduce_time(int m, collective::Space space, std::uint64_t bytes, const CollectiveSize& c = {}) const;
+  // The bytes of a message of `bytes` whose reduction remains after its receive on member m's `space`.
+  std::uint64_t reduced_after_receive(int m, collective::Space space, std::uint64_t bytes) const;
   double update_time(int m, std::uint64_t bytes) const;
   double device_copy_time(std::uint64_t bytes) const;  // a GPU memory-to-memory copy (fusion buffer)
   // A fusion buffer's copy in or out: in GPU memory, or, on the host data path, by the one CPU thread of
@@ -158,6 +164,7 @@ class CommModel final : public PathCost {
   std::optional<ProcessCosts> process_;  // ranks that are CPU processes only
   bool footprint_keyed_ = false;         // some regime is keyed by footprint (collective_size computes it)
   double kernel_channels_ = 0;           // SMs the collectives' kernels hold (LibraryProfile::kernel_channels)
+  double reduce_slice_ = 0;              // LibraryProfile::reduce_slice for allreduces; 0 for parameter servers
   std::vector<int> gpu_rail_;            // InfiniBand fabrics: each local GPU's NIC (NodeLayout::gpu_rail)
   Router router_;
   int workers_ = 0;

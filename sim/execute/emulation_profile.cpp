@@ -32,13 +32,15 @@ EmulationProfile EmulationProfile::from(CommModel& cm, int members) {
     x.staging_bytes_per_s = staging.edges.empty() ? 0 : bw;  // 0: the two spaces are the same memory
     x.node = cm.node_of(m);
     x.receive_copy_bytes_per_s = cm.receive_copy_rate(m);
+    if (const auto after = cm.reduced_after_receive(m, collective::Space::Device, kProbe); after < kProbe)
+      x.reduce_device_slice_bytes = after;
     p.members.push_back(x);
   }
   return p;
 }
 
 std::string EmulationProfile::to_json() const {
-  nlohmann::ordered_json j = {{"schema", "ringsim.emulation-profile/2"},
+  nlohmann::ordered_json j = {{"schema", "ringsim.emulation-profile/3"},
                               {"library", library},
                               {"space", std::string(collective::to_string(space))},
                               {"collective_overhead_s", collective_overhead_s},
@@ -51,14 +53,15 @@ std::string EmulationProfile::to_json() const {
                   {"staging_latency_s", m.staging_latency_s},
                   {"staging_bytes_per_s", m.staging_bytes_per_s},
                   {"node", m.node},
-                  {"receive_copy_bytes_per_s", m.receive_copy_bytes_per_s}});
+                  {"receive_copy_bytes_per_s", m.receive_copy_bytes_per_s},
+                  {"reduce_device_slice_bytes", m.reduce_device_slice_bytes}});
   return j.dump(1) + "\n";
 }
 
 EmulationProfile EmulationProfile::parse(const std::string& text, const std::string& file) {
   try {
     const auto j = nlohmann::json::parse(text);
-    if (j.at("schema") != "ringsim.emulation-profile/2") throw std::runtime_error("unknown schema");
+    if (j.at("schema") != "ringsim.emulation-profile/3") throw std::runtime_error("unknown schema");
     EmulationProfile p;
     p.library = j.at("library").get<std::string>();
     p.space = j.at("space") == "host" ? collective::Space::Host : collective::Space::Device;
@@ -68,11 +71,17 @@ EmulationProfile EmulationProfile::parse(const std::string& text, const std::str
       p.members.push_back({m.at("reduce_device_bytes_per_s").get<double>(),
                            m.at("reduce_host_bytes_per_s").get<double>(), m.at("update_bytes_per_s").get<double>(),
                            m.at("staging_latency_s").get<double>(), m.at("staging_bytes_per_s").get<double>(),
-                           m.at("node").get<int>(), m.at("receive_copy_bytes_per_s").get<double>()});
+                           m.at("node").get<int>(), m.at("receive_copy_bytes_per_s").get<double>(),
+                           m.at("reduce_device_slice_bytes").get<std::uint64_t>()});
     return p;
   } catch (const std::exception& e) {
     throw std::runtime_error(file + ": not an emulation profile written by `ringsim emulate`: " + e.what());
   }
+}
+
+double EmulationProfile::Member::reduce_device_s(std::uint64_t bytes) const {
+  const std::uint64_t after = reduce_device_slice_bytes > 0 ? std::min(bytes, reduce_device_slice_bytes) : bytes;
+  return reduce_device_bytes_per_s > 0 ? static_cast<double>(after) / reduce_device_bytes_per_s : 0;
 }
 
 double EmulationProfile::receive_copy_s(const collective::Transfer& t) const {

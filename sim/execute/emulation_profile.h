@@ -5,6 +5,7 @@
 // charge the same figures.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,10 @@ struct EmulationProfile {
     double staging_bytes_per_s = 0;
     int node = 0;                         // messages from a member of the same node are copied out
     double receive_copy_bytes_per_s = 0;  // of shared memory at this rate (0: none; CommModel::receive_copy_time)
+    // A device reduction reduces the message as it arrives: only this much of it remains after the
+    // receive (0: all of it; CommModel::received_reduce_time).
+    std::uint64_t reduce_device_slice_bytes = 0;
+    double reduce_device_s(std::uint64_t bytes) const;
   };
   std::string library;
   collective::Space space = collective::Space::Device;  // where the library keeps collective data

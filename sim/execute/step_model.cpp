@@ -114,7 +114,7 @@ double collective_duration(const collective::Collective& c, CommModel& cm, std::
       double copying = 0, local = 0;
       for (const auto& r : st.recvs) {
         copying += cm.receive_copy_time(r);
-        if (r.reduce) local += cm.reduce_time(m, r.dst_space, r.bytes, size);
+        if (r.reduce) local += cm.received_reduce_time(m, r.dst_space, r.bytes, size);
       }
       local += copying;
       most_copying = std::max(most_copying, copying);

@@ -112,7 +112,7 @@ class SimgridTransport final : public collective::Transport {
     for (const auto& r : step.recvs) copies += cm_.receive_copy_time(r);
     sleep(copies);
   }
-  void reduce(const Transfer& r) override { sleep(cm_.reduce_time(me_, r.dst_space, r.bytes, size_)); }
+  void reduce(const Transfer& r) override { sleep(cm_.received_reduce_time(me_, r.dst_space, r.bytes, size_)); }
   void update(std::uint64_t bytes) override { sleep(cm_.update_time(me_, bytes)); }
 
  private:

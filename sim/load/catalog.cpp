@@ -379,7 +379,7 @@ void Catalog::load_libraries(const fs::path& base) {
   YamlField root = open_root(base / "libraries.yaml", {"libraries"});
   for (auto& [name, f] : root.get("libraries").entries()) {
     f.require_map({"description", "data_path", "collective_overhead", "host_reduction_rate", "host_copy_rate",
-                   "kernel_channels", "paths"});
+                   "kernel_channels", "reduce_slice", "paths"});
     LibraryProfile l;
     l.name = name;
     l.description = f.get("description").str();
@@ -389,6 +389,7 @@ void Catalog::load_libraries(const fs::path& base) {
     if (l.data_path == DataPath::Host || f.find("host_copy_rate"))
       l.host_copy_rate = f.get("host_copy_rate").positive_quantity(Quantity::Bandwidth);
     if (auto k = f.find("kernel_channels")) l.kernel_channels = k->number(0, 64);
+    if (auto r = f.find("reduce_slice")) l.reduce_slice = r->positive_quantity(Quantity::Bytes);
     YamlField paths = f.get("paths");
     paths.require_map({"intra_node", "infiniband", "ethernet"});
     auto path = [&](const char* key) {

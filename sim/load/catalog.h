@@ -282,6 +282,10 @@ struct LibraryProfile {
   // Device data path: the thread blocks a collective's kernels keep while they run, one SM each, which
   // compute kernels cannot use meanwhile (NCCL's channels; 0 for a host data path).
   double kernel_channels = 0;
+  // Device data path: the library's kernels reduce what they receive as it arrives, one slice at a time
+  // (NCCL's recvReduceSend): of a received message's reduction only its last slice's remains after the
+  // receive. 0: the reduction runs after the receive, on all of it.
+  double reduce_slice = 0;
   // Calibrated rates by size (below the first: host_reduction_rate), keyed by host_reduction_regimes_by.
   SizeCurve host_reduction_regimes;
   RegimeKey host_reduction_regimes_by = RegimeKey::Message;
