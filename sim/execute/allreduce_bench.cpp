@@ -18,6 +18,14 @@ BenchPrediction predict_allreduce_bench(const Catalog& catalog, const Scenario& 
   if (static_cast<int>(list.size()) > kMaxBenchRows)
     throw InputError({}, "bench: " + std::to_string(list.size()) + " sizes is more than " +
                              std::to_string(kMaxBenchRows) + "; raise -f or narrow -b/-e");
+  // A size's cost grows with the ranks (each step's transfers): about 1 s per 70,000 rank-sizes on one core.
+  const double work = static_cast<double>(list.size()) * s.cluster.total_gpus();
+  if (work > kMaxBenchRankSizes)
+    throw InputError({}, "bench: " + std::to_string(list.size()) + " sizes on " +
+                             std::to_string(s.cluster.total_gpus()) + " GPUs is estimated at " +
+                             std::to_string(static_cast<long long>(work / 70000)) + " s, above the limit of " +
+                             std::to_string(kMaxBenchRankSizes / 70000) +
+                             " s; raise -f, narrow -b/-e or bench fewer nodes");
   const Topology topo = Topology::build(catalog, cluster_shape(s.cluster));  // no servers: no parameter_server
   CommModel cm(catalog, s, topo);
   const BufferCollectiveLayout layout = buffer_collective_layout(s, cm.data_space(), cm);

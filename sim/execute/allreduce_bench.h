@@ -32,8 +32,10 @@ struct BenchPrediction {
   std::vector<BenchRow> rows;
 };
 
-// Throws InputError for a parameter-server scenario (no allreduce) or more sizes than kMaxBenchRows.
+// Throws InputError for a parameter-server scenario (no allreduce), more sizes than kMaxBenchRows, or sizes x
+// GPUs above kMaxBenchRankSizes (about two minutes).
 constexpr int kMaxBenchRows = 4096;
+constexpr long kMaxBenchRankSizes = 8'000'000;
 BenchPrediction predict_allreduce_bench(const Catalog& catalog, const Scenario& scenario, const BenchSizes& sizes);
 
 }  // namespace ringsim
