@@ -424,3 +424,31 @@ TEST_CASE("ring and hierarchical allreduce follow a given ring order", "[collect
   REQUIRE_THROWS(make_ring_allreduce(3, 12, 4, Space::Device, {0, 0, 1}));
   REQUIRE_THROWS(make_hierarchical_allreduce(1, 3, 12, 4, Space::Device, {1, 0, 2}));
 }
+
+TEST_CASE("nvls allreduce: the switch reduces and multicasts, S (1 + 1/n) through each GPU's port each way",
+          "[collective]") {
+  for (int p : {1, 2, 3, 8})
+    for (int slices : {1, 3, 5}) {
+      CAPTURE(p, slices);
+      auto c = make_nvls_allreduce(p, 13 * 4, 4, slices);
+      REQUIRE(c->members() == p + 1);  // the GPUs, then the switch
+      REQUIRE(c->steps() == slices + 3);
+      require_matching_messages(*c);
+      require_workers_sum(*c, p);
+    }
+  // 64 floats on 8 GPUs in 2 slices: each GPU sends its whole buffer and its shard, receives both.
+  auto c = make_nvls_allreduce(8, 64 * 4, 4, 2);
+  std::vector<std::uint64_t> sent(9, 0), received(9, 0);
+  RankStep st;
+  for (int s = 0; s < c->steps(); ++s)
+    for (int m = 0; m < 9; ++m) {
+      c->rank_step(m, s, st);
+      for (const auto& t : st.sends) sent[m] += t.bytes;
+      for (const auto& t : st.recvs) received[m] += t.bytes;
+    }
+  for (int g = 0; g < 8; ++g) {
+    CHECK(sent[g] == 64 * 4 + 8 * 4);
+    CHECK(received[g] == 64 * 4 + 8 * 4);
+  }
+  CHECK(sent[8] == 8 * (64 * 4 + 8 * 4));
+}

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <array>
 #include <numeric>
 #include <stdexcept>
 
@@ -44,6 +45,8 @@ std::string_view to_string(Phase p) {
       return "push";
     case Phase::Pull:
       return "pull";
+    case Phase::InSwitch:
+      return "in_switch";
     case Phase::LocalBroadcast:
       return "local_broadcast";
   }
@@ -546,6 +549,67 @@ class NodeAggregatedParameterServer final : public Collective {
   Space worker_space_;
 };
 
+// NVLS: member p_ is the switch. Step t runs stage 0 (GPUs -> switch, reduced there) of slice t, stage 1
+// (switch -> GPU g, shard g) of slice t - 1, stage 2 (GPU g -> switch, shard g) of slice t - 2 and stage 3
+// (switch -> every GPU, every shard) of slice t - 3.
+class NvlsAllreduce final : public Collective {
+ public:
+  NvlsAllreduce(int p, std::uint64_t bytes, int element_bytes, int slices)
+      : Collective(bytes), p_(p), slices_(bytes, slices, element_bytes) {
+    for (int k = 0; k < slices; ++k) shards_.emplace_back(slices_.size(k), p, element_bytes);
+  }
+  std::string_view algorithm() const override { return "nvls_allreduce"; }
+  int members() const override { return p_ + 1; }
+  int steps() const override { return slice_count() + 3; }
+  Space home_space(int) const override { return Space::Device; }
+  std::vector<StepRun> runs() const override {
+    // The pipeline fills for 3 steps, runs full, and drains for 3: a run per distinct pattern.
+    std::vector<StepRun> out;
+    for (int t = 0; t < steps();) {
+      int end = t + 1;
+      while (end < steps() && stages(end) == stages(t)) ++end;
+      out.push_back({t, end - t, Phase::InSwitch});
+      t = end;
+    }
+    return out;
+  }
+  void rank_step(int m, int t, RankStep& out) const override {
+    out.clear();
+    for (int stage = 0; stage < 4; ++stage) {
+      const int k = t - stage;
+      if (k >= 0 && k < slice_count()) add_stage(m, stage, k, out);
+    }
+  }
+
+ private:
+  void add_stage(int m, int stage, int k, RankStep& out) const {
+    const std::uint64_t base = slices_.offset(k);
+    const Chunking& c = shards_[k];
+    auto move = [&](int from, int to, std::uint64_t off, std::uint64_t n, bool reduce) {
+      if (n == 0) return;
+      if (m == from) out.sends.push_back({from, to, Space::Device, Space::Device, off, n, reduce});
+      if (m == to) out.recvs.push_back({from, to, Space::Device, Space::Device, off, n, reduce});
+    };
+    for (int g = 0; g < p_; ++g) {
+      if (stage == 0) move(g, p_, base, slices_.size(k), g > 0);  // the first overwrites, the rest add
+      if (stage == 1) move(p_, g, base + c.offset(g), c.size(g), false);
+      if (stage == 2) move(g, p_, base + c.offset(g), c.size(g), false);
+      if (stage == 3) move(p_, g, base, slices_.size(k), false);
+    }
+  }
+  int slice_count() const { return static_cast<int>(shards_.size()); }
+  // Step t's pattern: the size of the slice each stage moves (0: the stage idle). Steps alike carry the same.
+  std::array<std::uint64_t, 4> stages(int t) const {
+    std::array<std::uint64_t, 4> sizes{};
+    for (int s = 0; s < 4; ++s)
+      if (t - s >= 0 && t - s < slice_count()) sizes[s] = slices_.size(t - s);
+    return sizes;
+  }
+  int p_;
+  Chunking slices_;
+  std::vector<Chunking> shards_;  // slice k in p shards
+};
+
 }  // namespace
 
 std::unique_ptr<Collective> make_ring_allreduce(int members, std::uint64_t bytes, int element_bytes, Space space,
@@ -576,6 +640,13 @@ std::unique_ptr<Collective> make_hierarchical_allreduce(int nodes, int local, st
                                                         CrossNode cross) {
   if (nodes < 1 || local < 1) throw std::invalid_argument("hierarchical allreduce needs nodes, local >= 1");
   return std::make_unique<HierarchicalAllreduce>(nodes, local, bytes, element_bytes, space, local_order, cross);
+}
+
+std::unique_ptr<Collective> make_nvls_allreduce(int gpus, std::uint64_t bytes, int element_bytes, int slices) {
+  if (gpus < 1 || slices < 1) throw std::invalid_argument("nvls allreduce needs GPUs and slices");
+  const std::uint64_t most = std::max<std::uint64_t>(1, bytes / static_cast<std::uint64_t>(element_bytes));
+  return std::make_unique<NvlsAllreduce>(gpus, bytes, element_bytes,
+                                         static_cast<int>(std::min<std::uint64_t>(slices, most)));
 }
 
 std::unique_ptr<Collective> make_halving_doubling_allreduce(int members, std::uint64_t bytes, int element_bytes,

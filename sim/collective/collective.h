@@ -61,6 +61,7 @@ enum class Phase : std::uint8_t {
   Push,
   Pull,
   LocalBroadcast,
+  InSwitch,
 };
 // The name reports and traces show: "copy_to_host", "reduce_scatter", "cross_allgather", ...
 std::string_view to_string(Phase p);
@@ -141,6 +142,14 @@ std::vector<std::uint64_t> sweep_sizes(std::uint64_t min_bytes, std::uint64_t ma
 // become 2 log2 P, for the same bytes per member), then unfold. Host data path: staged as the ring.
 std::unique_ptr<Collective> make_halving_doubling_allreduce(int members, std::uint64_t bytes, int element_bytes,
                                                             Space data_space);
+
+// NVLS allreduce (NCCL's NVLink SHARP) on `gpus` GPUs of one NVSwitch, member `gpus` being the switch, which
+// reduces and multicasts in hardware. Each GPU g owns shard g of every slice; `slices` slices stream
+// through four stages one step apart: every GPU sends the slice to the switch (reduced there); the switch
+// returns shard g, reduced, to GPU g; GPU g stores it to the switch; the switch multicasts it to every GPU.
+// Per GPU and direction S (1 + 1/gpus) bytes cross its port, as NCCL's reduce-scatter by multimem loads and
+// allgather by multimem stores move them.
+std::unique_ptr<Collective> make_nvls_allreduce(int gpus, std::uint64_t bytes, int element_bytes, int slices);
 
 // How the local roots of a hierarchical allreduce reduce across nodes.
 enum class CrossNode : std::uint8_t { Ring, HalvingDoubling };

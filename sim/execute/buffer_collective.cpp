@@ -1,5 +1,6 @@
 #include "execute/buffer_collective.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "graph/ring_search.h"
@@ -41,6 +42,13 @@ std::unique_ptr<collective::Collective> make_buffer_collective(const Scenario& s
                                                      layout.space, layout.local_order, c.cross_node);
     case Strategy::HalvingDoubling:
       return collective::make_halving_doubling_allreduce(layout.workers, bytes, element_bytes, layout.space);
+    case Strategy::Nvls: {
+      // NCCL moves an allreduce in 1 MiB slices (libraries.yaml [ncclslice]); at most 256 keep the pipeline's
+      // fill and drain under 2 % of it and the flow fidelity's steps few.
+      constexpr std::uint64_t kSlice = 1 << 20;
+      const auto slices = static_cast<int>(std::clamp<std::uint64_t>(bytes / kSlice, 1, 256));
+      return collective::make_nvls_allreduce(layout.workers, bytes, element_bytes, slices);
+    }
     case Strategy::ParameterServer:
       // Workers push from and pull into their GPU buffers; servers reduce in host memory, or on the GPUs.
       if (c.ps_placement == PsPlacement::Gpus)

@@ -95,6 +95,9 @@ void CommModel::place_workers(const Scenario& s) {
     places_.push_back(gpu_.cpu_process ? MemberPlace{dev, dev, false}
                                        : MemberPlace{dev, from_template(nearest[local], node), true});
   }
+  // Strategy nvls: the node's NVSwitch is the member after the GPUs.
+  if (s.communication.strategy == Strategy::Nvls)
+    places_.push_back({topo_.vertex("n0.nvswitch"), topo_.host_memory(0, 0), false, true});
 }
 
 void CommModel::set_servers(const std::vector<MemberPlace>& servers) {
@@ -177,6 +180,9 @@ Path CommModel::make_path(const Route& r) const {
     if (is_fabric(topo_.link(e).kind)) p.crosses_fabric = true;
   }
   p.profile = p.crosses_fabric ? &lib_.fabric(topo_.shape().fabric) : &lib_.intra_node;
+  for (VertexId end : {r.src, r.dst})
+    if (topo_.device(end).kind == DeviceKind::NvSwitch && lib_.nvls_efficiency > 0)
+      p.bytes_scale = 1 / lib_.nvls_efficiency;
   p.handoff = process_ ? process_->message_handoff(r.src, r.dst) : 0;
   p.overhead = p.profile->message_overhead + p.handoff;
   p.latency += p.overhead;
@@ -285,6 +291,7 @@ CollectiveSize CommModel::collective_size(const collective::Collective& c) const
 }
 
 double CommModel::reduce_time(int m, collective::Space space, std::uint64_t bytes, const CollectiveSize& c) const {
+  if (places_.at(m).in_switch) return 0;
   const bool on_gpu = space == collective::Space::Device && places_.at(m).gpu;
   if (on_gpu) return 3.0 * static_cast<double>(bytes) / gpu_.memory_bandwidth;
   const double b = static_cast<double>(bytes);

@@ -24,9 +24,10 @@ namespace ringsim {
 
 // Where each collective member keeps its buffers.
 struct MemberPlace {
-  VertexId device{};  // GPU (workers) or host memory (servers)
+  VertexId device{};  // GPU (workers), host memory (servers) or the NVSwitch (strategy nvls)
   VertexId host{};    // host memory of the member's socket
   bool gpu = true;
+  bool in_switch = false;  // an NVSwitch that reduces as data passes: its reductions cost nothing
 };
 
 // Where collectives keep their data: host memory for a host-staged library on GPUs. Ranks that are CPU
@@ -64,6 +65,7 @@ struct Path {
   double overhead = 0;     // the library's per-message overhead included in `latency`, with `handoff`
   double handoff = 0;      // CPU processes outnumbering cores: the scheduler handing a core over, per message
   bool crosses_fabric = false;
+  double bytes_scale = 1;                // to or from a reducing NVSwitch: 1 / the library's nvls_efficiency
   const PathProfile* profile = nullptr;  // the library's profile for this path
 };
 
@@ -113,7 +115,7 @@ class CommModel final : public PathCost {
   }
   static double wire_bytes(const Path& p, double bytes, const CollectiveSize& c) {
     SizeRegime r;
-    return regime(p, bytes, c, r) ? bytes / r.bandwidth_scale : bytes;
+    return (regime(p, bytes, c, r) ? bytes / r.bandwidth_scale : bytes) * p.bytes_scale;
   }
   static double message_overhead(const Path& p, double bytes, const CollectiveSize& c) {
     SizeRegime r;

@@ -281,9 +281,10 @@ void Catalog::load_layouts(const YamlField& layouts) {
       if (!l.nvlinks.empty()) l.nvlink_class = require_link(f.get("nvlink_class"), LinkKind::NvLink);
     }
     if (auto sw = f.find("nvswitch")) {
-      sw->require_map({"link", "links_per_gpu"});
+      sw->require_map({"link", "links_per_gpu", "reduction"});
       l.nvswitch = NodeLayout::NvSwitch{require_link(sw->get("link"), LinkKind::NvLink),
-                                        static_cast<int>(sw->get("links_per_gpu").integer(1, 72))};
+                                        static_cast<int>(sw->get("links_per_gpu").integer(1, 72)),
+                                        sw->find("reduction") && sw->get("reduction").boolean()};
     }
     // Rails: the NIC whose PCIe path from the GPU meets it soonest; of NICs as close, the one fewest GPUs
     // use so far (two GPUs and two NICs on one switch: a NIC each, as NCCL pairs them). A device's chain is its parent,
@@ -379,7 +380,7 @@ void Catalog::load_libraries(const fs::path& base) {
   YamlField root = open_root(base / "libraries.yaml", {"libraries"});
   for (auto& [name, f] : root.get("libraries").entries()) {
     f.require_map({"description", "data_path", "collective_overhead", "host_reduction_rate", "host_copy_rate",
-                   "kernel_channels", "reduce_slice", "paths"});
+                   "kernel_channels", "reduce_slice", "nvls_efficiency", "paths"});
     LibraryProfile l;
     l.name = name;
     l.description = f.get("description").str();
@@ -390,6 +391,7 @@ void Catalog::load_libraries(const fs::path& base) {
       l.host_copy_rate = f.get("host_copy_rate").positive_quantity(Quantity::Bandwidth);
     if (auto k = f.find("kernel_channels")) l.kernel_channels = k->number(0, 64);
     if (auto r = f.find("reduce_slice")) l.reduce_slice = r->positive_quantity(Quantity::Bytes);
+    if (auto e = f.find("nvls_efficiency")) l.nvls_efficiency = e->number(0.01, 1);
     YamlField paths = f.get("paths");
     paths.require_map({"intra_node", "infiniband", "ethernet"});
     auto path = [&](const char* key) {

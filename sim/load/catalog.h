@@ -121,6 +121,7 @@ struct NodeLayout {
   struct NvSwitch {
     std::string link;
     int links_per_gpu = 0;
+    bool reduction = false;  // reduces and multicasts in the switch (NVLink SHARP): strategy nvls
   };
   std::optional<NvSwitch> nvswitch;
 };
@@ -286,6 +287,9 @@ struct LibraryProfile {
   // (NCCL's recvReduceSend): of a received message's reduction only its last slice's remains after the
   // receive. 0: the reduction runs after the receive, on all of it.
   double reduce_slice = 0;
+  // Strategy nvls: the share of the NVLink's effective bandwidth that transfers to and from an NVSwitch that
+  // reduces in the switch reach (NCCL's nvlsEfficiency); 0: the library has no NVLS.
+  double nvls_efficiency = 0;
   // Calibrated rates by size (below the first: host_reduction_rate), keyed by host_reduction_regimes_by.
   SizeCurve host_reduction_regimes;
   RegimeKey host_reduction_regimes_by = RegimeKey::Message;

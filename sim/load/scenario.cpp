@@ -23,6 +23,8 @@ std::string_view to_string(Strategy v) {
       return "halving_doubling";
     case Strategy::ParameterServer:
       return "parameter_server";
+    case Strategy::Nvls:
+      return "nvls";
   }
   return "?";
 }
@@ -290,10 +292,11 @@ const ModelSpec& parse_model(const YamlField& root, const Catalog& catalog, Scen
 // communication: the strategy, and the hierarchical allreduce's cross-node algorithm.
 void parse_strategy(const YamlField& co, Scenario& s) {
   if (auto f = co.find("strategy")) {
-    const std::string v = f->choice({"ring", "hierarchical", "halving_doubling", "parameter_server"});
+    const std::string v = f->choice({"ring", "hierarchical", "halving_doubling", "parameter_server", "nvls"});
     s.communication.strategy = v == "ring"               ? Strategy::Ring
                                : v == "hierarchical"     ? Strategy::Hierarchical
                                : v == "halving_doubling" ? Strategy::HalvingDoubling
+                               : v == "nvls"             ? Strategy::Nvls
                                                          : Strategy::ParameterServer;
   }
   if (auto f = co.find("cross_node")) {
@@ -302,6 +305,21 @@ void parse_strategy(const YamlField& co, Scenario& s) {
                                      ? collective::CrossNode::Ring
                                      : collective::CrossNode::HalvingDoubling;
   }
+}
+
+// communication: strategy nvls reduces in the NVSwitch of one node (NCCL's NVLS), with NCCL.
+void check_nvls(const YamlField& co, const Catalog& catalog, const SkuSpec& sku, const Scenario& s) {
+  if (s.communication.strategy != Strategy::Nvls) return;
+  const YamlField f = co.get("strategy");
+  const auto& sw = catalog.layout(sku.layout).nvswitch;
+  if (!sw || !sw->reduction)
+    f.fail(sku.name + " has no NVSwitch that reduces in the switch (NVLink SHARP: H100/H200 sizes); use ring");
+  if (s.cluster.nodes != 1)
+    f.fail(
+        "nvls runs inside one node; across nodes NCCL pairs it with a tree (NVLSTree), not modelled: use ring "
+        "or hierarchical, or cluster.nodes: 1");
+  if (catalog.library(std::string(to_string(s.communication.library))).data_path != DataPath::Device)
+    f.fail("nvls is NCCL's: set communication.library: nccl");
 }
 
 // communication: the parameter servers' keys (they apply to that strategy only).
@@ -420,6 +438,7 @@ Scenario parse(std::shared_ptr<YamlDocument> doc, const Catalog& catalog, const 
     parse_parameter_server_keys(*co, s);
     channels = parse_buffers(*co, s);
     parse_parameter_server_count(*co, s);
+    check_nvls(*co, catalog, sku, s);
   }
   s.communication.channels = channels;
   if (channels == 0) default_channels(catalog, sku, s);
@@ -463,6 +482,9 @@ std::string concurrent_collectives_value(int c) { return c == 0 ? "unlimited" : 
 }  // namespace
 
 std::string real_run_refusal(const Scenario& s) {
+  if (s.communication.strategy == Strategy::Nvls)
+    return "strategy nvls reduces in the NVSwitch (multicast objects), which ringsim-real's transports do not "
+           "use; run it with NCCL itself (NCCL_ALGO=NVLS) or choose strategy ring";
   const int c = s.communication.concurrent_collectives;
   if (c == 1) return "";
   return "ringsim-real runs one collective at a time; communication.concurrent_collectives is " +

@@ -13,7 +13,7 @@
 namespace ringsim {
 
 enum class FabricTopology { Star, FatTree };
-enum class Strategy { Ring, Hierarchical, HalvingDoubling, ParameterServer };
+enum class Strategy { Ring, Hierarchical, HalvingDoubling, ParameterServer, Nvls };
 enum class PsPlacement { Colocated, Dedicated, Gpus };
 enum class PsAggregation { None, Node };
 enum class CommLibrary { Nccl, Mpi };
