@@ -215,6 +215,43 @@ void Catalog::load_datasets(const fs::path& base) {
   }
 }
 
+// Each GPU's rail (NodeLayout::gpu_rail).
+static void assign_rails(NodeLayout& l) {
+  // The NIC whose PCIe path from the GPU meets it soonest; of NICs as close, the one fewest GPUs use so far
+  // (two GPUs and two NICs on one switch: a NIC each, as NCCL pairs them). A device's chain is its parent, the
+  // parent's parent, ... up to its CPU socket; devices under different sockets meet past the socket link.
+  std::map<std::string, std::string> parent_of;
+  for (const auto& sw : l.pcie_switches) parent_of[sw.name] = sw.uplink.parent;
+  auto chain = [&](const std::string& parent) {
+    std::vector<std::string> c{parent};
+    while (parent_of.count(c.back())) c.push_back(parent_of.at(c.back()));
+    return c;
+  };
+  std::vector<int> users(l.infiniband_nics.size(), 0);  // GPUs on each rail so far: ties go to the least used
+  for (const auto& g : l.gpus) {
+    const auto cg = chain(g.parent);
+    int best = -1;
+    std::size_t best_hops = 0;
+    for (std::size_t k = 0; k < l.infiniband_nics.size(); ++k) {
+      const auto cn = chain(l.infiniband_nics[k].parent);
+      std::size_t hops = cg.size() + cn.size() + 1;  // beyond both sockets
+      for (std::size_t i = 0; i < cg.size(); ++i)
+        if (auto it = std::find(cn.begin(), cn.end(), cg[i]); it != cn.end()) {
+          hops = i + static_cast<std::size_t>(it - cn.begin());
+          break;
+        }
+      if (best < 0 || hops < best_hops || (hops == best_hops && users[k] < users[best])) {
+        best = static_cast<int>(k);
+        best_hops = hops;
+      }
+    }
+    if (best >= 0) {
+      l.gpu_rail.push_back(best);
+      ++users[best];
+    }
+  }
+}
+
 // skus.yaml's node layouts: devices, their PCIe tree and NVLinks, NICs and each GPU's rail.
 void Catalog::load_layouts(const YamlField& layouts) {
   for (auto& [name, f] : layouts.entries()) {
@@ -286,39 +323,7 @@ void Catalog::load_layouts(const YamlField& layouts) {
                                         static_cast<int>(sw->get("links_per_gpu").integer(1, 72)),
                                         sw->find("reduction") && sw->get("reduction").boolean()};
     }
-    // Rails: the NIC whose PCIe path from the GPU meets it soonest; of NICs as close, the one fewest GPUs
-    // use so far (two GPUs and two NICs on one switch: a NIC each, as NCCL pairs them). A device's chain is its parent,
-    // the parent's parent, ... up to its CPU socket; devices under different sockets meet past the socket link.
-    std::map<std::string, std::string> parent_of;
-    for (const auto& sw : l.pcie_switches) parent_of[sw.name] = sw.uplink.parent;
-    auto chain = [&](const std::string& parent) {
-      std::vector<std::string> c{parent};
-      while (parent_of.count(c.back())) c.push_back(parent_of.at(c.back()));
-      return c;
-    };
-    std::vector<int> users(l.infiniband_nics.size(), 0);  // GPUs on each rail so far: ties go to the least used
-    for (const auto& g : l.gpus) {
-      const auto cg = chain(g.parent);
-      int best = -1;
-      std::size_t best_hops = 0;
-      for (std::size_t k = 0; k < l.infiniband_nics.size(); ++k) {
-        const auto cn = chain(l.infiniband_nics[k].parent);
-        std::size_t hops = cg.size() + cn.size() + 1;  // beyond both sockets
-        for (std::size_t i = 0; i < cg.size(); ++i)
-          if (auto it = std::find(cn.begin(), cn.end(), cg[i]); it != cn.end()) {
-            hops = i + static_cast<std::size_t>(it - cn.begin());
-            break;
-          }
-        if (best < 0 || hops < best_hops || (hops == best_hops && users[k] < users[best])) {
-          best = static_cast<int>(k);
-          best_hops = hops;
-        }
-      }
-      if (best >= 0) {
-        l.gpu_rail.push_back(best);
-        ++users[best];
-      }
-    }
+    assign_rails(l);
     layouts_.emplace(name, l);
   }
 }
