@@ -314,7 +314,7 @@ std::vector<BadCase> cases() {
        std::string(kValid) + "storage:\n  backend: local_ssd\n  dataset_size: 100 TiB\n",
        {},
        "bad.yaml:10:12",
-       "each node's shard of the data set (5.12e+04 GiB) does not fit NC24rs_v3's local SSD (2948 GiB)"},
+       "each node's shard of the data set (50 TiB) does not fit NC24rs_v3's local SSD (2948 GiB)"},
       {"blobfuse cache larger than the local SSDs",
        std::string(kValid) + "storage:\n  backend: blobfuse\n  cache: true\n  dataset_size: 100 TiB\n",
        {},

@@ -48,6 +48,7 @@ TEST_CASE("units: parsed strictly, with the reason and the closest unit", "[unit
 
 TEST_CASE("units: formatting round-trips through the parser", "[units]") {
   CHECK(format_bytes(64.0 * 1024 * 1024) == "64 MiB");
+  CHECK(format_bytes(28000.0 * 1073741824) == "27.34 TiB");  // not 2.8e+04 GiB
   CHECK(format_bandwidth(12.5e9) == "12.5 GB/s");
   CHECK(format_time(1.5e-6) == "1.5 us");
   CHECK(format_time(5e-3) == "5 ms");

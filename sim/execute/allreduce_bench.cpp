@@ -12,7 +12,7 @@ BenchPrediction predict_allreduce_bench(const Catalog& catalog, const Scenario& 
   if (s.communication.strategy == Strategy::ParameterServer)
     throw InputError({},
                      "bench: strategy parameter_server runs no allreduce; set communication.strategy to ring, "
-                     "hierarchical or halving_doubling");
+                     "hierarchical, halving_doubling or nvls");
   constexpr int kFloatBytes = 4;  // all_reduce_perf's default type (-d float)
   const auto list = collective::sweep_sizes(sizes.min_bytes, sizes.max_bytes, sizes.factor, kFloatBytes);
   if (static_cast<int>(list.size()) > kMaxBenchRows)

@@ -138,6 +138,7 @@ std::string format_quantity(double v, Quantity kind) {
 
 std::string format_bytes(double bytes) {
   const double a = std::fabs(bytes);
+  if (a >= 10000 * 1073741824.0) return fmt(bytes / 1099511627776.0, "TiB");  // 10000 GiB would print as 1e+04
   if (a >= 1073741824.0) return fmt(bytes / 1073741824.0, "GiB");
   if (a >= 1048576.0) return fmt(bytes / 1048576.0, "MiB");
   if (a >= 1024.0) return fmt(bytes / 1024.0, "KiB");
