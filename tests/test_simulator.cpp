@@ -14,6 +14,7 @@
 #include "calibrate/calibrate.h"
 #include "collective/collective.h"
 #include "execute/allreduce_bench.h"
+#include "execute/buffer_collective.h"
 #include "execute/child_process.h"
 #include "execute/comm_model.h"
 #include "execute/prediction_band.h"
@@ -1442,6 +1443,11 @@ TEST_CASE("bench: NVLS on one ND96isr_H100_v5 in closed form, and refused where 
   const double expect = (4.5 * 256 + 11.5) * mib / (0.85 * 0.8 * 450e9) + 259 * 0.35e-6 + 8.4e-6;
   CHECK(b.rows[0].time_s == Approx(expect).epsilon(0.01));
   CHECK(b.rows[0].algbw() * b.bus_factor / 1e9 == Approx(460).epsilon(0.02));  // Azure measured 466 at 1 GiB
+  // NVLS runs NCCL's 16 channels, an SM each of the H100's 132, while the ring holds kernel_channels (2).
+  const Topology topo = Topology::build(c, cluster_shape(s.cluster));
+  CommModel cm(c, s, topo);
+  const auto nvls = make_buffer_collective(s, buffer_collective_layout(s, cm.data_space(), cm), 1 << 20, 4);
+  CHECK(cm.compute_interference(*nvls, 1.0).sms == Approx(16.0 / 132));
   const std::string a100 = ringsim::test::input_error_of([&] {
     load_scenario(file, c, {parse_override("communication.strategy=nvls"), parse_override("cluster.sku=ND96asr_v4")});
   });

@@ -19,7 +19,9 @@ CommModel::CommModel(const Catalog& catalog, const Scenario& s, const Topology& 
   // The library's profile: regimes keyed by footprint make collective_size compute it.
   footprint_keyed_ = lib_.host_reduction_regimes_by == RegimeKey::Footprint;
   // Allreduces run in the library's kernels; parameter servers' exchanges are copies (copy engines).
-  kernel_channels_ = s.communication.strategy == Strategy::ParameterServer ? 0 : lib_.kernel_channels;
+  kernel_channels_ = s.communication.strategy == Strategy::ParameterServer ? 0
+                     : s.communication.strategy == Strategy::Nvls          ? lib_.nvls_channels
+                                                                           : lib_.kernel_channels;
   reduce_slice_ = s.communication.strategy == Strategy::ParameterServer ? 0 : lib_.reduce_slice;
   for (const PathProfile* p : {&lib_.intra_node, &lib_.infiniband, &lib_.ethernet})
     footprint_keyed_ = footprint_keyed_ || p->regimes_by == RegimeKey::Footprint;

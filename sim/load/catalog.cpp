@@ -385,7 +385,7 @@ void Catalog::load_libraries(const fs::path& base) {
   YamlField root = open_root(base / "libraries.yaml", {"libraries"});
   for (auto& [name, f] : root.get("libraries").entries()) {
     f.require_map({"description", "data_path", "collective_overhead", "host_reduction_rate", "host_copy_rate",
-                   "kernel_channels", "reduce_slice", "nvls_efficiency", "paths"});
+                   "kernel_channels", "reduce_slice", "nvls_efficiency", "nvls_channels", "paths"});
     LibraryProfile l;
     l.name = name;
     l.description = f.get("description").str();
@@ -397,6 +397,7 @@ void Catalog::load_libraries(const fs::path& base) {
     if (auto k = f.find("kernel_channels")) l.kernel_channels = k->number(0, 64);
     if (auto r = f.find("reduce_slice")) l.reduce_slice = r->positive_quantity(Quantity::Bytes);
     if (auto e = f.find("nvls_efficiency")) l.nvls_efficiency = e->number(0.01, 1);
+    if (auto n = f.find("nvls_channels")) l.nvls_channels = n->number(0, 64);
     YamlField paths = f.get("paths");
     paths.require_map({"intra_node", "infiniband", "ethernet"});
     auto path = [&](const char* key) {

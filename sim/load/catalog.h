@@ -290,6 +290,7 @@ struct LibraryProfile {
   // Strategy nvls: the share of the NVLink's effective bandwidth that transfers to and from an NVSwitch that
   // reduces in the switch reach (NCCL's nvlsEfficiency); 0: the library has no NVLS.
   double nvls_efficiency = 0;
+  double nvls_channels = 0;  // strategy nvls: the SMs its kernels hold instead of kernel_channels
   // Calibrated rates by size (below the first: host_reduction_rate), keyed by host_reduction_regimes_by.
   SizeCurve host_reduction_regimes;
   RegimeKey host_reduction_regimes_by = RegimeKey::Message;
