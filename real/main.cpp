@@ -17,8 +17,6 @@
 
 namespace {
 
-std::uint64_t parse_size(const std::string& s) { return ringsim::parse_message_size(s); }
-
 // --probe-cores and --core-to-core-nearest (real/placement/core_to_core.h), for a subcommand whose unit of
 // measurement is `unit` ("each size").
 void add_probe_options(CLI::App& sub, bool& probe, double& nearest_ns, const std::string& unit) {
@@ -118,15 +116,15 @@ int RealCommandLine::run() {
   if (!fault.empty()) bo.fault = to.fault = ringsim::real::Fault::parse(fault);
   if (*bench) {
     bo.baseline = !no_baseline;
-    bo.min_bytes = parse_size(min_size);
-    bo.max_bytes = parse_size(max_size);
+    bo.min_bytes = ringsim::parse_message_size(min_size);
+    bo.max_bytes = ringsim::parse_message_size(max_size);
     if (bo.min_bytes > bo.max_bytes) throw std::invalid_argument("-b must not exceed -e");
     if (bo.algorithm != "ring" && bo.op != "allreduce")
       throw ringsim::real::UsageError("--algorithm " + bo.algorithm + " applies to --op allreduce only");
     return ringsim::real::run_bench(bo, MPI_COMM_WORLD) == 0 ? 0 : 1;
   }
   if (*calibrate) {
-    co.max_bytes = parse_size(cal_max);
+    co.max_bytes = ringsim::parse_message_size(cal_max);
     return ringsim::real::run_calibrate(co, MPI_COMM_WORLD);
   }
   to.catalog_dir = catalog_dir;
