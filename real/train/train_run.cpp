@@ -287,8 +287,7 @@ double TrainLoop::iteration(int it, bool last) {
   }
   iteration_start_ = runtime_->now();
   runtime_->open(pass_++);
-  collective::FusionPlanner planner(fusion_tensors_,
-                                    static_cast<std::uint64_t>(s_.communication.fusion_threshold_bytes), 1);
+  collective::FusionPlanner planner = gradient_planner(s_, fusion_tensors_, 1);
   announced_.assign(flags_.size(), 0);
   comm_time_ = 0;
   negotiation_ = 0;

@@ -3,6 +3,8 @@
 // ready tensors not yet handled, in the order they became ready, are packed into fusion buffers of at
 // most `threshold` bytes (same element type; a tensor larger than the threshold travels alone; threshold
 // 0 disables fusion), one collective per buffer.
+// PyTorch DDP's buckets instead are fixed before the step (ddp_buckets): a bucket's allreduce starts once
+// every rank has all its gradients and every earlier bucket has started (the Reducer launches in order).
 #pragma once
 
 #include <cstdint>
@@ -23,9 +25,18 @@ struct FusionBuffer {
   double negotiated_at = 0;  // the cycle in which the buffer was formed
 };
 
+// DDP's bucket assignment (torch/csrc/distributed/c10d/reducer.cpp compute_bucket_assignment_by_size, as
+// Reducer::rebuild_buckets calls it after the first step): the tensors in reverse registration order (the
+// order backward produces them), a bucket closing once it holds at least its limit: `first_bytes` for the
+// first, `bytes` for each after. Tensors of different element types go to different buckets.
+std::vector<std::vector<int>> ddp_buckets(const std::vector<FusionTensor>& tensors, std::uint64_t first_bytes,
+                                          std::uint64_t bytes);
+
 class FusionPlanner {
  public:
   FusionPlanner(std::vector<FusionTensor> tensors, std::uint64_t threshold, int ranks);
+  // Fixed buckets (ddp_buckets), released in their order as each completes.
+  FusionPlanner(std::vector<FusionTensor> tensors, std::vector<std::vector<int>> buckets, int ranks);
 
   // Rank announces tensor `t` ready at `time` (times must not decrease across calls).
   void announce(int t, double time);
@@ -34,7 +45,8 @@ class FusionPlanner {
   // When every rank had announced `t` (valid once ready).
   double ready_time(int t) const { return ready_at_[t]; }
   bool all_planned() const { return planned_ == static_cast<int>(tensors_.size()); }
-  bool has_ready() const { return !ready_queue_.empty(); }  // ready tensors wait for a negotiation
+  // A negotiation now would plan something: ready tensors (fusion), the next bucket complete (buckets).
+  bool has_ready() const;
   int tensor_count() const { return static_cast<int>(tensors_.size()); }
 
  private:
@@ -45,6 +57,11 @@ class FusionPlanner {
   std::vector<double> ready_at_;
   std::vector<int> ready_queue_;  // ready, not yet planned, in order of readiness
   int planned_ = 0;
+  std::vector<std::vector<int>> buckets_;  // fixed buckets; empty: fusion by threshold
+  std::vector<int> bucket_missing_;        // per bucket: its tensors not yet ready on every rank
+  std::vector<int> bucket_of_;             // per tensor
+  std::size_t next_bucket_ = 0;
+  std::vector<FusionBuffer> release_buckets(double now);
 };
 
 }  // namespace ringsim::collective

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "collective/collective.h"
+#include "collective/fusion.h"
 #include "load/scenario.h"
 
 namespace ringsim {
@@ -24,6 +25,10 @@ class PathCost;
 // (one per channel, for strategy ring) and the ring inside a node (hierarchical), from the same ring
 // search (graph/ring_search.h) over the same path costs.
 BufferCollectiveLayout buffer_collective_layout(const Scenario& s, collective::Space space, PathCost& costs);
+
+// The framework's gradient planner for one step (predict and ringsim-real train): Horovod's fusion by
+// fusion_threshold, or PyTorch DDP's fixed buckets.
+collective::FusionPlanner gradient_planner(const Scenario& s, std::vector<collective::FusionTensor> tensors, int ranks);
 
 // parameter_server only: the server of each tensor, as the scenario assigns them.
 std::vector<int> tensor_servers(const Scenario& s, const std::vector<std::uint64_t>& tensor_bytes);

@@ -88,7 +88,7 @@ DataPipeline data_pipeline_demand(const Catalog& catalog, const Scenario& s, con
   p.prefetch_depth = c.prefetch_depth;
   p.reader_threads = c.reader_threads;
   p.nic = nic;
-  const double images = static_cast<double>(s.cluster.gpus_per_node) * s.model.batch_per_gpu;
+  const double images = s.cluster.gpus_per_node * s.samples_per_gpu_step();
   p.image_bytes = c.dataset_bytes / static_cast<double>(s.training.dataset_images);
   p.batch_bytes_per_node = images * p.image_bytes;
   p.requests_per_batch_node = c.format == DataFormat::Files ? images : p.batch_bytes_per_node / c.record_size;

@@ -5,7 +5,7 @@
 namespace ringsim {
 
 void derive_throughput(Prediction& p, const Scenario& s) {
-  const double images = static_cast<double>(p.gpus) * s.model.batch_per_gpu;
+  const double images = p.gpus * s.samples_per_gpu_step();
   p.images_per_sec = images / p.iteration_time_s;
   p.images_per_sec_per_gpu = p.images_per_sec / p.gpus;
   p.scaling_efficiency = p.single_gpu_images_per_sec > 0 ? p.images_per_sec_per_gpu / p.single_gpu_images_per_sec : 0;

@@ -50,7 +50,7 @@ class CollectiveFactory {
  public:
   CollectiveFactory(const Scenario& s, const ModelSpec& model, CommModel& cm) : s_(s), cm_(cm) {
     for (const auto& t : model.tensors)
-      tensor_bytes_.push_back(static_cast<std::uint64_t>(t.numel) * model.dtype_bytes());
+      tensor_bytes_.push_back(static_cast<std::uint64_t>(t.numel) * s.model.gradient_bytes);
     if (s.communication.strategy == Strategy::ParameterServer) server_of_ = tensor_servers(s, tensor_bytes_);
     // Rings follow the fastest links inside a node, the same in every node, nodes in index order.
     layout_ = buffer_collective_layout(s, cm.data_space(), cm);
@@ -147,11 +147,10 @@ class TrainingRun final : public collective::CycleRuntime, public collective::Bu
     if (s.communication.strategy == Strategy::ParameterServer) place_servers();
     if (s.storage) plan_data_pipeline();
     std::vector<collective::FusionTensor> ft;
-    for (auto b : factory_.tensor_bytes()) ft.push_back({b, model_.dtype_bytes()});
+    for (auto b : factory_.tensor_bytes()) ft.push_back({b, s.model.gradient_bytes});
     const int announcing = fidelity == Fidelity::Flow ? s.cluster.total_gpus() : 1;
     for (int k = 0; k < iterations(); ++k)
-      planners_.push_back(std::make_unique<collective::FusionPlanner>(
-          ft, static_cast<std::uint64_t>(s.communication.fusion_threshold_bytes), announcing));
+      planners_.push_back(std::make_unique<collective::FusionPlanner>(gradient_planner(s, ft, announcing)));
     edge_bytes_.assign(cm_.edge_count(), 0);
   }
 
@@ -300,7 +299,7 @@ void TrainingRun::add_loader(sg4::NetZone* zone, PlatformBuilder& builder,
     }
     feed.push_back(std::move(ln));
   }
-  const double images = static_cast<double>(s_.cluster.gpus_per_node) * s_.model.batch_per_gpu;
+  const double images = s_.cluster.gpus_per_node * s_.samples_per_gpu_step();
   loader_ = std::make_unique<DataLoaderSim>(demand_, sources_, s_.storage->prefetch_depth,
                                             images * s_.storage->decode_cpu_per_image_s, sku.vcpus,
                                             flow ? 1.0 : 1.0 / s_.cluster.nodes);
@@ -379,7 +378,7 @@ void TrainingRun::build_platform(const Collective* c, bool with_loader) {
                              : 1;
       for (int first = 0; first < firsts; ++first) {
         collective::FusionBuffer probe;
-        probe.element_bytes = model_.dtype_bytes();
+        probe.element_bytes = s_.model.gradient_bytes;
         for (int t = first; t < tensors; ++t) probe.tensors.push_back(t);
         for (int t : probe.tensors) probe.bytes += factory_.tensor_bytes()[t];
         own.push_back(factory_.make(probe));
@@ -684,7 +683,7 @@ Prediction TrainingRun::run() {
   p.compute_interference_s = slowed > 1e-9 ? slowed : 0;
   p.single_gpu_images_per_sec = compute_.single_gpu_images_per_sec;
   derive_throughput(p, s_);
-  if (s_.storage) apply_data_pipeline(p, static_cast<double>(p.gpus) * s_.model.batch_per_gpu);
+  if (s_.storage) apply_data_pipeline(p, p.gpus * s_.samples_per_gpu_step());
   p.compute_source = compute_.source;
   p.compute_source_detail = compute_.source_detail;
   std::vector<double> ready;

@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "collective/collective.h"
+#include "collective/fusion.h"
 #include "execute/buffer_collective.h"
 #include "execute/comm_model.h"
 #include "graph/topology_graph.h"
@@ -118,9 +119,16 @@ WorkEstimate estimate_work(const Catalog& catalog, const Scenario& s, Fidelity f
   // Fusion buffers: at least the gradients over the threshold, and a buffer per negotiation cycle
   // during the backward pass; never more than one per tensor.
   const ModelSpec& model = catalog.model(s.model.name);
-  const double grad = model.gradient_bytes();
+  const double grad = static_cast<double>(model.total_params) * s.model.gradient_bytes;
   const int tensors = static_cast<int>(model.tensors.size());
-  if (c.fusion_threshold_bytes <= 0) {
+  if (c.framework == Framework::PytorchDdp) {
+    std::vector<collective::FusionTensor> ft;
+    for (const auto& t : model.tensors)
+      ft.push_back({static_cast<std::uint64_t>(t.numel) * s.model.gradient_bytes, s.model.gradient_bytes});
+    e.fusion_buffers = static_cast<int>(collective::ddp_buckets(ft, static_cast<std::uint64_t>(c.first_bucket_bytes),
+                                                                static_cast<std::uint64_t>(c.bucket_bytes))
+                                            .size());
+  } else if (c.fusion_threshold_bytes <= 0) {
     e.fusion_buffers = tensors;
   } else {
     const double backward = build_compute_model(catalog, s).backward_s;
@@ -130,7 +138,7 @@ WorkEstimate estimate_work(const Catalog& catalog, const Scenario& s, Fidelity f
   e.fusion_buffers = std::max(1, e.fusion_buffers);
 
   // One collective of the mean buffer size: every member's sends in every step.
-  const int elem = model.dtype_bytes();
+  const int elem = s.model.gradient_bytes;
   const auto bytes = static_cast<std::uint64_t>(grad / e.fusion_buffers / elem) * elem;
   const auto space = collective_data_space(catalog.library(std::string(to_string(c.library))),
                                            catalog.gpu(catalog.sku(s.cluster.sku).gpu));

@@ -46,21 +46,43 @@ std::string_view to_string(FabricKind kind) { return kind == FabricKind::InfiniB
 double ModelSpec::gradient_bytes() const { return static_cast<double>(total_params) * dtype_bytes(); }
 int ModelSpec::dtype_bytes() const { return dtype == "float16" ? 2 : 4; }
 
-double TensorSpec::forward_flops() const {
-  if (out_h > 0) return 2.0 * static_cast<double>(numel) * out_h * out_w;
-  if (shape.size() == 2) return 2.0 * static_cast<double>(numel);
-  return 0;
+double GpuSpec::peak_flops(const std::string& arithmetic) const {
+  if (arithmetic == "fp32") return fp32_peak_flops;
+  const auto it = peaks.find(arithmetic);
+  return it == peaks.end() ? 0 : it->second;
 }
 
-double ModelSpec::forward_flops() const {
+double TensorSpec::forward_flops(double tokens) const {
+  const double n = static_cast<double>(numel);
+  if (out_h > 0) return 2.0 * n * out_h * out_w;
+  if (shape.size() != 2) return 0;
+  switch (use) {
+    case TensorUse::Lookup:
+      return 0;
+    case TensorUse::PerSample:
+      return 2.0 * n;
+    case TensorUse::Attention:
+      return 2.0 * n * tokens + 4.0 * tokens * tokens * static_cast<double>(shape[0]);
+    case TensorUse::PerToken:
+      break;
+  }
+  return 2.0 * n * tokens;
+}
+
+double ModelSpec::forward_flops(int tokens) const {
   double f = 0;
-  for (const auto& t : tensors) f += t.forward_flops();
+  for (const auto& t : tensors) f += t.forward_flops(tokens);
   return f;
 }
 
-const MeasuredRate* ComputeSpec::find(const std::string& gpu, const std::string& model, int batch) const {
+bool ModelSpec::transformer() const {
+  return std::any_of(tensors.begin(), tensors.end(), [](const TensorSpec& t) { return t.use == TensorUse::Attention; });
+}
+
+const MeasuredRate* ComputeSpec::find(const std::string& gpu, const std::string& model, int batch,
+                                      const std::string& precision) const {
   for (const auto& m : measured)
-    if (m.gpu == gpu && m.model == model && m.batch_per_gpu == batch) return &m;
+    if (m.gpu == gpu && m.model == model && m.batch_per_gpu == batch && m.precision == precision) return &m;
   return nullptr;
 }
 
@@ -163,7 +185,7 @@ void Catalog::load_links(const fs::path& base) {
 void Catalog::load_gpus(const fs::path& base) {
   YamlField root = open_root(base / "gpus.yaml", {"gpus"});
   for (auto& [name, f] : root.get("gpus").entries()) {
-    f.require_map({"description", "kind", "fp32_peak", "memory_bandwidth", "memory", "gpus_per_board",
+    f.require_map({"description", "kind", "fp32_peak", "peaks", "memory_bandwidth", "memory", "gpus_per_board",
                    "multiprocessors", "core_handoff", "cross_core_handoff"});
     GpuSpec g;
     g.name = name;
@@ -176,6 +198,10 @@ void Catalog::load_gpus(const fs::path& base) {
     }
     g.description = f.get("description").str();
     g.fp32_peak_flops = f.get("fp32_peak").positive_quantity(Quantity::FlopRate);
+    if (auto p = f.find("peaks")) {
+      p->require_map({"tf32", "fp16", "bf16"});
+      for (auto& [arith, v] : p->entries()) g.peaks[arith] = v.positive_quantity(Quantity::FlopRate);
+    }
     g.memory_bandwidth = f.get("memory_bandwidth").positive_quantity(Quantity::Bandwidth);
     g.memory_bytes = f.get("memory").positive_quantity(Quantity::Bytes);
     g.gpus_per_board = static_cast<int>(f.get("gpus_per_board").integer(1, 2));
@@ -206,9 +232,13 @@ void Catalog::load_fabrics(const fs::path& base) {
 void Catalog::load_datasets(const fs::path& base) {
   YamlField root = open_root(base / "datasets.yaml", {"datasets"});
   for (auto& [name, f] : root.get("datasets").entries()) {
-    f.require_map({"description", "training_images", "training_bytes"});
+    f.require_map({"description", "training_images", "training_tokens", "training_bytes"});
     f.get("description").str();
-    DatasetSpec d{name, f.get("training_images").integer(1, std::int64_t(1) << 40), 0};
+    if (f.has("training_images") == f.has("training_tokens"))
+      f.fail("give either training_images (an image data set) or training_tokens (a text data set)");
+    DatasetSpec d{name, 0, 0, 0};
+    if (auto i = f.find("training_images")) d.training_images = i->integer(1, std::int64_t(1) << 40);
+    if (auto t = f.find("training_tokens")) d.training_tokens = t->integer(1, std::int64_t(1) << 50);
     if (auto b = f.find("training_bytes")) d.training_bytes = b->positive_quantity(Quantity::Bytes);
     datasets_.emplace(name, d);
     dataset_order_.push_back(name);
@@ -461,6 +491,59 @@ void Catalog::load_storage(const fs::path& base) {
   }
 }
 
+namespace {
+
+// A model file's `tokens`: a count (fixed: ViT's patches and class token) or {default, max} (model.seq_len).
+void read_model_tokens(const YamlField& tk, ModelSpec& m) {
+  if (tk.is_map()) {
+    tk.require_map({"default", "max"});
+    m.max_tokens = static_cast<int>(tk.get("max").integer(1, 1 << 20));
+    m.default_tokens = static_cast<int>(tk.get("default").integer(1, m.max_tokens));
+    m.seq_len_settable = true;
+  } else {
+    m.default_tokens = m.max_tokens = static_cast<int>(tk.integer(1, 1 << 20));
+  }
+}
+
+// [name, [dims...]], a convolution's [name, [dims...], [out_h, out_w]], or a 2-D weight's
+// [name, [dims...], per_token | lookup | per_sample | attention].
+TensorSpec read_tensor(const YamlField& t) {
+  auto parts = t.items();
+  if (parts.size() != 2 && parts.size() != 3)
+    t.fail("expected [name, [dims...]] or, for a convolution, [name, [dims...], [out_h, out_w]]");
+  TensorSpec ts;
+  ts.name = parts[0].str();
+  ts.numel = 1;
+  for (auto& d : parts[1].items()) {
+    ts.shape.push_back(d.integer(1, std::int64_t(1) << 40));
+    ts.numel *= ts.shape.back();
+  }
+  if (ts.shape.empty()) parts[1].fail("a tensor needs at least one dimension");
+  if (parts.size() == 3 && parts[2].is_scalar()) {
+    if (ts.shape.size() != 2)
+      parts[2].fail("only a 2-D weight says how it computes; this one has " + std::to_string(ts.shape.size()) +
+                    (ts.shape.size() == 1 ? " dimension" : " dimensions"));
+    const std::string u = parts[2].choice({"per_token", "lookup", "per_sample", "attention"});
+    ts.use = u == "lookup"       ? TensorUse::Lookup
+             : u == "per_sample" ? TensorUse::PerSample
+             : u == "attention"  ? TensorUse::Attention
+                                 : TensorUse::PerToken;
+    if (ts.use == TensorUse::Attention && ts.shape[0] != ts.shape[1])
+      parts[2].fail("an attention layer's output projection is square [width, width]");
+  } else if (parts.size() == 3) {
+    if (ts.shape.size() != 4) parts[2].fail("only a 4-D convolution weight has an output size [out_h, out_w]");
+    auto hw = parts[2].items();
+    if (hw.size() != 2) parts[2].fail("expected the convolution output size [out_h, out_w]");
+    ts.out_h = static_cast<int>(hw[0].integer(1, 1 << 16));
+    ts.out_w = static_cast<int>(hw[1].integer(1, 1 << 16));
+  } else if (ts.shape.size() == 4) {
+    t.fail("a 4-D convolution weight needs its output size: [name, [dims...], [out_h, out_w]]");
+  }
+  return ts;
+}
+
+}  // namespace
+
 // Models: one file per model under models/, loaded in file-name order.
 void Catalog::load_models(const fs::path& base) {
   std::vector<fs::path> model_files;
@@ -469,8 +552,8 @@ void Catalog::load_models(const fs::path& base) {
       if (e.path().extension() == ".yaml") model_files.push_back(e.path());
   std::sort(model_files.begin(), model_files.end());
   for (const auto& file : model_files) {
-    YamlField f =
-        open_root(file, {"name", "display_name", "dataset", "input_shape", "dtype", "total_params", "tensors"});
+    YamlField f = open_root(
+        file, {"name", "display_name", "dataset", "input_shape", "dtype", "total_params", "tokens", "tensors"});
     ModelSpec m;
     m.file = file.string();
     m.name = f.get("name").str();
@@ -480,34 +563,22 @@ void Catalog::load_models(const fs::path& base) {
     m.dataset = f.get("dataset").str();
     if (!datasets_.count(m.dataset))
       f.get("dataset").fail("unknown dataset '" + m.dataset + "'" + suggestion_suffix(m.dataset, dataset_order_));
-    for (auto& d : f.get("input_shape").items()) m.input_shape.push_back(static_cast<int>(d.integer(1, 1 << 16)));
-    if (m.input_shape.size() != 3) f.get("input_shape").fail("expected [channels, height, width]");
+    if (auto tk = f.find("tokens")) read_model_tokens(*tk, m);
+    if ((datasets_.at(m.dataset).training_tokens > 0) != m.seq_len_settable)
+      f.get("dataset").fail(
+          "a text data set goes with a model whose tokens: {default, max} are set, and only with one");
+    if (m.seq_len_settable) {
+      if (auto in = f.find("input_shape")) in->fail("a text model's input is its tokens; give no input_shape");
+    } else {
+      for (auto& d : f.get("input_shape").items()) m.input_shape.push_back(static_cast<int>(d.integer(1, 1 << 16)));
+      if (m.input_shape.size() != 3) f.get("input_shape").fail("expected [channels, height, width]");
+    }
     m.dtype = f.get("dtype").choice({"float32", "float16"});
     m.total_params = f.get("total_params").integer(1, std::int64_t(1) << 50);
     std::int64_t sum = 0;
     for (auto& t : f.get("tensors").items()) {
-      auto parts = t.items();
-      if (parts.size() != 2 && parts.size() != 3)
-        t.fail("expected [name, [dims...]] or, for a convolution, [name, [dims...], [out_h, out_w]]");
-      TensorSpec ts;
-      ts.name = parts[0].str();
-      ts.numel = 1;
-      for (auto& d : parts[1].items()) {
-        ts.shape.push_back(d.integer(1, std::int64_t(1) << 40));
-        ts.numel *= ts.shape.back();
-      }
-      if (ts.shape.empty()) parts[1].fail("a tensor needs at least one dimension");
-      if (parts.size() == 3) {
-        if (ts.shape.size() != 4) parts[2].fail("only a 4-D convolution weight has an output size [out_h, out_w]");
-        auto hw = parts[2].items();
-        if (hw.size() != 2) parts[2].fail("expected the convolution output size [out_h, out_w]");
-        ts.out_h = static_cast<int>(hw[0].integer(1, 1 << 16));
-        ts.out_w = static_cast<int>(hw[1].integer(1, 1 << 16));
-      } else if (ts.shape.size() == 4) {
-        t.fail("a 4-D convolution weight needs its output size: [name, [dims...], [out_h, out_w]]");
-      }
-      sum += ts.numel;
-      m.tensors.push_back(std::move(ts));
+      m.tensors.push_back(read_tensor(t));
+      sum += m.tensors.back().numel;
     }
     if (m.tensors.empty()) f.get("tensors").fail("a model needs at least one tensor");
     if (sum != m.total_params)
@@ -545,19 +616,39 @@ void Catalog::load_uncertain(const fs::path& base) {
   }
 }
 
+// compute.yaml precisions: fp32, tf32, amp and bf16, each with its peak, gradient bytes and efficiencies.
+void Catalog::load_precisions(const YamlField& list) {
+  list.require_map({"fp32", "tf32", "amp", "bf16"});
+  for (const char* name : {"fp32", "tf32", "amp", "bf16"}) {
+    YamlField f = list.get(name);
+    f.require_map({"peak", "gradient_bytes", "efficiency"});
+    PrecisionSpec p;
+    p.name = name;
+    p.peak = f.get("peak").choice({"fp32", "tf32", "fp16", "bf16"});
+    p.gradient_bytes = static_cast<int>(f.get("gradient_bytes").integer(2, 4));
+    YamlField e = f.get("efficiency");
+    e.require_map({"cnn", "transformer"});
+    p.cnn_efficiency = e.get("cnn").number(0.001, 1);
+    p.transformer_efficiency = e.get("transformer").number(0.001, 1);
+    p.source = "compute.yaml:" + std::to_string(f.location().line);
+    compute_.precisions.emplace(name, p);
+    compute_.precision_order.push_back(name);
+  }
+}
+
 void Catalog::load_compute(const fs::path& base) {
-  YamlField root = open_root(base / "compute.yaml", {"roofline", "variation", "measured"});
+  YamlField root = open_root(base / "compute.yaml", {"roofline", "precisions", "variation", "measured"});
   if (auto v = root.find("variation")) {
     v->require_map({"step_time_cv", "gpu_to_gpu_cv"});
     compute_.step_time_cv = v->get("step_time_cv").number(0, 1);
     if (auto g = v->find("gpu_to_gpu_cv")) compute_.gpu_to_gpu_cv = g->number(0, 1);
   }
   YamlField roof = root.get("roofline");
-  roof.require_map({"backward_to_forward", "efficiency"});
+  roof.require_map({"backward_to_forward"});
   compute_.backward_to_forward = roof.get("backward_to_forward").number(0, 100);
-  compute_.roofline_efficiency = roof.get("efficiency").number(0.001, 1);
+  load_precisions(root.get("precisions"));
   for (auto& item : root.get("measured").items()) {
-    item.require_map({"gpu", "model", "batch_per_gpu", "images_per_sec"});
+    item.require_map({"gpu", "model", "batch_per_gpu", "precision", "images_per_sec"});
     MeasuredRate m;
     m.gpu = item.get("gpu").str();
     if (!gpus_.count(m.gpu)) item.get("gpu").fail("unknown GPU '" + m.gpu + "'" + suggestion_suffix(m.gpu, gpu_order_));
@@ -565,12 +656,13 @@ void Catalog::load_compute(const fs::path& base) {
     if (!models_.count(m.model))
       item.get("model").fail("unknown model '" + m.model + "'" + suggestion_suffix(m.model, model_order_));
     m.batch_per_gpu = static_cast<int>(item.get("batch_per_gpu").integer(1, 1 << 20));
+    if (auto p = item.find("precision")) m.precision = p->choice(compute_.precision_order);
     m.images_per_sec = item.get("images_per_sec").positive_number();
     const SourceLocation at = item.location();
     m.source = fs::path(at.file).filename().string() + ":" + std::to_string(at.line);
-    if (compute_.find(m.gpu, m.model, m.batch_per_gpu))
+    if (compute_.find(m.gpu, m.model, m.batch_per_gpu, m.precision))
       item.fail("duplicate measured rate for " + m.gpu + " / " + m.model + " / batch " +
-                std::to_string(m.batch_per_gpu));
+                std::to_string(m.batch_per_gpu) + " / " + m.precision);
     compute_.measured.push_back(m);
   }
 }

@@ -25,7 +25,10 @@ struct GpuSpec {
   std::string name;  // e.g. "V100-PCIe-16GB"
   std::string description;
   double fp32_peak_flops = 0;
-  double memory_bandwidth = 0;  // bytes/s
+  // Dense peaks of the other arithmetics (`peaks:` tf32, fp16, bf16), FLOP/s; absent where the GPU has none.
+  std::map<std::string, double> peaks;
+  double peak_flops(const std::string& arithmetic) const;  // fp32 or a `peaks` key; 0 when absent
+  double memory_bandwidth = 0;                             // bytes/s
   double memory_bytes = 0;
   int gpus_per_board = 1;   // K80/M60 boards carry two GPUs behind an on-board PCIe switch
   int multiprocessors = 0;  // SMs; 0 where not known (a collective's kernels then take none of them)
@@ -61,8 +64,12 @@ struct FabricSpec {
 
 struct DatasetSpec {
   std::string name;
-  std::int64_t training_images = 0;
-  double training_bytes = 0;  // bytes in storage; 0: not in the catalog
+  std::int64_t training_images = 0;  // samples of an image data set
+  std::int64_t training_tokens = 0;  // a text data set's tokens: an epoch is tokens / seq_len sequences
+  double training_bytes = 0;         // bytes in storage; 0: not in the catalog
+  std::int64_t samples(int tokens_per_sample) const {
+    return training_tokens ? std::max<std::int64_t>(1, training_tokens / tokens_per_sample) : training_images;
+  }
 };
 
 // storage.yaml: one storage backend's read limits (issue 8).
@@ -145,14 +152,21 @@ struct SkuSpec {
   std::optional<std::string> infiniband_link;  // link class of the RDMA NIC; absent: no InfiniBand
 };
 
+// How a 2-D weight computes (a model file's third tensor element): on every token of a sample (the default;
+// one token per image for CNNs), as an embedding table that is only looked up, once per sample (a head on
+// the class token), or per token and then as its layer's attention (QK^T and AV over the tokens).
+enum class TensorUse { PerToken, Lookup, PerSample, Attention };
+
 struct TensorSpec {
   std::string name;
   std::vector<std::int64_t> shape;
   std::int64_t numel = 0;
   int out_h = 0, out_w = 0;  // convolution output size per image; 0 for other tensors
-  // Forward FLOPs per image: 2 x numel x out_h x out_w for convolutions, 2 x numel for 2-D (linear)
-  // weights, 0 for 1-D tensors (biases, batch-norm scales).
-  double forward_flops() const;
+  TensorUse use = TensorUse::PerToken;
+  // Forward FLOPs per sample of `tokens` tokens: 2 x numel x out_h x out_w for convolutions; for 2-D weights
+  // 2 x numel x tokens (per sample: x 1, lookup: 0), attention adds 2 x 2 x tokens^2 x width; 0 for other
+  // tensors (biases, norm scales, position tables).
+  double forward_flops(double tokens = 1) const;
 };
 
 struct ModelSpec {
@@ -164,20 +178,38 @@ struct ModelSpec {
   std::int64_t total_params = 0;
   std::vector<TensorSpec> tensors;  // registration (forward) order
   std::string file;
-  double gradient_bytes() const;  // total_params x dtype size
-  int dtype_bytes() const;        // 4 for float32, 2 for float16
-  double forward_flops() const;   // per image, summed over tensors
+  // Tokens per sample (`tokens:`): 1 for CNNs; a fixed count (ViT's patches), or the default and the most
+  // (position embeddings) of model.seq_len for text models.
+  int default_tokens = 1, max_tokens = 1;
+  bool seq_len_settable = false;
+  double gradient_bytes() const;           // total_params x dtype size
+  int dtype_bytes() const;                 // 4 for float32, 2 for float16
+  double forward_flops(int tokens) const;  // per sample, summed over tensors
+  double forward_flops() const { return forward_flops(default_tokens); }
+  bool transformer() const;  // it has attention
+  std::string sample_noun() const { return seq_len_settable ? "sequences" : "images"; }
 };
 
 // compute.yaml: single-GPU training speed.
 struct MeasuredRate {
   std::string gpu, model;
+  std::string precision = "fp32";
   int batch_per_gpu = 0;
   double images_per_sec = 0;
   std::string source;  // "compute.yaml:LINE"
 };
+// model.precision (compute.yaml precisions): the GPU peak its passes run at, the bytes of a gradient element
+// on the wire, and the roofline's achieved fraction of that peak for CNNs and for transformers.
+struct PrecisionSpec {
+  std::string name;  // fp32 | tf32 | amp | bf16
+  std::string peak;  // fp32 | tf32 | fp16 | bf16: GpuSpec::peak_flops
+  int gradient_bytes = 4;
+  double cnn_efficiency = 0, transformer_efficiency = 0;
+  std::string source;  // "compute.yaml:LINE"
+};
 struct ComputeSpec {
-  double roofline_efficiency = 0;  // achieved / peak FP32 in training
+  std::map<std::string, PrecisionSpec> precisions;
+  std::vector<std::string> precision_order;
   double backward_to_forward = 2;  // backward FLOPs / forward FLOPs
   // One rank's per-step compute time varies: its standard deviation over its mean. A synchronous step
   // waits for the slowest rank (ComputeModel::straggler_s).
@@ -190,7 +222,8 @@ struct ComputeSpec {
   double reference_gpu_score = 0;
   double straggler_cv() const { return std::hypot(step_time_cv, gpu_to_gpu_cv); }
   std::vector<MeasuredRate> measured;
-  const MeasuredRate* find(const std::string& gpu, const std::string& model, int batch) const;
+  const MeasuredRate* find(const std::string& gpu, const std::string& model, int batch,
+                           const std::string& precision = "fp32") const;
 };
 
 // libraries.yaml: what a collective library achieves on each kind of path.
@@ -363,6 +396,7 @@ class Catalog {
   void load_libraries(const std::filesystem::path& base);
   void load_storage(const std::filesystem::path& base);
   void load_models(const std::filesystem::path& base);
+  void load_precisions(const YamlField& list);
   void load_compute(const std::filesystem::path& base);
   void load_uncertain(const std::filesystem::path& base);
   // A link class by name, of `kind` where given; fails at `f` otherwise.

@@ -43,6 +43,8 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
   return prev[b.size()];
 }
 
+}  // namespace
+
 std::string join_alternatives(const std::vector<std::string>& names, std::string_view last_sep) {
   std::string s;
   for (std::size_t i = 0; i < names.size(); ++i) {
@@ -51,8 +53,6 @@ std::string join_alternatives(const std::vector<std::string>& names, std::string
   }
   return s;
 }
-
-}  // namespace
 
 std::vector<std::string> closest_names(std::string_view word, const std::vector<std::string>& candidates,
                                        std::size_t max_results) {
@@ -90,7 +90,7 @@ std::vector<std::string> closest_names(std::string_view word, const std::vector<
 std::string suggestion_suffix(std::string_view word, const std::vector<std::string>& candidates) {
   auto close = closest_names(word, candidates);
   if (!close.empty()) return "; did you mean " + join_alternatives(close, " or ") + "?";
-  if (!candidates.empty() && candidates.size() <= 12)
+  if (!candidates.empty() && candidates.size() <= 16)
     return "; expected one of: " + join_alternatives(candidates, ", ");
   return "";
 }

@@ -39,4 +39,7 @@ std::vector<std::string> closest_names(std::string_view word, const std::vector<
 // list, "; expected one of: a, b, c" instead, so the user always learns the valid names.
 std::string suggestion_suffix(std::string_view word, const std::vector<std::string>& candidates);
 
+// "a, b or c" with last_sep " or ".
+std::string join_alternatives(const std::vector<std::string>& names, std::string_view last_sep);
+
 }  // namespace ringsim

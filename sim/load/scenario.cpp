@@ -13,6 +13,8 @@
 namespace ringsim {
 
 std::string_view to_string(FabricTopology v) { return v == FabricTopology::Star ? "star" : "fat_tree"; }
+std::string_view to_string(Framework v) { return v == Framework::Horovod ? "horovod" : "pytorch_ddp"; }
+
 std::string_view to_string(Strategy v) {
   switch (v) {
     case Strategy::Ring:
@@ -58,8 +60,9 @@ const std::vector<std::string> kTopKeys = {
     "communication", "storage",     "calibration", "sweep", "plan"};  // sweep, plan: read by those commands
 const std::vector<std::string> kClusterKeys = {
     "sku", "nodes", "gpus_per_node", "fabric", "fabric_topology", "nodes_per_leaf", "oversubscription"};
-const std::vector<std::string> kModelKeys = {"name", "batch_per_gpu", "images_per_sec_single_gpu"};
-const std::vector<std::string> kTrainingKeys = {"epochs", "dataset_images"};
+const std::vector<std::string> kModelKeys = {
+    "name", "batch_per_gpu", "images_per_sec_single_gpu", "samples_per_sec_single_gpu", "precision", "seq_len"};
+const std::vector<std::string> kTrainingKeys = {"epochs", "dataset_images", "dataset_samples", "gradient_accumulation"};
 const std::vector<std::string> kCommKeys = {"strategy",
                                             "parameter_servers",
                                             "parameter_server_placement",
@@ -70,7 +73,10 @@ const std::vector<std::string> kCommKeys = {"strategy",
                                             "cycle_time",
                                             "concurrent_collectives",
                                             "channels",
-                                            "library"};
+                                            "library",
+                                            "framework",
+                                            "bucket_size",
+                                            "first_bucket_size"};
 
 const std::vector<std::string> kStorageKeys = {
     "backend",        "servers",        "cache",        "format",
@@ -263,6 +269,41 @@ const SkuSpec& parse_cluster(const YamlField& root, const Catalog& catalog, Scen
   return *sku;
 }
 
+// model.samples_per_sec_single_gpu, or its older name images_per_sec_single_gpu: from a thousandth of a
+// sample per second (batch 2^20: 33 years an iteration, the simulated clock's limit in sight) to a billion.
+void parse_single_gpu_rate(const YamlField& mo, Scenario& s) {
+  if (mo.has("images_per_sec_single_gpu") && mo.has("samples_per_sec_single_gpu"))
+    mo.get("samples_per_sec_single_gpu")
+        .fail("give samples_per_sec_single_gpu or its synonym images_per_sec_single_gpu, not both");
+  for (const char* key : {"images_per_sec_single_gpu", "samples_per_sec_single_gpu"})
+    if (auto f = mo.find(key)) s.model.images_per_sec_single_gpu = f->number(1e-3, 1e9);
+}
+
+// model.precision: one the GPU has a peak for.
+void parse_precision(const YamlField& mo, const Catalog& catalog, Scenario& s) {
+  const auto f = mo.find("precision");
+  if (!f) return;
+  const ComputeSpec& cs = catalog.compute();
+  s.model.precision = f->choice(cs.precision_order);
+  const PrecisionSpec& p = cs.precisions.at(s.model.precision);
+  s.model.gradient_bytes = p.gradient_bytes;
+  const GpuSpec& gpu = catalog.gpu(catalog.sku(s.cluster.sku).gpu);
+  if (gpu.peak_flops(p.peak) > 0) return;
+  std::vector<std::string> usable;
+  for (const auto& name : cs.precision_order)
+    if (gpu.peak_flops(cs.precisions.at(name).peak) > 0) usable.push_back(name);
+  const std::string in = p.peak == p.name ? "" : " (" + p.name + " computes in " + p.peak + ")";
+  f->fail(s.cluster.sku + "'s " + gpu.name + " has no " + p.peak + " peak in gpus.yaml" + in + "; it runs " +
+          join_alternatives(usable, " or "));
+}
+
+std::vector<std::string> text_models(const Catalog& catalog) {
+  std::vector<std::string> names;
+  for (const auto& n : catalog.model_names())
+    if (catalog.model(n).seq_len_settable) names.push_back(n);
+  return names;
+}
+
 // model and training; returns the model.
 const ModelSpec& parse_model(const YamlField& root, const Catalog& catalog, Scenario& s) {
   YamlField mo = root.get("model");
@@ -274,17 +315,33 @@ const ModelSpec& parse_model(const YamlField& root, const Catalog& catalog, Scen
     model_field.fail("unknown model '" + model_name + "'" + suggestion_suffix(model_name, catalog.model_names()));
   s.model.name = model->name;
   s.model.batch_per_gpu = static_cast<int>(mo.get("batch_per_gpu").integer(1, 1 << 20));
-  // From a thousandth of an image per second (batch 2^20: 33 years an iteration, the simulated clock's
-  // limit in sight) to a billion.
-  if (auto f = mo.find("images_per_sec_single_gpu")) s.model.images_per_sec_single_gpu = f->number(1e-3, 1e9);
+  parse_single_gpu_rate(mo, s);
+  parse_precision(mo, catalog, s);
+  s.model.tokens = model->default_tokens;
+  s.model.text = model->seq_len_settable;
+  if (auto f = mo.find("seq_len")) {
+    if (!model->seq_len_settable)
+      f->fail((model->default_tokens > 1
+                   ? model->name + " takes a fixed " + std::to_string(model->default_tokens) + " tokens a sample"
+                   : model->name + " is not a text model") +
+              "; seq_len applies to " + join_alternatives(text_models(catalog), " and "));
+    s.model.tokens = static_cast<int>(f->integer(1, 1 << 20));
+    if (s.model.tokens > model->max_tokens)
+      f->fail(model->name + "'s position embeddings hold " + std::to_string(model->max_tokens) + " tokens; got " +
+              std::to_string(s.model.tokens));
+  }
 
   YamlField tr = root.get("training");
   tr.require_map(kTrainingKeys);
   s.training.epochs = static_cast<int>(tr.get("epochs").integer(1, 100000));
-  if (auto f = tr.find("dataset_images"))
+  if (tr.has("dataset_images") && tr.has("dataset_samples"))
+    tr.get("dataset_samples").fail("give dataset_images or its synonym dataset_samples, not both");
+  if (auto f = tr.has("dataset_samples") ? tr.find("dataset_samples") : tr.find("dataset_images"))
     s.training.dataset_images = f->integer(1, std::int64_t(1) << 40);
   else
-    s.training.dataset_images = catalog.dataset(model->dataset).training_images;
+    s.training.dataset_images = catalog.dataset(model->dataset).samples(s.model.tokens);
+  if (auto f = tr.find("gradient_accumulation"))
+    s.training.gradient_accumulation = static_cast<int>(f->integer(1, 4096));
 
   return *model;
 }
@@ -351,8 +408,28 @@ void parse_parameter_server_keys(const YamlField& co, Scenario& s) {
   }
 }
 
+// communication.framework: Horovod's keys (fusion_threshold, cycle_time) or DDP's (bucket sizes).
+void parse_framework(const YamlField& co, Scenario& s) {
+  if (auto f = co.find("framework"))
+    s.communication.framework =
+        f->choice({"horovod", "pytorch_ddp"}) == "horovod" ? Framework::Horovod : Framework::PytorchDdp;
+  const bool ddp = s.communication.framework == Framework::PytorchDdp;
+  for (const char* k : {"fusion_threshold", "cycle_time"})
+    if (auto f = co.find(k); f && ddp)
+      f->fail(std::string(k) + " is Horovod's; pytorch_ddp buckets gradients by bucket_size and first_bucket_size");
+  for (const char* k : {"bucket_size", "first_bucket_size"})
+    if (auto f = co.find(k); f && !ddp) f->fail(std::string(k) + " applies to framework: pytorch_ddp");
+  if (!ddp) return;
+  s.communication.cycle_time_s = 0;  // a bucket's allreduce starts when it is full, no negotiation
+  if (auto f = co.find("bucket_size"))
+    s.communication.bucket_bytes = f->quantity_between(Quantity::Bytes, 1, 1099511627776.0);
+  if (auto f = co.find("first_bucket_size"))
+    s.communication.first_bucket_bytes = f->quantity_between(Quantity::Bytes, 1, 1099511627776.0);
+}
+
 // communication: fusion, cycle, collectives in flight, library and rings; returns the rings asked for (0: auto).
 int parse_buffers(const YamlField& co, Scenario& s) {
+  parse_framework(co, s);
   int channels = 0;
   if (auto f = co.find("fusion_threshold"))  // up to 1 TiB: buffers are sized from it in whole bytes
     s.communication.fusion_threshold_bytes = f->quantity_between(Quantity::Bytes, 0, 1099511627776.0);
@@ -485,6 +562,11 @@ std::string real_run_refusal(const Scenario& s) {
   if (s.communication.strategy == Strategy::Nvls)
     return "strategy nvls reduces in the NVSwitch (multicast objects), which ringsim-real's transports do not "
            "use; run it with NCCL itself (NCCL_ALGO=NVLS) or choose strategy ring";
+  if (s.model.gradient_bytes != 4)
+    return "ringsim-real moves FP32 gradients; model.precision " + s.model.precision + " sends " +
+           std::to_string(s.model.gradient_bytes) + "-byte ones (--set model.precision=fp32 or tf32)";
+  if (s.training.gradient_accumulation != 1)
+    return "ringsim-real runs one micro-batch a step (--set training.gradient_accumulation=1)";
   const int c = s.communication.concurrent_collectives;
   if (c == 1) return "";
   return "ringsim-real runs one collective at a time; communication.concurrent_collectives is " +
@@ -513,11 +595,14 @@ std::string to_yaml(const Scenario& s) {
   out << YAML::Key << "name" << YAML::Value << s.model.name;
   out << YAML::Key << "batch_per_gpu" << YAML::Value << s.model.batch_per_gpu;
   if (s.model.images_per_sec_single_gpu)
-    out << YAML::Key << "images_per_sec_single_gpu" << YAML::Value << *s.model.images_per_sec_single_gpu;
+    out << YAML::Key << "samples_per_sec_single_gpu" << YAML::Value << *s.model.images_per_sec_single_gpu;
+  out << YAML::Key << "precision" << YAML::Value << s.model.precision;
+  if (s.model.text) out << YAML::Key << "seq_len" << YAML::Value << s.model.tokens;
   out << YAML::EndMap;
   out << YAML::Key << "training" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "epochs" << YAML::Value << s.training.epochs;
-  out << YAML::Key << "dataset_images" << YAML::Value << s.training.dataset_images;
+  out << YAML::Key << "dataset_samples" << YAML::Value << s.training.dataset_images;
+  out << YAML::Key << "gradient_accumulation" << YAML::Value << s.training.gradient_accumulation;
   out << YAML::EndMap;
   out << YAML::Key << "communication" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "strategy" << YAML::Value << std::string(to_string(s.communication.strategy));
@@ -533,8 +618,14 @@ std::string to_yaml(const Scenario& s) {
   if (s.communication.strategy == Strategy::Hierarchical)
     out << YAML::Key << "cross_node" << YAML::Value
         << (s.communication.cross_node == collective::CrossNode::Ring ? "ring" : "halving_doubling");
-  out << YAML::Key << "fusion_threshold" << YAML::Value << format_bytes(s.communication.fusion_threshold_bytes);
-  out << YAML::Key << "cycle_time" << YAML::Value << format_time(s.communication.cycle_time_s);
+  out << YAML::Key << "framework" << YAML::Value << std::string(to_string(s.communication.framework));
+  if (s.communication.framework == Framework::PytorchDdp) {
+    out << YAML::Key << "bucket_size" << YAML::Value << format_bytes(s.communication.bucket_bytes);
+    out << YAML::Key << "first_bucket_size" << YAML::Value << format_bytes(s.communication.first_bucket_bytes);
+  } else {
+    out << YAML::Key << "fusion_threshold" << YAML::Value << format_bytes(s.communication.fusion_threshold_bytes);
+    out << YAML::Key << "cycle_time" << YAML::Value << format_time(s.communication.cycle_time_s);
+  }
   out << YAML::Key << "concurrent_collectives" << YAML::Value
       << concurrent_collectives_value(s.communication.concurrent_collectives);
   if (s.communication.strategy == Strategy::Ring)

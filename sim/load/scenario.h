@@ -17,6 +17,7 @@ enum class Strategy { Ring, Hierarchical, HalvingDoubling, ParameterServer, Nvls
 enum class PsPlacement { Colocated, Dedicated, Gpus };
 enum class PsAggregation { None, Node };
 enum class CommLibrary { Nccl, Mpi };
+enum class Framework { Horovod, PytorchDdp };
 
 std::string_view to_string(FabricTopology v);
 std::string_view to_string(Strategy v);
@@ -24,6 +25,7 @@ std::string_view to_string(PsPlacement v);
 std::string_view to_string(PsAggregation v);
 std::string_view to_string(collective::ServerAssignment v);
 std::string_view to_string(CommLibrary v);
+std::string_view to_string(Framework v);
 
 struct ClusterConfig {
   std::string sku;  // catalog SKU name (canonical, e.g. "NC24rs_v3")
@@ -39,12 +41,17 @@ struct ClusterConfig {
 struct ModelConfig {
   std::string name;
   int batch_per_gpu = 0;
-  std::optional<double> images_per_sec_single_gpu;
+  std::optional<double> images_per_sec_single_gpu;  // samples (images or sequences) per second
+  std::string precision = "fp32";                   // compute.yaml precisions: fp32 | tf32 | amp | bf16
+  int gradient_bytes = 4;                           // bytes of a gradient element on the wire (by precision)
+  int tokens = 1;                                   // per sample: model.seq_len, or the model's fixed count
+  bool text = false;                                // a text model: model.seq_len sets `tokens`
 };
 
 struct TrainingConfig {
   int epochs = 1;
-  std::int64_t dataset_images = 0;
+  std::int64_t dataset_images = 0;  // samples in an epoch (images or sequences)
+  int gradient_accumulation = 1;    // micro-batches (of batch_per_gpu) per optimizer step
 };
 
 struct CommunicationConfig {
@@ -55,7 +62,12 @@ struct CommunicationConfig {
   PsAggregation ps_aggregation = PsAggregation::None;              // node: a node's GPUs sum before they push
   collective::CrossNode cross_node = collective::CrossNode::Ring;  // hierarchical only: among the node roots
   double fusion_threshold_bytes = 64.0 * 1024 * 1024;              // 0 disables fusion
-  double cycle_time_s = 5e-3;
+  double cycle_time_s = 5e-3;                                      // pytorch_ddp: 0 (no negotiation)
+  // The framework's gradient loop: Horovod's negotiated fusion, or PyTorch DDP's fixed buckets (in reverse
+  // registration order: the first `first_bucket_bytes`, then `bucket_bytes` each).
+  Framework framework = Framework::Horovod;
+  double bucket_bytes = 25.0 * 1024 * 1024;
+  double first_bucket_bytes = 1024.0 * 1024;
   CommLibrary library = CommLibrary::Nccl;
   // Collectives in flight at once: 1 as Horovod's background thread runs them; 0 = unlimited, as a dataflow
   // framework (TensorFlow's parameter-server modes) sends every variable as soon as its gradient exists.
@@ -101,6 +113,10 @@ struct Scenario {
   TrainingConfig training;
   CommunicationConfig communication;
   std::optional<StorageConfig> storage;
+  // Samples one GPU trains on per optimizer step: its batch times the micro-batches accumulated.
+  double samples_per_gpu_step() const {
+    return static_cast<double>(model.batch_per_gpu) * training.gradient_accumulation;
+  }
 };
 
 // "--set key.path=value" as given on the command line.

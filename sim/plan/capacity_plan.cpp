@@ -327,7 +327,7 @@ void choose_skus(PlanRun& r) {
   for (const auto& s : r.skus) gpu_types.insert(r.catalog.sku(s).gpu);
   if (r.base.model.images_per_sec_single_gpu && gpu_types.size() > 1)
     throw InputError({r.o.scenario, 0, 0, ""},
-                     "plan: model.images_per_sec_single_gpu fixes one GPU's speed, but the plan compares " +
+                     "plan: model.samples_per_sec_single_gpu fixes one GPU's speed, but the plan compares " +
                          std::to_string(gpu_types.size()) +
                          " GPU types; remove it (the catalog's rates apply) or restrict plan.skus to one GPU type");
 }
@@ -523,7 +523,8 @@ void network_bound_flag(PlanRun& r) {
 void server_flags(PlanRun& r) {
   {
     const LibraryProfile& lib = r.catalog.library(std::string(to_string(r.base.communication.library)));
-    const double grad = r.catalog.model(r.base.model.name).gradient_bytes();
+    const double grad =
+        static_cast<double>(r.catalog.model(r.base.model.name).total_params) * r.base.model.gradient_bytes;
     std::set<std::string> flagged;
     for (int i : r.order) {
       const auto& e = r.evals[static_cast<std::size_t>(i)];
@@ -553,7 +554,8 @@ std::string report_header(const PlanRun& r) {
   int feasible = 0;
   for (const auto& e : r.evals) feasible += e.feasible() ? 1 : 0;
   out << "ringsim plan: " << model.display_name << ", batch " << r.base.model.batch_per_gpu << " per GPU, "
-      << r.base.training.epochs << " epochs of " << r.base.training.dataset_images << " images\n";
+      << r.base.model.precision << ", " << r.base.training.epochs << " epochs of " << r.base.training.dataset_images
+      << " " << model.sample_noun() << "\n";
   out << "  goal           ";
   if (r.goal.deadline_s) out << "deadline " << format_time(*r.goal.deadline_s);
   if (r.goal.deadline_s && r.goal.budget_usd) out << ", ";
@@ -582,9 +584,12 @@ std::string report_table(const PlanRun& r) {
   const bool met = r.met();
   std::ostringstream out;
   out << "\n" << (met ? "Configurations that meet the goal" : "No configuration meets the goal; the closest") << ":\n";
-  const std::vector<std::size_t> w = {4, 11, 5, 6, 17, 8, 14, 14, 12, 10, 8, 30};
-  const std::vector<std::string> head = {"#",        "SKU",  "VMs",  "GPUs",     "strategy", "fusion",
-                                         "capacity", "time", "cost", "images/s", "scaling",  "bottleneck"};
+  std::size_t sku_width = 11;  // the longest SKU shown, and a space
+  for (int i : r.order) sku_width = std::max(sku_width, r.evals[static_cast<std::size_t>(i)].sku.size() + 1);
+  const std::vector<std::size_t> w = {4, sku_width, 5, 6, 17, 8, 14, 14, 12, 10, 8, 30};
+  const std::string rate = r.base.model.text ? "seq/s" : "images/s";
+  const std::vector<std::string> head = {"#",        "SKU",  "VMs",  "GPUs", "strategy", "fusion",
+                                         "capacity", "time", "cost", rate,   "scaling",  "bottleneck"};
   auto row = [&](const std::vector<std::string>& cells) {
     std::string line;
     for (std::size_t k = 0; k < cells.size(); ++k) line += pad(cells[k], w[k]);

@@ -79,8 +79,9 @@ std::string catalog_listing(const Catalog& c, const std::string& section) {
     for (const auto& n : c.model_names()) {
       const ModelSpec& m = c.model(n);
       t.add({m.name, m.display_name, m.dataset,
-             std::to_string(m.input_shape[0]) + "x" + std::to_string(m.input_shape[1]) + "x" +
-                 std::to_string(m.input_shape[2]),
+             m.seq_len_settable ? std::to_string(m.default_tokens) + " of " + std::to_string(m.max_tokens) + " tokens"
+                                : std::to_string(m.input_shape[0]) + "x" + std::to_string(m.input_shape[1]) + "x" +
+                                      std::to_string(m.input_shape[2]),
              std::to_string(m.tensors.size()), std::to_string(m.total_params), format_bytes(m.gradient_bytes())});
     }
     out << "Models (" << c.model_names().size() << ")\n" << t.str() << "\n";

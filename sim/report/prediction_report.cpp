@@ -24,9 +24,18 @@ ordered_json scenario_json(const Scenario& s) {
                   {"fabric_topology", std::string(to_string(s.cluster.fabric_topology))},
                   {"nodes_per_leaf", s.cluster.nodes_per_leaf},
                   {"oversubscription", s.cluster.oversubscription}};
-  j["model"] = {{"name", s.model.name}, {"batch_per_gpu", s.model.batch_per_gpu}};
-  if (s.model.images_per_sec_single_gpu) j["model"]["images_per_sec_single_gpu"] = *s.model.images_per_sec_single_gpu;
-  j["training"] = {{"epochs", s.training.epochs}, {"dataset_images", s.training.dataset_images}};
+  j["model"] = {{"name", s.model.name},
+                {"batch_per_gpu", s.model.batch_per_gpu},
+                {"precision", s.model.precision},
+                {"gradient_bytes", s.model.gradient_bytes},
+                {"tokens_per_sample", s.model.tokens}};
+  if (s.model.images_per_sec_single_gpu) {
+    j["model"]["images_per_sec_single_gpu"] = *s.model.images_per_sec_single_gpu;
+    j["model"]["samples_per_sec_single_gpu"] = *s.model.images_per_sec_single_gpu;
+  }
+  j["training"] = {{"epochs", s.training.epochs},
+                   {"dataset_images", s.training.dataset_images},
+                   {"gradient_accumulation", s.training.gradient_accumulation}};
   j["communication"] = {{"strategy", std::string(to_string(s.communication.strategy))},
                         {"parameter_servers", s.communication.parameter_servers},
                         {"parameter_server_placement", std::string(to_string(s.communication.ps_placement))},
@@ -36,6 +45,9 @@ ordered_json scenario_json(const Scenario& s) {
                         {"fusion_threshold_bytes", s.communication.fusion_threshold_bytes},
                         {"cycle_time_s", s.communication.cycle_time_s},
                         {"concurrent_collectives", s.communication.concurrent_collectives},  // 0: unlimited
+                        {"framework", std::string(to_string(s.communication.framework))},
+                        {"bucket_bytes", s.communication.bucket_bytes},
+                        {"first_bucket_bytes", s.communication.first_bucket_bytes},
                         {"library", std::string(to_string(s.communication.library))}};
   if (s.storage) {
     const StorageConfig& st = *s.storage;
@@ -133,9 +145,12 @@ std::string result_json(const Prediction& p, const std::string& source) {
   j["library"] = p.library;
   j["iteration_time_s"] = p.iteration_time_s;
   j["images_per_sec"] = p.images_per_sec;
+  j["samples_per_sec"] = p.images_per_sec;  // images or sequences: the general name
   if (p.band_samples > 0) {
     j["images_per_sec_low"] = p.images_per_sec_low;
     j["images_per_sec_high"] = p.images_per_sec_high;
+    j["samples_per_sec_low"] = p.images_per_sec_low;
+    j["samples_per_sec_high"] = p.images_per_sec_high;
   }
   j["images_per_sec_per_gpu"] = p.images_per_sec_per_gpu;
   j["single_gpu_images_per_sec"] = p.single_gpu_images_per_sec;
@@ -268,8 +283,12 @@ namespace {
 // The table's communication row: strategy, library, fusion, and how many collectives run at once.
 std::string communication_row(const Scenario& s, const std::string& library) {
   const int at_once = s.communication.concurrent_collectives;
-  return std::string(to_string(s.communication.strategy)) + " over " + library + ", fusion " +
-         format_bytes(s.communication.fusion_threshold_bytes) + " every " + format_time(s.communication.cycle_time_s) +
+  const CommunicationConfig& c = s.communication;
+  const std::string loop =
+      c.framework == Framework::PytorchDdp
+          ? ", PyTorch DDP buckets " + format_bytes(c.first_bucket_bytes) + " then " + format_bytes(c.bucket_bytes)
+          : ", fusion " + format_bytes(c.fusion_threshold_bytes) + " every " + format_time(c.cycle_time_s);
+  return std::string(to_string(c.strategy)) + " over " + library + loop +
          (at_once == 1   ? ""
           : at_once == 0 ? ", every collective at once"
                          : ", up to " + std::to_string(at_once) + " at once");
@@ -290,18 +309,23 @@ std::string prediction_table(const Prediction& p) {
                      (p.server_nodes ? " + " + std::to_string(p.server_nodes) + " parameter-server nodes" : "") + ", " +
                      std::string(to_string(s.cluster.fabric)) + " " +
                      std::string(to_string(s.cluster.fabric_topology)));
-  row("model", s.model.name + ", batch " + std::to_string(s.model.batch_per_gpu) + " per GPU");
+  const std::string noun = s.model.text ? "sequences" : "images";
+  row("model", s.model.name + ", batch " + std::to_string(s.model.batch_per_gpu) + " per GPU, " + s.model.precision +
+                   (s.model.text ? ", " + std::to_string(s.model.tokens) + " tokens a sequence" : "") +
+                   (s.training.gradient_accumulation > 1
+                        ? ", " + std::to_string(s.training.gradient_accumulation) + " micro-batches a step"
+                        : ""));
   row("communication", communication_row(s, p.library));
   row("single-GPU compute", p.compute_source + ": " + p.compute_source_detail);
   o << '\n';
   row("iteration time", format_time(p.iteration_time_s));
   const auto one_decimal = [](double v) { return format_number(std::round(v * 10) / 10); };
-  row("images/s (total)",
+  row(noun + "/s (total)",
       one_decimal(p.images_per_sec) + (p.band_samples > 0 ? " (band " + one_decimal(p.images_per_sec_low) + " to " +
                                                                 one_decimal(p.images_per_sec_high) + ")"
                                                           : ""));
-  row("images/s per GPU", format_number(std::round(p.images_per_sec_per_gpu * 10) / 10) + " (single GPU " +
-                              format_number(std::round(p.single_gpu_images_per_sec * 10) / 10) + ")");
+  row(noun + "/s per GPU", format_number(std::round(p.images_per_sec_per_gpu * 10) / 10) + " (single GPU " +
+                               format_number(std::round(p.single_gpu_images_per_sec * 10) / 10) + ")");
   row("scaling efficiency", pct(p.scaling_efficiency));
   row("compute time", format_time(p.compute_time_s) + " (forward " + format_time(p.forward_s) + ", backward " +
                           format_time(p.backward_s) + ", update " + format_time(p.update_s) +

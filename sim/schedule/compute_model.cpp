@@ -46,11 +46,45 @@ double expected_max_of_normals(int n) {
   return sum * kH;
 }
 
-ComputeModel build_compute_model(const Catalog& catalog, const Scenario& s, bool stragglers) {
+namespace {
+
+// The forward and backward time of one micro-batch on one GPU, and where it comes from.
+double micro_batch_s(const Catalog& catalog, const Scenario& s, ComputeModel& cm) {
   const ModelSpec& model = catalog.model(s.model.name);
   const GpuSpec& gpu = catalog.gpu(catalog.sku(s.cluster.sku).gpu);
   const ComputeSpec& cs = catalog.compute();
   const int batch = s.model.batch_per_gpu;
+  const std::string noun = model.sample_noun();
+  if (s.model.images_per_sec_single_gpu) {
+    cm.source = "scenario";
+    cm.source_detail = "model.samples_per_sec_single_gpu = " + format_number(*s.model.images_per_sec_single_gpu) + " " +
+                       noun + "/s in " + s.file;
+    return batch / *s.model.images_per_sec_single_gpu - cm.update_s;
+  }
+  if (const MeasuredRate* m = cs.find(gpu.name, model.name, batch, s.model.precision)) {
+    cm.source = "measured";
+    cm.source_detail = format_number(m->images_per_sec) + " " + noun + "/s for " + gpu.name + ", batch " +
+                       std::to_string(batch) + ", " + m->precision + " (" + m->source + ")";
+    return batch / m->images_per_sec - cm.update_s;
+  }
+  const PrecisionSpec& p = cs.precisions.at(s.model.precision);
+  const double efficiency = model.transformer() ? p.transformer_efficiency : p.cnn_efficiency;
+  const double flops = model.forward_flops(s.model.tokens);
+  const double b2f = cs.backward_to_forward;
+  cm.source = "roofline";
+  cm.source_detail = format_number(flops / 1e9) + " GFLOP forward per " + noun.substr(0, noun.size() - 1) + " x " +
+                     format_number(1 + b2f) + " at " + format_number(efficiency * 100) + " % of " + gpu.name + "'s " +
+                     format_flop_rate(gpu.peak_flops(p.peak)) + " " + p.peak + " (compute.yaml precisions, " +
+                     p.source + ")";
+  return batch * flops * (1 + b2f) / (gpu.peak_flops(p.peak) * efficiency);
+}
+
+}  // namespace
+
+ComputeModel build_compute_model(const Catalog& catalog, const Scenario& s, bool stragglers) {
+  const ModelSpec& model = catalog.model(s.model.name);
+  const GpuSpec& gpu = catalog.gpu(catalog.sku(s.cluster.sku).gpu);
+  const ComputeSpec& cs = catalog.compute();
   ComputeModel cm;
 
   for (std::size_t i = 0; i < model.tensors.size(); ++i) {
@@ -58,39 +92,29 @@ ComputeModel build_compute_model(const Catalog& catalog, const Scenario& s, bool
     const std::string name = layer_of(t.name);
     if (cm.layers.empty() || cm.layers.back().name != name) cm.layers.push_back({name, {}, 0, 0, 0});
     cm.layers.back().tensors.push_back(static_cast<int>(i));
-    cm.layers.back().forward_flops += t.forward_flops();
+    cm.layers.back().forward_flops += t.forward_flops(s.model.tokens);
   }
-  const double flops = model.forward_flops();
+  const double flops = model.forward_flops(s.model.tokens);
   cm.update_s = optimizer_update_s(model, gpu);
 
-  double fwd_bwd = 0;
-  const double b2f = cs.backward_to_forward;
-  if (s.model.images_per_sec_single_gpu) {
-    cm.source = "scenario";
-    cm.source_detail = "model.images_per_sec_single_gpu = " + format_number(*s.model.images_per_sec_single_gpu) +
-                       " images/s in " + s.file;
-    fwd_bwd = batch / *s.model.images_per_sec_single_gpu - cm.update_s;
-  } else if (const MeasuredRate* m = cs.find(gpu.name, model.name, batch)) {
-    cm.source = "measured";
-    cm.source_detail = format_number(m->images_per_sec) + " images/s for " + gpu.name + ", batch " +
-                       std::to_string(batch) + " (" + m->source + ")";
-    fwd_bwd = batch / m->images_per_sec - cm.update_s;
-  } else {
-    cm.source = "roofline";
-    cm.source_detail = format_number(flops / 1e9) + " GFLOP forward per image x " + format_number(1 + b2f) + " at " +
-                       format_number(cs.roofline_efficiency * 100) + " % of " + gpu.name + "'s " +
-                       format_flop_rate(gpu.fp32_peak_flops) + " (compute.yaml roofline)";
-    fwd_bwd = batch * flops * (1 + b2f) / (gpu.fp32_peak_flops * cs.roofline_efficiency);
-  }
+  double fwd_bwd = micro_batch_s(catalog, s, cm);
   if (fwd_bwd <= 0)
     throw InputError({s.file, 0, 0, ""},
                      "the single-GPU rate leaves no time for forward and backward passes (" + cm.source_detail + ")");
-  cm.single_gpu_images_per_sec = batch / (fwd_bwd + cm.update_s);
+  // Gradient accumulation: the step's first k - 1 micro-batches run before its last, whose backward pass
+  // produces the gradients that travel; they count in the forward time.
+  const int k = s.training.gradient_accumulation;
+  cm.accumulation_s = (k - 1) * fwd_bwd;
+  fwd_bwd *= k;
+  cm.single_gpu_images_per_sec = static_cast<double>(k) * s.model.batch_per_gpu / (fwd_bwd + cm.update_s);
   if (s.cluster.total_gpus() > 1) fwd_bwd *= 1 + cs.reference_gpu_score * cs.gpu_to_gpu_cv;
   if (stragglers) cm.straggler_s = fwd_bwd * cs.straggler_cv() * expected_max_of_normals(s.cluster.total_gpus());
   fwd_bwd += cm.straggler_s;
-  cm.forward_s = fwd_bwd / (1 + b2f);
-  cm.backward_s = fwd_bwd - cm.forward_s;
+  const double last = fwd_bwd / k;  // the last micro-batch, as the others
+  cm.accumulation_s = fwd_bwd - last;
+  const double b2f = cs.backward_to_forward;
+  cm.backward_s = last - last / (1 + b2f);
+  cm.forward_s = fwd_bwd - cm.backward_s;
   for (auto& l : cm.layers) {
     const double share = flops > 0 ? l.forward_flops / flops : 1.0 / cm.layers.size();
     l.forward_s = cm.forward_s * share;

@@ -25,6 +25,9 @@ struct ComputeModel {
   // What the slowest of the synchronous ranks takes more, on average, for its forward and backward pass;
   // included in forward_s, backward_s and the layers' times (0 for one rank).
   double straggler_s = 0;
+  // Gradient accumulation: the step's first k - 1 micro-batches' forward and backward passes, which precede
+  // the last micro-batch's; included in forward_s (0 for k = 1).
+  double accumulation_s = 0;
   double iteration_s() const { return forward_s + backward_s + update_s; }
   double single_gpu_images_per_sec = 0;  // without stragglers
   std::string source;                    // "measured", "scenario", "roofline"
