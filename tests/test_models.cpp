@@ -98,10 +98,21 @@ TEST_CASE("precision: the passes run at the precision's peak, gradients travel i
     s.model.batch_per_gpu = 256;
     CHECK(build_compute_model(c, s, false).source == "roofline");
   }
-  SECTION("amp and bf16 send 2-byte gradients, fp32 and tf32 4-byte ones") {
-    for (auto [precision, bytes] : {std::pair{"fp32", 4}, {"tf32", 4}, {"amp", 2}, {"bf16", 2}}) {
-      const Scenario s = scenario("ND96isr_H100_v5", 8, "gpt2", std::string(", precision: ") + precision);
+  SECTION("gradients travel in FP32 (autocast keeps FP32 weights) unless the scenario compresses them") {
+    for (auto [extra, bytes] : {std::pair{", precision: fp32", 4},
+                                {", precision: tf32", 4},
+                                {", precision: amp", 4},
+                                {", precision: bf16", 4}}) {
+      const Scenario s = scenario("ND96isr_H100_v5", 8, "gpt2", extra);
       CHECK(s.model.gradient_bytes == bytes);
+    }
+    Scenario s = load_scenario_text(
+        "cluster: {sku: ND96isr_H100_v5, nodes: 1}\nmodel: {name: gpt2, batch_per_gpu: 8, precision: bf16}\n"
+        "training: {epochs: 1}\ncommunication: {gradient_precision: bf16}\n",
+        "c.yaml", c);
+    CHECK(s.model.gradient_bytes == 2);
+    for (int bytes : {2, 4}) {
+      s.model.gradient_bytes = bytes;
       std::uint64_t sum = 0;
       const auto j = predicted(s);
       for (const auto& b : j["collectives"]) sum += b["bytes"].get<std::uint64_t>();
@@ -201,7 +212,7 @@ TEST_CASE("pytorch_ddp: an allreduce per bucket as it fills, overlapping the bac
   CHECK(s.communication.cycle_time_s == 0);
   const ModelSpec& m = test::catalog().model("bert_large");
   std::vector<collective::FusionTensor> t;
-  for (const auto& x : m.tensors) t.push_back({static_cast<std::uint64_t>(x.numel) * 2, 2});
+  for (const auto& x : m.tensors) t.push_back({static_cast<std::uint64_t>(x.numel) * 4, 4});  // FP32 gradients
   const auto buckets = collective::ddp_buckets(t, 1 << 20, 25 << 20);
   const auto j = predicted(s);
   REQUIRE(j["collectives"].size() == buckets.size());

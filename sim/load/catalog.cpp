@@ -621,11 +621,11 @@ void Catalog::load_precisions(const YamlField& list) {
   list.require_map({"fp32", "tf32", "amp", "bf16"});
   for (const char* name : {"fp32", "tf32", "amp", "bf16"}) {
     YamlField f = list.get(name);
-    f.require_map({"peak", "gradient_bytes", "efficiency"});
+    f.require_map({"peak", "gradient", "efficiency"});
     PrecisionSpec p;
     p.name = name;
     p.peak = f.get("peak").choice({"fp32", "tf32", "fp16", "bf16"});
-    p.gradient_bytes = static_cast<int>(f.get("gradient_bytes").integer(2, 4));
+    p.gradient = f.get("gradient").choice({"fp32", "fp16", "bf16"});
     YamlField e = f.get("efficiency");
     e.require_map({"cnn", "transformer"});
     p.cnn_efficiency = e.get("cnn").number(0.001, 1);

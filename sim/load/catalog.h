@@ -198,12 +198,12 @@ struct MeasuredRate {
   double images_per_sec = 0;
   std::string source;  // "compute.yaml:LINE"
 };
-// model.precision (compute.yaml precisions): the GPU peak its passes run at, the bytes of a gradient element
-// on the wire, and the roofline's achieved fraction of that peak for CNNs and for transformers.
+// model.precision (compute.yaml precisions): the GPU peak its passes run at, the type of gradients on the wire, and the
+// roofline's achieved fraction of that peak for CNNs and for transformers.
 struct PrecisionSpec {
-  std::string name;  // fp32 | tf32 | amp | bf16
-  std::string peak;  // fp32 | tf32 | fp16 | bf16: GpuSpec::peak_flops
-  int gradient_bytes = 4;
+  std::string name;               // fp32 | tf32 | amp | bf16
+  std::string peak;               // fp32 | tf32 | fp16 | bf16: GpuSpec::peak_flops
+  std::string gradient = "fp32";  // fp32 | fp16 | bf16: the gradients' type on the wire
   double cnn_efficiency = 0, transformer_efficiency = 0;
   std::string source;  // "compute.yaml:LINE"
 };

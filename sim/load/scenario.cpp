@@ -76,7 +76,8 @@ const std::vector<std::string> kCommKeys = {"strategy",
                                             "library",
                                             "framework",
                                             "bucket_size",
-                                            "first_bucket_size"};
+                                            "first_bucket_size",
+                                            "gradient_precision"};
 
 const std::vector<std::string> kStorageKeys = {
     "backend",        "servers",        "cache",        "format",
@@ -286,7 +287,8 @@ void parse_precision(const YamlField& mo, const Catalog& catalog, Scenario& s) {
   const ComputeSpec& cs = catalog.compute();
   s.model.precision = f->choice(cs.precision_order);
   const PrecisionSpec& p = cs.precisions.at(s.model.precision);
-  s.model.gradient_bytes = p.gradient_bytes;
+  s.communication.gradient_precision = p.gradient;
+  s.model.gradient_bytes = gradient_element_bytes(p.gradient);
   const GpuSpec& gpu = catalog.gpu(catalog.sku(s.cluster.sku).gpu);
   if (gpu.peak_flops(p.peak) > 0) return;
   std::vector<std::string> usable;
@@ -419,6 +421,10 @@ void parse_framework(const YamlField& co, Scenario& s) {
       f->fail(std::string(k) + " is Horovod's; pytorch_ddp buckets gradients by bucket_size and first_bucket_size");
   for (const char* k : {"bucket_size", "first_bucket_size"})
     if (auto f = co.find(k); f && !ddp) f->fail(std::string(k) + " applies to framework: pytorch_ddp");
+  if (auto f = co.find("gradient_precision")) {  // a compression: DDP's comm hooks, Horovod's Compression.fp16
+    s.communication.gradient_precision = f->choice({"fp32", "fp16", "bf16"});
+    s.model.gradient_bytes = gradient_element_bytes(s.communication.gradient_precision);
+  }
   if (!ddp) return;
   s.communication.cycle_time_s = 0;  // a bucket's allreduce starts when it is full, no negotiation
   if (auto f = co.find("bucket_size"))
@@ -563,8 +569,9 @@ std::string real_run_refusal(const Scenario& s) {
     return "strategy nvls reduces in the NVSwitch (multicast objects), which ringsim-real's transports do not "
            "use; run it with NCCL itself (NCCL_ALGO=NVLS) or choose strategy ring";
   if (s.model.gradient_bytes != 4)
-    return "ringsim-real moves FP32 gradients; model.precision " + s.model.precision + " sends " +
-           std::to_string(s.model.gradient_bytes) + "-byte ones (--set model.precision=fp32 or tf32)";
+    return "ringsim-real moves FP32 gradients; communication.gradient_precision " + s.communication.gradient_precision +
+           " sends " + std::to_string(s.model.gradient_bytes) +
+           "-byte ones (--set communication.gradient_precision=fp32)";
   if (s.training.gradient_accumulation != 1)
     return "ringsim-real runs one micro-batch a step (--set training.gradient_accumulation=1)";
   const int c = s.communication.concurrent_collectives;
@@ -619,6 +626,7 @@ std::string to_yaml(const Scenario& s) {
     out << YAML::Key << "cross_node" << YAML::Value
         << (s.communication.cross_node == collective::CrossNode::Ring ? "ring" : "halving_doubling");
   out << YAML::Key << "framework" << YAML::Value << std::string(to_string(s.communication.framework));
+  out << YAML::Key << "gradient_precision" << YAML::Value << s.communication.gradient_precision;
   if (s.communication.framework == Framework::PytorchDdp) {
     out << YAML::Key << "bucket_size" << YAML::Value << format_bytes(s.communication.bucket_bytes);
     out << YAML::Key << "first_bucket_size" << YAML::Value << format_bytes(s.communication.first_bucket_bytes);

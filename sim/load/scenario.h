@@ -43,9 +43,9 @@ struct ModelConfig {
   int batch_per_gpu = 0;
   std::optional<double> images_per_sec_single_gpu;  // samples (images or sequences) per second
   std::string precision = "fp32";                   // compute.yaml precisions: fp32 | tf32 | amp | bf16
-  int gradient_bytes = 4;                           // bytes of a gradient element on the wire (by precision)
-  int tokens = 1;                                   // per sample: model.seq_len, or the model's fixed count
-  bool text = false;                                // a text model: model.seq_len sets `tokens`
+  int gradient_bytes = 4;  // bytes of a gradient element on the wire (precision, communication.gradient_precision)
+  int tokens = 1;          // per sample: model.seq_len, or the model's fixed count
+  bool text = false;       // a text model: model.seq_len sets `tokens`
 };
 
 struct TrainingConfig {
@@ -68,6 +68,8 @@ struct CommunicationConfig {
   Framework framework = Framework::Horovod;
   double bucket_bytes = 25.0 * 1024 * 1024;
   double first_bucket_bytes = 1024.0 * 1024;
+  // The gradients' type on the wire: the precision's (FP32 for all four) or a compression to fp16/bf16.
+  std::string gradient_precision = "fp32";
   CommLibrary library = CommLibrary::Nccl;
   // Collectives in flight at once: 1 as Horovod's background thread runs them; 0 = unlimited, as a dataflow
   // framework (TensorFlow's parameter-server modes) sends every variable as soon as its gradient exists.
@@ -81,6 +83,9 @@ struct CommunicationConfig {
     return strategy == Strategy::ParameterServer && ps_placement != PsPlacement::Gpus ? parameter_servers : 0;
   }
 };
+
+// Bytes of one gradient element of type fp32, fp16 or bf16.
+inline int gradient_element_bytes(const std::string& type) { return type == "fp32" ? 4 : 2; }
 
 // Where the training data comes from (issue 8). Absent: synthetic data (no input pipeline modelled).
 enum class DataFormat { Files, Records };

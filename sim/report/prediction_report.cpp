@@ -46,6 +46,7 @@ ordered_json scenario_json(const Scenario& s) {
                         {"cycle_time_s", s.communication.cycle_time_s},
                         {"concurrent_collectives", s.communication.concurrent_collectives},  // 0: unlimited
                         {"framework", std::string(to_string(s.communication.framework))},
+                        {"gradient_precision", s.communication.gradient_precision},
                         {"bucket_bytes", s.communication.bucket_bytes},
                         {"first_bucket_bytes", s.communication.first_bucket_bytes},
                         {"library", std::string(to_string(s.communication.library))}};
