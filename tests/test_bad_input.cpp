@@ -408,7 +408,10 @@ TEST_CASE("bad input: broken catalog files", "[bad_input]") {
     REQUIRE(pos != std::string::npos);
     text.replace(pos, c.from.size(), c.to);
     std::ofstream(dir / c.file) << text;
-    const std::string msg = test::input_error_of([&] { Catalog::load(dir.string()); });
+    const std::string msg = test::input_error_of([&] {
+      const Catalog catalog = Catalog::load(dir.string());
+      for (const auto& m : catalog.model_names()) catalog.model(m);  // model files are read when first used
+    });
     INFO(msg);
     CHECK_THAT(msg, Catch::StartsWith((dir / c.file).string() + ":"));
     CHECK_THAT(msg, Catch::Contains(c.message));

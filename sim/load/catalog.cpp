@@ -544,7 +544,8 @@ TensorSpec read_tensor(const YamlField& t) {
 
 }  // namespace
 
-// Models: one file per model under models/, loaded in file-name order.
+// Models: one file per model under models/, named by its file name. A file is read when its model is first
+// asked for (a model file holds up to a few hundred tensors; a scenario needs one model, `catalog` all).
 void Catalog::load_models(const fs::path& base) {
   std::vector<fs::path> model_files;
   if (fs::is_directory(base / "models"))
@@ -552,42 +553,44 @@ void Catalog::load_models(const fs::path& base) {
       if (e.path().extension() == ".yaml") model_files.push_back(e.path());
   std::sort(model_files.begin(), model_files.end());
   for (const auto& file : model_files) {
-    YamlField f = open_root(
-        file, {"name", "display_name", "dataset", "input_shape", "dtype", "total_params", "tokens", "tensors"});
-    ModelSpec m;
-    m.file = file.string();
-    m.name = f.get("name").str();
-    if (m.name != file.stem().string())
-      f.get("name").fail("model name must match its file name '" + file.stem().string() + "'");
-    m.display_name = f.get("display_name").str();
-    m.dataset = f.get("dataset").str();
-    if (!datasets_.count(m.dataset))
-      f.get("dataset").fail("unknown dataset '" + m.dataset + "'" + suggestion_suffix(m.dataset, dataset_order_));
-    if (auto tk = f.find("tokens")) read_model_tokens(*tk, m);
-    if ((datasets_.at(m.dataset).training_tokens > 0) != m.seq_len_settable)
-      f.get("dataset").fail(
-          "a text data set goes with a model whose tokens: {default, max} are set, and only with one");
-    if (m.seq_len_settable) {
-      if (auto in = f.find("input_shape")) in->fail("a text model's input is its tokens; give no input_shape");
-    } else {
-      for (auto& d : f.get("input_shape").items()) m.input_shape.push_back(static_cast<int>(d.integer(1, 1 << 16)));
-      if (m.input_shape.size() != 3) f.get("input_shape").fail("expected [channels, height, width]");
-    }
-    m.dtype = f.get("dtype").choice({"float32", "float16"});
-    m.total_params = f.get("total_params").integer(1, std::int64_t(1) << 50);
-    std::int64_t sum = 0;
-    for (auto& t : f.get("tensors").items()) {
-      m.tensors.push_back(read_tensor(t));
-      sum += m.tensors.back().numel;
-    }
-    if (m.tensors.empty()) f.get("tensors").fail("a model needs at least one tensor");
-    if (sum != m.total_params)
-      f.get("total_params")
-          .fail("the tensors sum to " + std::to_string(sum) + " parameters, not " + std::to_string(m.total_params));
-    if (models_.count(m.name)) f.get("name").fail("duplicate model '" + m.name + "'");
-    model_order_.push_back(m.name);
-    models_.emplace(m.name, std::move(m));
+    model_order_.push_back(file.stem().string());
+    model_files_.emplace(file.stem().string(), file);
   }
+}
+
+ModelSpec Catalog::read_model(const fs::path& file) const {
+  YamlField f =
+      open_root(file, {"name", "display_name", "dataset", "input_shape", "dtype", "total_params", "tokens", "tensors"});
+  ModelSpec m;
+  m.file = file.string();
+  m.name = f.get("name").str();
+  if (m.name != file.stem().string())
+    f.get("name").fail("model name must match its file name '" + file.stem().string() + "'");
+  m.display_name = f.get("display_name").str();
+  m.dataset = f.get("dataset").str();
+  if (!datasets_.count(m.dataset))
+    f.get("dataset").fail("unknown dataset '" + m.dataset + "'" + suggestion_suffix(m.dataset, dataset_order_));
+  if (auto tk = f.find("tokens")) read_model_tokens(*tk, m);
+  if ((datasets_.at(m.dataset).training_tokens > 0) != m.seq_len_settable)
+    f.get("dataset").fail("a text data set goes with a model whose tokens: {default, max} are set, and only with one");
+  if (m.seq_len_settable) {
+    if (auto in = f.find("input_shape")) in->fail("a text model's input is its tokens; give no input_shape");
+  } else {
+    for (auto& d : f.get("input_shape").items()) m.input_shape.push_back(static_cast<int>(d.integer(1, 1 << 16)));
+    if (m.input_shape.size() != 3) f.get("input_shape").fail("expected [channels, height, width]");
+  }
+  m.dtype = f.get("dtype").choice({"float32", "float16"});
+  m.total_params = f.get("total_params").integer(1, std::int64_t(1) << 50);
+  std::int64_t sum = 0;
+  for (auto& t : f.get("tensors").items()) {
+    m.tensors.push_back(read_tensor(t));
+    sum += m.tensors.back().numel;
+  }
+  if (m.tensors.empty()) f.get("tensors").fail("a model needs at least one tensor");
+  if (sum != m.total_params)
+    f.get("total_params")
+        .fail("the tensors sum to " + std::to_string(sum) + " parameters, not " + std::to_string(m.total_params));
+  return m;
 }
 
 // compute.yaml: the roofline and measured single-GPU rates.
@@ -653,7 +656,7 @@ void Catalog::load_compute(const fs::path& base) {
     m.gpu = item.get("gpu").str();
     if (!gpus_.count(m.gpu)) item.get("gpu").fail("unknown GPU '" + m.gpu + "'" + suggestion_suffix(m.gpu, gpu_order_));
     m.model = item.get("model").str();
-    if (!models_.count(m.model))
+    if (!model_files_.count(m.model))
       item.get("model").fail("unknown model '" + m.model + "'" + suggestion_suffix(m.model, model_order_));
     m.batch_per_gpu = static_cast<int>(item.get("batch_per_gpu").integer(1, 1 << 20));
     if (auto p = item.find("precision")) m.precision = p->choice(compute_.precision_order);
@@ -874,7 +877,10 @@ const SkuSpec& Catalog::sku(const std::string& n) const {
 const NodeLayout& Catalog::layout(const std::string& n) const {
   return lookup(layouts_, n, "layout", keys_of(layouts_));
 }
-const ModelSpec& Catalog::model(const std::string& n) const { return lookup(models_, n, "model", model_order_); }
+const ModelSpec& Catalog::model(const std::string& n) const {
+  if (const ModelSpec* m = find_model(n)) return *m;
+  return lookup(models_, n, "model", model_order_);
+}
 const DatasetSpec& Catalog::dataset(const std::string& n) const {
   return lookup(datasets_, n, "dataset", dataset_order_);
 }
@@ -888,8 +894,10 @@ const SkuSpec* Catalog::find_sku(const std::string& name) const {
 }
 
 const ModelSpec* Catalog::find_model(const std::string& name) const {
-  auto it = models_.find(name);
-  return it == models_.end() ? nullptr : &it->second;
+  if (auto it = models_.find(name); it != models_.end()) return &it->second;
+  auto file = model_files_.find(name);
+  if (file == model_files_.end()) return nullptr;
+  return &models_.emplace(name, read_model(file->second)).first->second;
 }
 
 int NodeLayout::rails_of_first(int gpus) const {

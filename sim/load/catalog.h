@@ -396,6 +396,7 @@ class Catalog {
   void load_libraries(const std::filesystem::path& base);
   void load_storage(const std::filesystem::path& base);
   void load_models(const std::filesystem::path& base);
+  ModelSpec read_model(const std::filesystem::path& file) const;
   void load_precisions(const YamlField& list);
   void load_compute(const std::filesystem::path& base);
   void load_uncertain(const std::filesystem::path& base);
@@ -409,7 +410,8 @@ class Catalog {
   std::map<std::string, DatasetSpec> datasets_;
   std::map<std::string, NodeLayout> layouts_;
   std::map<std::string, SkuSpec> skus_;
-  std::map<std::string, ModelSpec> models_;
+  std::map<std::string, std::filesystem::path> model_files_;
+  mutable std::map<std::string, ModelSpec> models_;  // read on first use (find_model)
   std::map<std::string, LibraryProfile> libraries_;
   std::vector<std::string> library_order_;
   std::map<std::string, StorageBackendSpec> storage_;

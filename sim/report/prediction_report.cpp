@@ -294,6 +294,13 @@ std::string communication_row(const Scenario& s, const std::string& library) {
           : at_once == 0 ? ", every collective at once"
                          : ", up to " + std::to_string(at_once) + " at once");
 }
+// The model, its batch and precision, a text model's tokens, and the micro-batches a step.
+std::string model_row(const Scenario& s) {
+  const int k = s.training.gradient_accumulation;
+  return s.model.name + ", batch " + std::to_string(s.model.batch_per_gpu) + " per GPU, " + s.model.precision +
+         (s.model.text ? ", " + std::to_string(s.model.tokens) + " tokens a sequence" : "") +
+         (k > 1 ? ", " + std::to_string(k) + " micro-batches a step" : "");
+}
 }  // namespace
 
 std::string prediction_table(const Prediction& p) {
@@ -311,11 +318,7 @@ std::string prediction_table(const Prediction& p) {
                      std::string(to_string(s.cluster.fabric)) + " " +
                      std::string(to_string(s.cluster.fabric_topology)));
   const std::string noun = s.model.text ? "sequences" : "images";
-  row("model", s.model.name + ", batch " + std::to_string(s.model.batch_per_gpu) + " per GPU, " + s.model.precision +
-                   (s.model.text ? ", " + std::to_string(s.model.tokens) + " tokens a sequence" : "") +
-                   (s.training.gradient_accumulation > 1
-                        ? ", " + std::to_string(s.training.gradient_accumulation) + " micro-batches a step"
-                        : ""));
+  row("model", model_row(s));
   row("communication", communication_row(s, p.library));
   row("single-GPU compute", p.compute_source + ": " + p.compute_source_detail);
   o << '\n';
