@@ -67,8 +67,10 @@ void RealCommandLine::define_bench() {
   bench->add_option("-w,--warmup_iters", bo.warmup, "Warm-up iterations per size")->check(CLI::Range(0, 1000000));
   bench->add_option("-d,--datatype", bo.type, "Element type")->check(CLI::IsMember({"float", "int32", "double"}));
   bench->add_option("--op", bo.op, "Collective")->check(CLI::IsMember({"allreduce", "reduce_scatter", "allgather"}));
-  bench->add_option("--algorithm", bo.algorithm, "Our allreduce: ring, or halving_doubling (Rabenseifner)")
-      ->check(CLI::IsMember({"ring", "halving_doubling"}));
+  bench
+      ->add_option("--algorithm", bo.algorithm,
+                   "Our allreduce: ring, halving_doubling (Rabenseifner) or tree (NCCL's double binary tree)")
+      ->check(CLI::IsMember({"ring", "halving_doubling", "tree"}));
   bench->add_option("--transport", bo.transport, "Transport")->check(CLI::IsMember({"host", "cuda-staged", "nccl"}));
   bench->add_option("--timeout", bo.timeout_s, "Seconds a step may wait before the run is aborted")
       ->check(CLI::Range(0.1, 1e6));

@@ -452,3 +452,66 @@ TEST_CASE("nvls allreduce: the switch reduces and multicasts, S (1 + 1/n) throug
   }
   CHECK(sent[8] == 8 * (64 * 4 + 8 * 4));
 }
+
+TEST_CASE("tree: NCCL's binary trees, each rank a leaf of one and inside the other", "[collective]") {
+  // NCCL's illustration for 14 ranks: 0 -> 8 -> {4, 12}, 4 -> {2, 6}, 12 -> {10, 13}, 2 -> {1, 3}, ...
+  const std::vector<int> parent14 = {-1, 2, 4, 2, 8, 6, 4, 6, 0, 10, 12, 10, 8, 12};
+  for (int r = 0; r < 14; ++r) CHECK(binary_tree_parent(r, 14) == parent14[r]);
+  // The second tree mirrors the first for an even count (root 13) and shifts it by one for an odd (root 1).
+  CHECK(double_binary_tree_parent(1, 13, 14) == -1);
+  CHECK(double_binary_tree_parent(1, 5, 14) == 13 - parent14[8]);
+  CHECK(double_binary_tree_parent(1, 1, 13) == -1);
+  CHECK(double_binary_tree_parent(1, 9, 13) == 1);
+  for (int n : {2, 5, 8, 13, 64}) {
+    std::vector<int> inner(n, 0);  // trees in which each rank has a child
+    for (int tree : {0, 1})
+      for (int r = 0; r < n; ++r)
+        if (int up = double_binary_tree_parent(tree, r, n); up >= 0) inner[up] |= 1 << tree;
+    // Never inside both trees, but for tree 0's root (one child) when the count is odd, as NCCL's shift has it.
+    for (int r = n % 2; r < n; ++r) CHECK(inner[r] != 3);
+  }
+}
+
+TEST_CASE("tree allreduce: chains inside nodes, the double binary tree across, pipelined chunks", "[collective]") {
+  for (int nodes : {1, 2, 3, 5})
+    for (int local : {1, 2, 4})
+      for (int channels : {1, 2, 4})
+        for (int chunks : {1, 3}) {
+          CAPTURE(nodes, local, channels, chunks);
+          std::vector<std::vector<int>> chains(channels);
+          if (local == 4) chains[channels - 1] = {2, 3, 0, 1};
+          auto c = make_tree_allreduce(nodes, local, 48 * 4, 4, Space::Device, chains, chunks);
+          require_matching_messages(*c);
+          require_allreduce(*c, 48, Space::Device);
+        }
+  auto staged = make_tree_allreduce(3, 2, 48 * 4, 4, Space::Host, {{}, {}}, 2);
+  require_matching_messages(*staged);
+  require_allreduce(*staged, 48, Space::Host);
+  REQUIRE_THROWS(make_tree_allreduce(2, 3, 12, 4, Space::Device, {{0, 0, 1}}, 1));
+}
+
+TEST_CASE("tree allreduce: chunks + 2H - 1 steps, and S up and S down through every member", "[collective]") {
+  // 4 nodes of 8: one channel's tree is node 0's chain (7 hops) over the node tree 0 -> 2 -> {1, 3}, so H = 9.
+  auto c = make_tree_allreduce(4, 8, 64 * 1024 * 4, 4, Space::Device, {{}}, 16);
+  CHECK(c->steps() == 16 + 2 * 9 - 1);
+  RankStep st;
+  std::vector<std::uint64_t> up(32, 0), down(32, 0);
+  for (int s = 0; s < c->steps(); ++s)
+    for (int m = 0; m < 32; ++m) {
+      c->rank_step(m, s, st);
+      for (const auto& t : st.recvs) (t.reduce ? up : down)[m] += t.bytes;
+    }
+  // Node 2 (members 16-23) is inside the node tree: its head receives node 1's and node 3's sums, its chain
+  // one; a leaf node's head receives the down pass once.
+  CHECK(up[16] == 3 * c->bytes());
+  CHECK(up[8] == 1 * c->bytes());
+  CHECK(up[15] == 0);   // the chain's last GPU
+  CHECK(down[0] == 0);  // the root
+  for (int m = 1; m < 32; ++m) CHECK(down[m] == c->bytes());
+  // NCCL's chunk: 512 KiB, halved to keep 8 per level of a 2-channel, depth-9 tree; 32 KiB at the least.
+  CHECK(tree_chunks(256 << 20, 2, 9) == 256);
+  CHECK(tree_chunks(64 << 20, 2, 9) == 128);  // 256 KiB chunks
+  CHECK(tree_chunks(8 << 20, 2, 9) == 64);    // 64 KiB keeps 4 per level
+  CHECK(tree_chunks(1 << 20, 2, 9) == 16);    // 32 KiB, the smallest
+  CHECK(tree_chunks(4096, 2, 9) == 1);
+}

@@ -70,6 +70,14 @@ TEST_CASE("real bench: our ring equals MPI's result on 2, 3, 4 ranks, all ops an
     CHECK(r.output.find("halving_doubling (ringsim collective)") != std::string::npos);
     CHECK(r.output.find("# wrong elements in total: 0") != std::string::npos);
   }
+  // NCCL's double binary tree, each rank a node: 5 ranks shift the second tree, 4 mirror it.
+  for (int n : {4, 5}) {
+    const Result r = run("-n " + std::to_string(n) + " " + kReal + " bench -b 0 -e 4M -f 9 -n 2 -w 1 --algorithm tree");
+    CAPTURE(n, r.output);
+    CHECK(r.status == 0);
+    CHECK(r.output.find("tree (ringsim collective)") != std::string::npos);
+    CHECK(r.output.find("# wrong elements in total: 0") != std::string::npos);
+  }
   const Result bad = run("-n 2 " + kReal + " bench --op allgather --algorithm halving_doubling");
   CHECK(bad.status == 2);
   CHECK(bad.output.find("--algorithm halving_doubling applies to --op allreduce only") != std::string::npos);
@@ -117,6 +125,10 @@ TEST_CASE(
         // Three rings at once, each on its share of every fusion buffer (NCCL-style channels).
         "-n 4 " + kReal + kCatalog + " train " + s +
             " --set cluster.gpus_per_node=2 --set communication.channels=3 --set communication.fusion_threshold=64KiB",
+        // NCCL's tree: chains in 2 nodes of 2, the nodes' heads in the double binary tree, 4 channels.
+        "-n 4 " + kReal + kCatalog + " train " + s +
+            " --set cluster.nodes=2 --set cluster.gpus_per_node=2 --set communication.strategy=tree"
+            " --set communication.channels=4 --set communication.fusion_threshold=64KiB",
         // 3 ranks: one folds into its neighbour, two halve and double, then it is handed the result.
         "-n 3 " + kReal + kCatalog + " train " + s +
             " --set cluster.nodes=3 --set cluster.gpus_per_node=1 --set communication.strategy=halving_doubling",

@@ -1457,3 +1457,38 @@ TEST_CASE("bench: NVLS on one ND96isr_H100_v5 in closed form, and refused where 
   });
   CHECK_THAT(nodes, Catch::Contains("nvls runs inside one node"));
 }
+
+TEST_CASE("bench: NCCL's tree across ND96isr_H100_v5 nodes, latency in closed form, bandwidth flat in nodes",
+          "[bench]") {
+  const Catalog& c = ringsim::test::catalog();
+  const std::string file = std::string(RINGSIM_TEST_SCENARIOS) + "/nccl_tests_nd96isr_h100_v5.yaml";
+  auto bench = [&](std::vector<std::string> sets, std::uint64_t bytes) {
+    std::vector<Override> o;
+    for (const auto& s : sets) o.push_back(parse_override(s));
+    return predict_allreduce_bench(c, load_scenario(file, c, o), {bytes, bytes, 2}).rows.at(0).time_s;
+  };
+  // One NVLink step (a ring in one node: 14 steps) and one InfiniBand step (two nodes of one GPU: 2 steps).
+  const double call = 8.4e-6;
+  const double nvlink = (bench({}, 8) - call) / 14;
+  const double ib = (bench({"cluster.nodes=2", "cluster.gpus_per_node=1"}, 8) - call) / 2;
+  CHECK(nvlink == Approx(0.7e-6).epsilon(1e-3));
+  for (int nodes : {4, 32}) {
+    CAPTURE(nodes);
+    const std::string n = "cluster.nodes=" + std::to_string(nodes);
+    // 8 B: up the chain (7 NVLink steps), up the node tree (log2 nodes InfiniBand steps) and down again.
+    const double levels = std::log2(nodes);
+    CHECK(bench({n, "communication.strategy=tree"}, 8) == Approx(call + 14 * nvlink + 2 * levels * ib).epsilon(1e-4));
+    // A ring of 8 x nodes GPUs takes 2 (8 nodes - 1) steps, each with a hop across nodes.
+    CHECK(bench({n}, 8) == Approx(call + 2 * (8 * nodes - 1) * ib).epsilon(1e-4));
+  }
+  // 256 MiB: each node's NICs carry 2 S in the tree at any node count (a ring: 2 S (n - 1) / n); the
+  // pipeline's fill and drain cost the tree 10-20 %.
+  const std::uint64_t big = 256ull << 20;
+  const double tree4 = bench({"cluster.nodes=4", "communication.strategy=tree"}, big);
+  const double tree32 = bench({"cluster.nodes=32", "communication.strategy=tree"}, big);
+  const double ring4 = bench({"cluster.nodes=4"}, big);
+  CHECK(tree32 == Approx(tree4).epsilon(0.05));
+  CHECK(tree4 / ring4 > 1.1);
+  CHECK(tree4 / ring4 < 1.3);
+  CHECK(bench({"cluster.nodes=32"}, big) > 1.5 * tree32);  // the ring's 510 latencies
+}

@@ -59,6 +59,11 @@ std::unique_ptr<collective::Collective> make_op(const std::string& op, const std
                                                 std::uint64_t bytes, int elem) {
   if (op == "allreduce" && algorithm == "halving_doubling")
     return collective::make_halving_doubling_allreduce(p, bytes, elem, collective::Space::Device);
+  if (op == "allreduce" && algorithm == "tree") {  // each rank a node of NCCL's double binary tree
+    const int depth = static_cast<int>(std::floor(std::log2(std::max(1, p))));
+    return collective::make_tree_allreduce(p, 1, bytes, elem, collective::Space::Device, {{0}, {0}},
+                                           collective::tree_chunks(bytes, 2, depth));
+  }
   if (op == "allreduce") return collective::make_ring_allreduce(p, bytes, elem, collective::Space::Device);
   if (op == "reduce_scatter") return collective::make_ring_reduce_scatter(p, bytes, elem);
   return collective::make_ring_allgather(p, bytes, elem);

@@ -49,6 +49,12 @@ std::string_view to_string(Phase p) {
       return "in_switch";
     case Phase::LocalBroadcast:
       return "local_broadcast";
+    case Phase::TreeUp:
+      return "tree_up";
+    case Phase::TreeUpDown:
+      return "tree_up_down";
+    case Phase::TreeDown:
+      return "tree_down";
   }
   return "unknown";
 }
@@ -610,6 +616,132 @@ class NvlsAllreduce final : public Collective {
   std::vector<Chunking> shards_;  // slice k in p shards
 };
 
+// One channel of the tree allreduce: each member's parent (-1: the root), children (ascending), height
+// (hops down to its deepest leaf) and depth (hops up to the root), and the channel's share in chunks.
+struct TreeChannel {
+  std::vector<int> parent, height, depth;
+  std::vector<std::vector<int>> children;
+  int tall = 0;  // the root's height
+  Chunking chunks;
+};
+
+TreeChannel tree_channel(int nodes, int local, const std::vector<int>& chain, int tree, Chunking chunks) {
+  const int p = nodes * local;
+  TreeChannel c{std::vector<int>(p, -1), std::vector<int>(p, 0), std::vector<int>(p, 0), {}, 0, chunks};
+  c.children.resize(p);
+  int root = -1;
+  for (int n = 0; n < nodes; ++n) {
+    for (int i = 1; i < local; ++i) c.parent[n * local + chain[i]] = n * local + chain[i - 1];
+    const int up = double_binary_tree_parent(tree, n, nodes);
+    c.parent[n * local + chain[0]] = up < 0 ? -1 : up * local + chain[0];
+    if (up < 0) root = n * local + chain[0];
+  }
+  for (int m = 0; m < p; ++m)
+    if (c.parent[m] >= 0) c.children[c.parent[m]].push_back(m);
+  std::vector<int> order{root};  // breadth first from the root: depths, then heights leaves first
+  for (std::size_t i = 0; i < order.size(); ++i)
+    for (int ch : c.children[order[i]]) {
+      c.depth[ch] = c.depth[order[i]] + 1;
+      order.push_back(ch);
+    }
+  if (static_cast<int>(order.size()) != p) throw std::logic_error("tree: not every member is reached");
+  for (auto it = order.rbegin(); it != order.rend(); ++it)
+    if (c.parent[*it] >= 0) c.height[c.parent[*it]] = std::max(c.height[c.parent[*it]], c.height[*it] + 1);
+  c.tall = c.height[root];
+  return c;
+}
+
+// Tree step t moves, in channel c, chunk t - h up from every member of height h and chunk t - tall - d
+// down from every member of depth d (its parent's send arrives the step before it forwards).
+class TreeAllreduce final : public Collective {
+ public:
+  TreeAllreduce(int nodes, int local, std::uint64_t bytes, int element_bytes, Space space,
+                const std::vector<std::vector<int>>& chains, int chunks)
+      : Collective(bytes),
+        p_(nodes * local),
+        chunks_(chunks),
+        space_(space),
+        channel_split_(bytes, static_cast<int>(chains.size()), element_bytes) {
+    for (std::size_t c = 0; c < chains.size(); ++c) {
+      const Chunking share(channel_split_.size(static_cast<int>(c)), chunks, element_bytes);
+      channels_.push_back(tree_channel(nodes, local, checked_chain(chains[c], local), static_cast<int>(c % 2), share));
+      tall_ = std::max(tall_, channels_.back().tall);
+    }
+    const bool staged = space == Space::Host && p_ > 1;
+    if (staged) phases_.add(Phase::CopyToHost, 1);
+    if (p_ > 1) add_tree_runs();
+    if (staged) phases_.add(Phase::CopyToDevice, 1);
+  }
+  std::string_view algorithm() const override { return "tree_allreduce"; }
+  int members() const override { return p_; }
+  int steps() const override { return phases_.steps(); }
+  std::vector<StepRun> runs() const override { return phases_.runs(); }
+  Space home_space(int) const override { return space_; }
+  void rank_step(int m, int s, RankStep& out) const override {
+    out.clear();
+    auto [phase, t] = phases_.locate(s);
+    if (staging_step(phase, m, bytes_, out)) return;
+    for (std::size_t c = 0; c < channels_.size(); ++c) add_channel(m, t, c, out);
+  }
+
+ private:
+  static std::vector<int> checked_chain(std::vector<int> chain, int local) {
+    if (chain.empty())
+      for (int i = 0; i < local; ++i) chain.push_back(i);
+    std::vector<int> sorted = chain;
+    std::sort(sorted.begin(), sorted.end());
+    for (int i = 0; i < local; ++i)
+      if (static_cast<int>(sorted.size()) != local || sorted[i] != i)
+        throw std::invalid_argument("tree chain: not a permutation of the local members");
+    return chain;
+  }
+  std::uint64_t chunk_size(const TreeChannel& c, int j) const { return j >= 0 && j < chunks_ ? c.chunks.size(j) : 0; }
+  void add_channel(int m, int t, std::size_t ci, RankStep& out) const {
+    const TreeChannel& c = channels_[ci];
+    const std::uint64_t base = channel_split_.offset(static_cast<int>(ci));
+    auto move = [&](std::vector<Transfer>& to, int j, int from, int dst, bool up) {
+      if (chunk_size(c, j) > 0)
+        to.push_back({from, dst, space_, space_, base + c.chunks.offset(j), c.chunks.size(j), up});
+    };
+    const int parent = c.parent[m], down = t - c.tall - c.depth[m];
+    if (parent >= 0) move(out.sends, t - c.height[m], m, parent, true);
+    for (int ch : c.children[m]) move(out.recvs, t - c.height[ch], ch, m, true);
+    if (parent >= 0) move(out.recvs, down + 1, parent, m, false);
+    for (int ch : c.children[m]) move(out.sends, down, m, ch, false);
+  }
+  // Consecutive tree steps that move the same chunk sizes at every level form one run.
+  void add_tree_runs() {
+    const int steps = chunks_ + 2 * tall_ - 1;
+    for (int t = 0; t < steps;) {
+      int end = t + 1;
+      while (end < steps && levels(end) == levels(t)) ++end;
+      bool up = false, down = false;
+      for (const auto& c : channels_)
+        for (int l = 0; l <= c.tall; ++l) {
+          up = up || (l < c.tall && chunk_size(c, t - l) > 0);
+          down = down || (l < c.tall && chunk_size(c, t - c.tall - l) > 0);
+        }
+      phases_.add(up && down ? Phase::TreeUpDown : up ? Phase::TreeUp : Phase::TreeDown, end - t, t);
+      t = end;
+    }
+  }
+  // Step t's pattern: per channel, the chunk size sent up from each height and down from each depth.
+  std::vector<std::uint64_t> levels(int t) const {
+    std::vector<std::uint64_t> v;
+    for (const auto& c : channels_)
+      for (int l = 0; l < c.tall; ++l) {
+        v.push_back(chunk_size(c, t - l));
+        v.push_back(chunk_size(c, t - c.tall - l));
+      }
+    return v;
+  }
+  int p_, chunks_, tall_ = 0;
+  Space space_;
+  Chunking channel_split_;
+  std::vector<TreeChannel> channels_;
+  Phases phases_;
+};
+
 }  // namespace
 
 std::unique_ptr<Collective> make_ring_allreduce(int members, std::uint64_t bytes, int element_bytes, Space space,
@@ -647,6 +779,46 @@ std::unique_ptr<Collective> make_nvls_allreduce(int gpus, std::uint64_t bytes, i
   const std::uint64_t most = std::max<std::uint64_t>(1, bytes / static_cast<std::uint64_t>(element_bytes));
   return std::make_unique<NvlsAllreduce>(gpus, bytes, element_bytes,
                                          static_cast<int>(std::min<std::uint64_t>(slices, most)));
+}
+
+int binary_tree_parent(int rank, int ranks) {
+  if (rank <= 0 || rank >= ranks) return -1;
+  const int bit = rank & -rank;  // NCCL's tree alternates leaves and inner ranks by their lowest set bit
+  const int up = (rank ^ bit) | (bit << 1);
+  return up < ranks ? up : rank ^ bit;
+}
+
+int double_binary_tree_parent(int tree, int rank, int ranks) {
+  if (tree == 0) return binary_tree_parent(rank, ranks);
+  if (ranks % 2 == 1) {  // shifted by one
+    const int up = binary_tree_parent((rank - 1 + ranks) % ranks, ranks);
+    return up < 0 ? -1 : (up + 1) % ranks;
+  }
+  const int up = binary_tree_parent(ranks - 1 - rank, ranks);  // mirrored
+  return up < 0 ? -1 : ranks - 1 - up;
+}
+
+int tree_chunks(std::uint64_t bytes, int channels, int depth) {
+  const std::uint64_t share = bytes / static_cast<std::uint64_t>(std::max(1, channels));
+  const auto levels = static_cast<std::uint64_t>(std::max(1, depth));
+  std::uint64_t chunk = 512 * 1024;
+  auto shrink = [&](std::uint64_t per_level, std::uint64_t smallest) {
+    while (share / chunk < per_level * levels && chunk > smallest) chunk /= 2;
+  };
+  shrink(8, 128 * 1024);
+  shrink(4, 64 * 1024);
+  shrink(1, 32 * 1024);
+  return static_cast<int>(std::max<std::uint64_t>(1, (share + chunk - 1) / chunk));
+}
+
+std::unique_ptr<Collective> make_tree_allreduce(int nodes, int local, std::uint64_t bytes, int element_bytes,
+                                                Space space, const std::vector<std::vector<int>>& chains, int chunks) {
+  if (nodes < 1 || local < 1 || chains.empty() || chunks < 1)
+    throw std::invalid_argument("tree allreduce needs nodes, local members, a channel and a chunk");
+  // Every chunk holds at least one element of the smallest channel share.
+  const std::uint64_t share = bytes / static_cast<std::uint64_t>(element_bytes) / chains.size();
+  const int most = static_cast<int>(std::clamp<std::uint64_t>(share, 1, static_cast<std::uint64_t>(chunks)));
+  return std::make_unique<TreeAllreduce>(nodes, local, bytes, element_bytes, space, chains, most);
 }
 
 std::unique_ptr<Collective> make_halving_doubling_allreduce(int members, std::uint64_t bytes, int element_bytes,

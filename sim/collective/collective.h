@@ -62,6 +62,9 @@ enum class Phase : std::uint8_t {
   Pull,
   LocalBroadcast,
   InSwitch,
+  TreeUp,
+  TreeUpDown,
+  TreeDown,
 };
 // The name reports and traces show: "copy_to_host", "reduce_scatter", "cross_allgather", ...
 std::string_view to_string(Phase p);
@@ -150,6 +153,26 @@ std::unique_ptr<Collective> make_halving_doubling_allreduce(int members, std::ui
 // Per GPU and direction S (1 + 1/gpus) bytes cross its port, as NCCL's reduce-scatter by multimem loads and
 // allgather by multimem stores move them.
 std::unique_ptr<Collective> make_nvls_allreduce(int gpus, std::uint64_t bytes, int element_bytes, int slices);
+
+// NCCL's tree allreduce (2.4 and later) over `nodes` x `local` members, node-major. Channel c runs one tree
+// through every member: inside each node a chain along chains[c] (local indices; the first is the node's
+// head), and across nodes the heads form binary tree c % 2 of NCCL's double binary tree (src/graph/trees.cc:
+// tree 1 mirrors tree 0 for an even node count and shifts it by one for an odd, so a node that is a leaf of
+// one is inside the other). Each channel's share of the buffer is pipelined in `chunks` chunks: a member
+// reduces chunk j from its children and sends it to its parent at step j + its height; the root sends it
+// back down, one hop a step. Steps: chunks + 2 H - 1, H the tallest channel's height. Host data path:
+// staged as the ring.
+std::unique_ptr<Collective> make_tree_allreduce(int nodes, int local, std::uint64_t bytes, int element_bytes,
+                                                Space data_space, const std::vector<std::vector<int>>& chains,
+                                                int chunks);
+// The parent of member `rank` of NCCL's binary tree over `ranks` (rank 0 the root: -1); tree 1 of the
+// double binary tree is double_binary_tree_parent(1, ...).
+int binary_tree_parent(int rank, int ranks);
+int double_binary_tree_parent(int tree, int rank, int ranks);
+// NCCL's tree chunk (Simple protocol, src/enqueue.cc): its step of 512 KiB halved while each channel would
+// get fewer than 8 chunks per level of the tree (down to 128 KiB), fewer than 4 (to 64 KiB), fewer than 1
+// (to 32 KiB). Returns the chunks per channel: the share over that chunk, at least 1.
+int tree_chunks(std::uint64_t bytes, int channels, int depth);
 
 // How the local roots of a hierarchical allreduce reduce across nodes.
 enum class CrossNode : std::uint8_t { Ring, HalvingDoubling };

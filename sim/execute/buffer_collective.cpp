@@ -1,6 +1,7 @@
 #include "execute/buffer_collective.h"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 
 #include "graph/ring_search.h"
@@ -9,8 +10,16 @@ namespace ringsim {
 
 BufferCollectiveLayout buffer_collective_layout(const Scenario& s, collective::Space space, PathCost& costs) {
   RingSearch search(costs);
-  BufferCollectiveLayout l{costs.workers(), space, {}, search.local_ring_order()};
+  BufferCollectiveLayout l{costs.workers(), space, {}, search.local_ring_order(), {}};
   if (s.communication.strategy == Strategy::Ring) l.ring_orders = search.ring_orders(s.communication.channels);
+  if (s.communication.strategy == Strategy::Tree)
+    for (int c = 0; c < s.communication.channels; ++c) {
+      std::vector<int> chain = l.local_order;
+      if (chain.empty())
+        for (int i = 0; i < s.cluster.gpus_per_node; ++i) chain.push_back(i);
+      std::rotate(chain.begin(), chain.begin() + (c / 2) % static_cast<int>(chain.size()), chain.end());
+      l.tree_chains.push_back(std::move(chain));
+    }
   return l;
 }
 
@@ -51,6 +60,16 @@ std::unique_ptr<collective::Collective> make_buffer_collective(const Scenario& s
     case Strategy::Hierarchical:
       return collective::make_hierarchical_allreduce(s.cluster.nodes, s.cluster.gpus_per_node, bytes, element_bytes,
                                                      layout.space, layout.local_order, c.cross_node);
+    case Strategy::Tree: {
+      // NCCL's tree depth (src/graph/connect.cc): the chain inside a node and log2 of the nodes. At most
+      // 1,024 chunks a channel (NCCL's would be 1,024 at 1 GiB on 2 channels) keep the flow fidelity's
+      // steps bounded.
+      const int nodes = s.cluster.nodes, gpn = s.cluster.gpus_per_node;
+      const int depth = gpn - 1 + static_cast<int>(std::floor(std::log2(nodes)));
+      auto chains = layout.tree_chains.empty() ? std::vector<std::vector<int>>(c.channels) : layout.tree_chains;
+      const int chunks = std::min(1024, collective::tree_chunks(bytes, static_cast<int>(chains.size()), depth));
+      return collective::make_tree_allreduce(nodes, gpn, bytes, element_bytes, layout.space, chains, chunks);
+    }
     case Strategy::HalvingDoubling:
       return collective::make_halving_doubling_allreduce(layout.workers, bytes, element_bytes, layout.space);
     case Strategy::Nvls: {

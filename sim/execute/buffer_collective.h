@@ -18,12 +18,15 @@ struct BufferCollectiveLayout {
   collective::Space space = collective::Space::Device;  // the library's data path
   std::vector<std::vector<int>> ring_orders;            // ring: one ring through every worker per channel
   std::vector<int> local_order;                         // hierarchical: the ring inside each node (empty: index order)
+  std::vector<std::vector<int>> tree_chains;            // tree: each channel's chain inside a node (local indices)
 };
 
 class PathCost;
 // The layout predict and ringsim-real train both run: the scenario's workers, the data space, its rings
-// (one per channel, for strategy ring) and the ring inside a node (hierarchical), from the same ring
-// search (graph/ring_search.h) over the same path costs.
+// (one per channel, for strategy ring), the ring inside a node (hierarchical) and the trees' chains (the
+// ring inside a node, entered at GPU c / 2 for channel c: both trees of a pair leave by one NIC, and the
+// pairs by different ones), from the
+// same ring search (graph/ring_search.h) over the same path costs.
 BufferCollectiveLayout buffer_collective_layout(const Scenario& s, collective::Space space, PathCost& costs);
 
 // The framework's gradient planner for one step (predict and ringsim-real train): Horovod's fusion by

@@ -27,6 +27,8 @@ std::string_view to_string(Strategy v) {
       return "parameter_server";
     case Strategy::Nvls:
       return "nvls";
+    case Strategy::Tree:
+      return "tree";
   }
   return "?";
 }
@@ -351,8 +353,9 @@ const ModelSpec& parse_model(const YamlField& root, const Catalog& catalog, Scen
 // communication: the strategy, and the hierarchical allreduce's cross-node algorithm.
 void parse_strategy(const YamlField& co, Scenario& s) {
   if (auto f = co.find("strategy")) {
-    const std::string v = f->choice({"ring", "hierarchical", "halving_doubling", "parameter_server", "nvls"});
+    const std::string v = f->choice({"ring", "tree", "hierarchical", "halving_doubling", "parameter_server", "nvls"});
     s.communication.strategy = v == "ring"               ? Strategy::Ring
+                               : v == "tree"             ? Strategy::Tree
                                : v == "hierarchical"     ? Strategy::Hierarchical
                                : v == "halving_doubling" ? Strategy::HalvingDoubling
                                : v == "nvls"             ? Strategy::Nvls
@@ -454,12 +457,13 @@ int parse_buffers(const YamlField& co, Scenario& s) {
   }
   if (auto f = co.find("library"))
     s.communication.library = f->choice({"nccl", "mpi"}) == "nccl" ? CommLibrary::Nccl : CommLibrary::Mpi;
-  if (auto f = co.find("channels")) {  // `auto` suits every strategy (one ring but for a ring), a number a ring
+  if (auto f = co.find("channels")) {  // `auto` suits every strategy, a number a ring or a tree
     const std::string v = f->str();
     if (v != "auto") {
       if (!is_whole_number(v))
-        f->fail("expected 'auto' or a whole number of rings run at once (1 to 64), got '" + v + "'");
-      if (s.communication.strategy != Strategy::Ring) f->fail("a number of rings applies only to strategy: ring");
+        f->fail("expected 'auto' or a whole number of rings or trees run at once (1 to 64), got '" + v + "'");
+      if (s.communication.strategy != Strategy::Ring && s.communication.strategy != Strategy::Tree)
+        f->fail("a number of channels applies only to strategy: ring or tree");
       channels = static_cast<int>(f->integer(1, 64));
     }
   }
@@ -488,15 +492,16 @@ void parse_parameter_server_count(const YamlField& co, Scenario& s) {
 }
 
 // Rings run at once where the scenario leaves it to `auto`: one per rail a node's GPUs leave by for a device
-// ring across InfiniBand nodes, else one.
+// ring across InfiniBand nodes, else one. Trees: the double binary tree's two per rail, a pair entering
+// every node at the same GPU, so that its NIC carries what the node sends in one tree and in the other.
 void default_channels(const Catalog& catalog, const SkuSpec& sku, Scenario& s) {
-  const bool device_ring =
-      s.communication.strategy == Strategy::Ring &&
-      catalog.library(std::string(to_string(s.communication.library))).data_path == DataPath::Device;
+  const Strategy st = s.communication.strategy;
+  const bool device = catalog.library(std::string(to_string(s.communication.library))).data_path == DataPath::Device;
   // The rails the node's GPUs leave by: GPUs 0 and 1 of a DGX-1 share one NIC, four GPUs use two.
   const int rails = catalog.layout(sku.layout).rails_of_first(s.cluster.gpus_per_node);
-  s.communication.channels =
-      device_ring && s.cluster.nodes > 1 && s.cluster.fabric == FabricKind::InfiniBand ? std::max(1, rails) : 1;
+  const int per_rail =
+      device && s.cluster.nodes > 1 && s.cluster.fabric == FabricKind::InfiniBand ? std::max(1, rails) : 1;
+  s.communication.channels = st == Strategy::Tree ? 2 * per_rail : st == Strategy::Ring ? per_rail : 1;
 }
 
 Scenario parse(std::shared_ptr<YamlDocument> doc, const Catalog& catalog, const std::vector<Override>& overrides) {
@@ -636,7 +641,7 @@ std::string to_yaml(const Scenario& s) {
   }
   out << YAML::Key << "concurrent_collectives" << YAML::Value
       << concurrent_collectives_value(s.communication.concurrent_collectives);
-  if (s.communication.strategy == Strategy::Ring)
+  if (s.communication.strategy == Strategy::Ring || s.communication.strategy == Strategy::Tree)
     out << YAML::Key << "channels" << YAML::Value << s.communication.channels;
   out << YAML::Key << "library" << YAML::Value << std::string(to_string(s.communication.library));
   out << YAML::EndMap;

@@ -13,7 +13,7 @@
 namespace ringsim {
 
 enum class FabricTopology { Star, FatTree };
-enum class Strategy { Ring, Hierarchical, HalvingDoubling, ParameterServer, Nvls };
+enum class Strategy { Ring, Hierarchical, HalvingDoubling, ParameterServer, Nvls, Tree };
 enum class PsPlacement { Colocated, Dedicated, Gpus };
 enum class PsAggregation { None, Node };
 enum class CommLibrary { Nccl, Mpi };
@@ -74,9 +74,10 @@ struct CommunicationConfig {
   // Collectives in flight at once: 1 as Horovod's background thread runs them; 0 = unlimited, as a dataflow
   // framework (TensorFlow's parameter-server modes) sends every variable as soon as its gradient exists.
   int concurrent_collectives = 1;
-  // Rings a ring allreduce runs at once, each on its share of the buffer (NCCL's channels). `auto` in a
-  // scenario resolves at load: an NCCL-style (device data path) ring across InfiniBand nodes gets one
-  // per rail its GPUs use (NodeLayout::gpu_rail); everything else one.
+  // Rings a ring allreduce (trees a tree allreduce) runs at once, each on its share of the buffer (NCCL's
+  // channels). `auto` in a scenario resolves at load: an NCCL-style (device data path) ring across
+  // InfiniBand nodes gets one per rail its GPUs use (NodeLayout::gpu_rail), everything else one; a tree
+  // twice as many, both of the double binary tree's per rail.
   int channels = 1;
   // Collective members that are servers of their own (parameter servers not on the worker GPUs).
   int server_members() const {
