@@ -131,4 +131,14 @@ double collective_duration(const collective::Collective& c, CommModel& cm, std::
   return total;
 }
 
+void add_edge_bytes(const collective::Collective& c, CommModel& cm, std::vector<double>& edge_bytes) {
+  collective::RankStep st;
+  for (const auto& run : c.runs())
+    for (int m = 0; m < c.members(); ++m) {
+      c.rank_step(m, run.first, st);
+      for (const auto& t : st.sends)
+        for (int e : cm.path(t).edges) edge_bytes[e] += static_cast<double>(t.bytes) * run.count;
+    }
+}
+
 }  // namespace ringsim

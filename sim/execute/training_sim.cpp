@@ -61,6 +61,15 @@ class CollectiveFactory {
       shards = buffer_shards(s_, server_of_, tensor_bytes_, b.tensors);
     return make_buffer_collective(s_, layout_, b.bytes, b.element_bytes, shards);
   }
+  // What make(b) depends on: buffers with equal keys get the same collective.
+  std::vector<std::uint64_t> key(const collective::FusionBuffer& b) const {
+    std::vector<std::uint64_t> k{b.bytes, static_cast<std::uint64_t>(b.element_bytes)};
+    if (s_.communication.strategy != Strategy::ParameterServer) return k;
+    const BufferShards shards = buffer_shards(s_, server_of_, tensor_bytes_, b.tensors);
+    k.push_back(static_cast<std::uint64_t>(shards.aggregator));
+    k.insert(k.end(), shards.bytes.begin(), shards.bytes.end());
+    return k;
+  }
   const std::vector<std::uint64_t>& tensor_bytes() const { return tensor_bytes_; }
 
  private:
@@ -195,6 +204,16 @@ class TrainingRun final : public collective::CycleRuntime, public collective::Bu
   // than the scenario's limit are in flight.
   void launch_buffer(const collective::FusionBuffer& b);
   void run_buffer(const collective::FusionBuffer& b);
+  // A collective's step-model cost: its duration, runs and hold on the compute, evaluated once per kind of
+  // buffer (equal CollectiveFactory keys; DDP's buckets and Horovod's full buffers repeat their sizes). Each
+  // call adds the bytes it carries to edge_bytes_.
+  struct StepCost {
+    double estimate = 0;
+    std::vector<RunCost> runs;
+    ComputeHold hold;
+  };
+  const StepCost& step_cost(const collective::FusionBuffer& b, const Collective& c);
+  std::map<std::vector<std::uint64_t>, StepCost> step_costs_;
   // While collective c runs it holds part of its GPUs' compute: interfere(c, hold, true) as it starts,
   // (c, hold, false) as it ends. taken(rank): the compute seconds collectives have taken from the rank's GPU
   // so far, which its passes make up for (their work runs at 1 - the shares held).
@@ -438,6 +457,18 @@ void TrainingRun::compute_actor(int rank) {
   }
 }
 
+const TrainingRun::StepCost& TrainingRun::step_cost(const collective::FusionBuffer& b, const Collective& c) {
+  auto key = factory_.key(b);
+  if (auto it = step_costs_.find(key); it != step_costs_.end()) {
+    add_edge_bytes(c, cm_, edge_bytes_);
+    return it->second;
+  }
+  StepCost cost;
+  cost.estimate = collective_duration(c, cm_, &edge_bytes_, &cost.runs);
+  cost.hold = cm_.compute_interference(c, cost.estimate);
+  return step_costs_.emplace(std::move(key), std::move(cost)).first->second;
+}
+
 void TrainingRun::run_buffer(const collective::FusionBuffer& b) {
   CollectiveRecord rec;
   rec.index = started_++;
@@ -451,13 +482,13 @@ void TrainingRun::run_buffer(const collective::FusionBuffer& b) {
   auto c = factory_.make(b);
   rec.algorithm = std::string(c->algorithm());
   sleep(cm_.library().collective_overhead);
-  std::vector<RunCost> runs;
   const int nic = loader_ && fidelity_ == Fidelity::Step ? nic_edge(0) : -1;
   const double nic_before = nic >= 0 ? edge_bytes_[nic] : 0;
-  const double estimate = collective_duration(*c, cm_, &edge_bytes_, &runs);
-  for (const auto& r : runs)
+  const StepCost& cost = step_cost(b, *c);
+  const double estimate = cost.estimate;
+  for (const auto& r : cost.runs)
     rec.phases.push_back({std::string(collective::to_string(r.phase)), r.count, r.step_s, r.transfers, r.copy_s});
-  const ComputeHold hold = cm_.compute_interference(*c, estimate);
+  const ComputeHold& hold = cost.hold;
   rec.compute_share = std::min(ComputeHold::kMost, hold.most());
   interfere(*c, hold, true);
   if (fidelity_ == Fidelity::Step) {
