@@ -111,7 +111,7 @@ std::vector<BadCase> cases() {
        with("nodes: 2", "nodes: 2\n  nodes_per_leaf: 8"),
        {},
        "bad.yaml:4:19",
-       "nodes_per_leaf applies only to fabric_topology: fat_tree"},
+       "nodes_per_leaf applies only to fabric_topology: fat_tree or rail_optimized"},
       {"oversubscription below 1",
        with("nodes: 2", "nodes: 2\n  fabric_topology: fat_tree\n  oversubscription: 0.5"),
        {},

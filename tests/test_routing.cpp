@@ -118,6 +118,33 @@ TEST_CASE("routing: two-level fat tree with D-mod-k spine choice and oversubscri
   CHECK(t4.spines() == 5);  // ceil(18 / 4)
 }
 
+TEST_CASE("routing: a rail-optimised fat tree puts NIC i of every node of a group on leaf i", "[routing]") {
+  // 5 x ND96isr_H100_v5 (8 NDR NICs each), 2 nodes a group: 3 groups of 8 leaves, 2 spines.
+  const Topology t = build("ND96isr_H100_v5", 5, FabricKind::InfiniBand, FabricTopology::RailOptimized, 2, 1);
+  CHECK(t.leaves() == 24);
+  CHECK(t.spines() == 2);
+  const Router router(t);
+  auto hops = [&](int node_a, int nic_a, int node_b, int nic_b) {
+    const Route r = router.route(t.fabric_nics(node_a)[nic_a], t.fabric_nics(node_b)[nic_b]);
+    return path_names(t, r);
+  };
+  const auto rail = hops(0, 3, 1, 3);  // one rail, one group: its leaf alone
+  REQUIRE(rail.size() == 3);
+  CHECK(rail[1] == "leaf3");
+  const auto across = hops(0, 3, 1, 4);  // another rail: up to spine 1 mod 2 and down to leaf 4
+  REQUIRE(across.size() == 5);
+  CHECK(across[1] == "leaf3");
+  CHECK(across[2] == "spine1");
+  CHECK(across[3] == "leaf4");
+  const auto group = hops(0, 3, 4, 3);  // the same rail in group 2: leaf 2 x 8 + 3
+  REQUIRE(group.size() == 5);
+  CHECK(group[3] == "leaf19");
+  // A leaf's uplinks carry its downlinks: 2 nodes x NDR over 2 spines, an NDR link each.
+  const double ndr = test::catalog().link(*test::catalog().sku("ND96isr_H100_v5").infiniband_link).bandwidth;
+  const Route r = router.route(t.fabric_nics(0)[3], t.fabric_nics(1)[4]);
+  for (EdgeId e : r.edges) CHECK(t.link(e).bandwidth == Approx(ndr));
+}
+
 TEST_CASE("routing: every link is two directed edges with one physical id", "[routing]") {
   const Topology t = build("ND40rs_v2", 3);
   const auto& g = t.graph();

@@ -1491,4 +1491,15 @@ TEST_CASE("bench: NCCL's tree across ND96isr_H100_v5 nodes, latency in closed fo
   CHECK(tree4 / ring4 > 1.1);
   CHECK(tree4 / ring4 < 1.3);
   CHECK(bench({"cluster.nodes=32"}, big) > 1.5 * tree32);  // the ring's 510 latencies
+  // A tree channel enters and leaves every node by its head's NIC: on a rail-optimised fabric with 2:1
+  // leaves its traffic stays on its rail's leaf within a group, and crosses the spines between groups as in
+  // the fat tree.
+  const std::vector<std::string> fabric = {"cluster.nodes=64", "communication.strategy=tree",
+                                           "cluster.nodes_per_leaf=16", "cluster.oversubscription=2"};
+  auto with = [&](std::string topology) {
+    auto sets = fabric;
+    sets.push_back("cluster.fabric_topology=" + topology);
+    return bench(sets, big);
+  };
+  CHECK(with("rail_optimized") == Approx(with("fat_tree")).epsilon(1e-9));
 }

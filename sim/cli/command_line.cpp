@@ -38,10 +38,12 @@ void CommandLine::define_inspection() {
   topo_cmd->add_option("--fabric", topo.fabric, "Cluster fabric (default: InfiniBand when the SKU has it)")
       ->check(CLI::IsMember({"infiniband", "ethernet"}));
   topo_cmd->add_option("--fabric-topology", topo.fabric_topology, "Fabric shape")
-      ->check(CLI::IsMember({"star", "fat_tree"}));
-  topo_cmd->add_option("--nodes-per-leaf", topo.nodes_per_leaf, "fat_tree: nodes per leaf switch")
+      ->check(CLI::IsMember({"star", "fat_tree", "rail_optimized"}));
+  topo_cmd->add_option("--nodes-per-leaf", topo.nodes_per_leaf, "fat_tree, rail_optimized: nodes per leaf switch")
       ->check(CLI::Range(1, 4096));
-  topo_cmd->add_option("--oversubscription", topo.oversubscription, "fat_tree: leaf downlink:uplink bandwidth ratio")
+  topo_cmd
+      ->add_option("--oversubscription", topo.oversubscription,
+                   "fat_tree, rail_optimized: leaf downlink:uplink bandwidth ratio")
       ->check(CLI::Range(1.0, 64.0));
   topo_cmd->add_option("--dot", topo.dot_file, "Write the graph as Graphviz DOT");
   topo_cmd->add_option("--platform-xml", topo.platform_xml_file,

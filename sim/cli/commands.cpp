@@ -53,9 +53,11 @@ int run_topo(const std::string& catalog_dir, const TopoOptions& o) {
       throw InputError(cmd,
                        "--fabric infiniband: " + sku->name + " has no InfiniBand (RDMA) NIC; use --fabric ethernet");
   }
-  shape.fabric_topology = o.fabric_topology == "fat_tree" ? FabricTopology::FatTree : FabricTopology::Star;
+  shape.fabric_topology = fabric_topology_named(o.fabric_topology);
   if (shape.fabric_topology == FabricTopology::Star && (o.nodes_per_leaf || o.oversubscription))
-    throw InputError(cmd, "--nodes-per-leaf and --oversubscription apply only to --fabric-topology fat_tree");
+    throw InputError(cmd,
+                     "--nodes-per-leaf and --oversubscription apply only to --fabric-topology fat_tree or "
+                     "rail_optimized");
   shape.nodes_per_leaf = o.nodes_per_leaf.value_or(0);
   shape.oversubscription = o.oversubscription.value_or(1.0);
   const Topology topology = Topology::build(catalog, shape);

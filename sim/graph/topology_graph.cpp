@@ -130,6 +130,7 @@ class TopologyBuilder {
     const FabricSpec& fabric = catalog_.fabric(s.fabric);
     const FabricLink fl = fabric_link(sku);
     const double sw = fabric.switch_latency;
+    if (s.fabric_topology == FabricTopology::RailOptimized) return build_rails(fl, sw);
     if (s.fabric_topology == FabricTopology::Star || s.nodes <= s.nodes_per_leaf) {
       VertexId root = add_device(DeviceKind::FabricSwitch, "switch0", -1, 0);
       t_.leaves_ = 1;
@@ -155,6 +156,30 @@ class TopologyBuilder {
       for (VertexId spine : spines) connect(leaf, spine, "fabric:" + fl.cls, fl.kind, uplink_bw, fl.latency, 1, sw, sw);
   }
 
+  // Rail-optimised (NVIDIA enterprise RAs; Juniper JVD "Rail Optimized Fabric": rail N joins GPU N of every
+  // server on leaf N): in each group (stripe) of `nodes_per_leaf` nodes, NIC i of every node is
+  // on the group's leaf i, so rail i's traffic stays on one switch; spines join every leaf, a leaf's uplink
+  // its downlink / oversubscription, as in the fat tree. Traffic from one rail to another crosses a spine.
+  void build_rails(const FabricLink& fl, double sw) {
+    const ClusterShape& s = t_.shape_;
+    const int per_leaf = s.nodes_per_leaf, rails = t_.nics_per_node_;
+    t_.leaves_ = (s.nodes + per_leaf - 1) / per_leaf * rails;
+    t_.spines_ = std::max(1, static_cast<int>(std::ceil(per_leaf / s.oversubscription)));
+    const double uplink_bw = per_leaf * fl.bandwidth / s.oversubscription / t_.spines_;
+    std::vector<VertexId> leaves, spines;
+    for (int l = 0; l < t_.leaves_; ++l)
+      leaves.push_back(add_device(DeviceKind::FabricSwitch, "leaf" + std::to_string(l), -1, l));
+    for (int k = 0; k < t_.spines_; ++k)
+      spines.push_back(add_device(DeviceKind::FabricSwitch, "spine" + std::to_string(k), -1, k));
+    for (int n = 0; n < s.nodes; ++n) {
+      const auto nics = t_.fabric_nics(n);
+      for (int i = 0; i < rails; ++i)
+        connect(nics[i], leaves[n / per_leaf * rails + i], fl.cls, fl.kind, fl.bandwidth, fl.latency, 1, 0, sw);
+    }
+    for (VertexId leaf : leaves)
+      for (VertexId spine : spines) connect(leaf, spine, "fabric:" + fl.cls, fl.kind, uplink_bw, fl.latency, 1, sw, sw);
+  }
+
  private:
   const Catalog& catalog_;
   Topology& t_;
@@ -167,7 +192,7 @@ Topology Topology::build(const Catalog& catalog, const ClusterShape& shape) {
   const SkuSpec& sku = catalog.sku(shape.sku);
   t.shape_.sku = sku.name;
   if (shape.nodes < 1) throw InputError({}, "a cluster needs at least one node");
-  if (t.shape_.fabric_topology == FabricTopology::FatTree && t.shape_.nodes_per_leaf <= 0)
+  if (t.shape_.fabric_topology != FabricTopology::Star && t.shape_.nodes_per_leaf <= 0)
     t.shape_.nodes_per_leaf = catalog.fabric(shape.fabric).default_nodes_per_leaf;
   if (t.shape_.oversubscription < 1) throw InputError({}, "oversubscription must be at least 1");
   const NodeLayout& layout = catalog.layout(sku.layout);

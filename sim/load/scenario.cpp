@@ -12,7 +12,14 @@
 
 namespace ringsim {
 
-std::string_view to_string(FabricTopology v) { return v == FabricTopology::Star ? "star" : "fat_tree"; }
+std::string_view to_string(FabricTopology v) {
+  return v == FabricTopology::Star ? "star" : v == FabricTopology::FatTree ? "fat_tree" : "rail_optimized";
+}
+FabricTopology fabric_topology_named(const std::string& name) {
+  return name == "star"       ? FabricTopology::Star
+         : name == "fat_tree" ? FabricTopology::FatTree
+                              : FabricTopology::RailOptimized;
+}
 std::string_view to_string(Framework v) { return v == Framework::Horovod ? "horovod" : "pytorch_ddp"; }
 
 std::string_view to_string(Strategy v) {
@@ -257,16 +264,15 @@ const SkuSpec& parse_cluster(const YamlField& root, const Catalog& catalog, Scen
     s.cluster.fabric = sku->infiniband_link ? FabricKind::InfiniBand : FabricKind::Ethernet;
   }
   if (auto f = cl.find("fabric_topology"))
-    s.cluster.fabric_topology =
-        f->choice({"star", "fat_tree"}) == "star" ? FabricTopology::Star : FabricTopology::FatTree;
+    s.cluster.fabric_topology = fabric_topology_named(f->choice({"star", "fat_tree", "rail_optimized"}));
   const FabricSpec& fabric = catalog.fabric(s.cluster.fabric);
-  if (s.cluster.fabric_topology == FabricTopology::FatTree) {
+  if (s.cluster.fabric_topology != FabricTopology::Star) {
     s.cluster.nodes_per_leaf = fabric.default_nodes_per_leaf;
     if (auto f = cl.find("nodes_per_leaf")) s.cluster.nodes_per_leaf = static_cast<int>(f->integer(1, 4096));
     if (auto f = cl.find("oversubscription")) s.cluster.oversubscription = f->number(1, 64);
   } else {
     for (const char* k : {"nodes_per_leaf", "oversubscription"})
-      if (auto f = cl.find(k)) f->fail(std::string(k) + " applies only to fabric_topology: fat_tree");
+      if (auto f = cl.find(k)) f->fail(std::string(k) + " applies only to fabric_topology: fat_tree or rail_optimized");
   }
 
   return *sku;
@@ -598,7 +604,7 @@ std::string to_yaml(const Scenario& s) {
   out << YAML::Key << "gpus_per_node" << YAML::Value << s.cluster.gpus_per_node;
   out << YAML::Key << "fabric" << YAML::Value << std::string(to_string(s.cluster.fabric));
   out << YAML::Key << "fabric_topology" << YAML::Value << std::string(to_string(s.cluster.fabric_topology));
-  if (s.cluster.fabric_topology == FabricTopology::FatTree) {
+  if (s.cluster.fabric_topology != FabricTopology::Star) {
     out << YAML::Key << "nodes_per_leaf" << YAML::Value << s.cluster.nodes_per_leaf;
     out << YAML::Key << "oversubscription" << YAML::Value << s.cluster.oversubscription;
   }

@@ -12,7 +12,7 @@
 
 namespace ringsim {
 
-enum class FabricTopology { Star, FatTree };
+enum class FabricTopology { Star, FatTree, RailOptimized };
 enum class Strategy { Ring, Hierarchical, HalvingDoubling, ParameterServer, Nvls, Tree };
 enum class PsPlacement { Colocated, Dedicated, Gpus };
 enum class PsAggregation { None, Node };
@@ -20,6 +20,7 @@ enum class CommLibrary { Nccl, Mpi };
 enum class Framework { Horovod, PytorchDdp };
 
 std::string_view to_string(FabricTopology v);
+FabricTopology fabric_topology_named(const std::string& name);  // star, fat_tree or rail_optimized
 std::string_view to_string(Strategy v);
 std::string_view to_string(PsPlacement v);
 std::string_view to_string(PsAggregation v);
