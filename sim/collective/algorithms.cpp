@@ -717,9 +717,9 @@ class TreeAllreduce final : public Collective {
       while (end < steps && levels(end) == levels(t)) ++end;
       bool up = false, down = false;
       for (const auto& c : channels_)
-        for (int l = 0; l <= c.tall; ++l) {
-          up = up || (l < c.tall && chunk_size(c, t - l) > 0);
-          down = down || (l < c.tall && chunk_size(c, t - c.tall - l) > 0);
+        for (int l = 0; l < c.tall; ++l) {
+          up = up || chunk_size(c, t - l) > 0;
+          down = down || chunk_size(c, t - c.tall - l) > 0;
         }
       phases_.add(up && down ? Phase::TreeUpDown : up ? Phase::TreeUp : Phase::TreeDown, end - t, t);
       t = end;
