@@ -121,8 +121,8 @@ std::vector<BadCase> cases() {
        std::string(kValid) + "communication:\n  strategy: allreduce\n",
        {},
        "bad.yaml:10:13",
-       "unknown value 'allreduce'; expected one of: ring, tree, hierarchical, halving_doubling, parameter_server, "
-       "nvls"},
+       "unknown value 'allreduce'; expected one of: ring, tree, auto, hierarchical, halving_doubling, "
+       "parameter_server, nvls"},
       {"strategy in wrong case",
        std::string(kValid) + "communication:\n  strategy: Ring\n",
        {},

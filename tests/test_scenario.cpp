@@ -77,7 +77,7 @@ TEST_CASE("scenario: channels: auto is one ring per InfiniBand NIC for NCCL acro
   const std::string other = test::input_error_of(
       [&] { load("sku: DGX-1-V100, nodes: 4", "communication: {strategy: hierarchical, channels: 2}\n"); });
   CHECK(other.find("channels.yaml:4:") != std::string::npos);
-  CHECK(other.find("a number of channels applies only to strategy: ring or tree") != std::string::npos);
+  CHECK(other.find("a number of channels applies only to strategy: ring, tree or auto") != std::string::npos);
   // A tree: the double binary tree's two per rail (a DGX-1's four), two where no rails spread it.
   CHECK(load("sku: DGX-1-V100, nodes: 4", "communication: {strategy: tree}\n").communication.channels == 8);
   CHECK(load("sku: ND40rs_v2, nodes: 4", "communication: {strategy: tree}\n").communication.channels == 2);

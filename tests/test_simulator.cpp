@@ -1503,3 +1503,60 @@ TEST_CASE("bench: NCCL's tree across ND96isr_H100_v5 nodes, latency in closed fo
   };
   CHECK(with("rail_optimized") == Approx(with("fat_tree")).epsilon(1e-9));
 }
+
+TEST_CASE("strategy auto: ring or tree per message, as NCCL's tuning model picks", "[bench]") {
+  const Catalog& c = ringsim::test::catalog();
+  const AlgorithmTuning& t = *c.library("nccl").tuning;
+  // 32 nodes of 8 on NVLink: the ring's 8.4 + 448 x 3.4 + 62 x 9.6 = 2,127 us against the tree's
+  // 2 (7 x 28 + 5 x 50) = 892 us at 8 B; at 256 MiB the ring's latency doubles (x 1.9), the tree's
+  // bandwidth is 0.9 / 2 of 143 GB/s against the ring's 256 / 510.
+  const AlgorithmChoice big{t, 32, 256, true, 143e9};
+  CHECK(picks_tree(big, 8));
+  CHECK(picks_tree(big, 256ull << 20));
+  // 4 nodes: 256 us against 592 us, so the ring; and the ring inside one node.
+  const AlgorithmChoice small{t, 4, 32, true, 284e9};
+  CHECK_FALSE(picks_tree(small, 8));
+  CHECK_FALSE(picks_tree(small, 1ull << 30));
+  CHECK_FALSE(picks_tree({t, 1, 8, true, 350e9}, 8));
+  // The bench runs what it picks.
+  const std::string file = std::string(RINGSIM_TEST_SCENARIOS) + "/nccl_tests_nd96isr_h100_v5.yaml";
+  auto time = [&](const std::string& nodes, const std::string& strategy, std::uint64_t bytes) {
+    const Scenario s =
+        load_scenario(file, c, {parse_override(nodes), parse_override("communication.strategy=" + strategy)});
+    return predict_allreduce_bench(c, s, {bytes, bytes, 2}).rows.at(0).time_s;
+  };
+  CHECK(time("cluster.nodes=32", "auto", 8) == time("cluster.nodes=32", "tree", 8));
+  CHECK(time("cluster.nodes=4", "auto", 8) == time("cluster.nodes=4", "ring", 8));
+  // Only a library with a tuning model picks.
+  const std::string mpi = ringsim::test::input_error_of([&] {
+    load_scenario(file, c,
+                  {parse_override("communication.strategy=auto"), parse_override("communication.library=mpi")});
+  });
+  CHECK_THAT(mpi, Catch::Contains("library mpi has no tuning"));
+}
+
+TEST_CASE("strategy auto: both fidelities run the ring and the tree each buffer picks, alike", "[bench]") {
+  // 32 nodes of one V100: NCCL's model gives the tree (2 x 5 levels x 50 us against the ring's 62 x 9.6 us)
+  // to small buffers and the ring to large ones.
+  const Catalog& c = ringsim::test::catalog();
+  const Scenario s =
+      load_scenario(std::string(RINGSIM_TEST_SCENARIOS) + "/resnet50_imagenet_8x_nc24rs_v3.yaml", c,
+                    {parse_override("communication.strategy=auto"), parse_override("cluster.nodes=32"),
+                     parse_override("cluster.gpus_per_node=1"), parse_override("communication.fusion_threshold=1MiB")});
+  auto run = [&](Fidelity f) {
+    return run_in_child([&] {
+      const Prediction p = predict(c, s, f);
+      std::set<std::string> algorithms;
+      for (const auto& r : p.collectives) algorithms.insert(r.algorithm);
+      std::ostringstream o;
+      o.precision(17);
+      o << p.iteration_time_s;
+      for (const auto& a : algorithms) o << " " << a;
+      return o.str();
+    });
+  };
+  const std::string flow = run(Fidelity::Flow), step = run(Fidelity::Step);
+  CHECK_THAT(flow, Catch::EndsWith(" ring_allreduce tree_allreduce"));
+  CHECK_THAT(step, Catch::EndsWith(" ring_allreduce tree_allreduce"));
+  CHECK(std::stod(flow) == Approx(std::stod(step)).epsilon(0.02));
+}

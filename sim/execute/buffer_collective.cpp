@@ -4,22 +4,84 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "execute/comm_model.h"
+#include "execute/step_model.h"
 #include "graph/ring_search.h"
 
 namespace ringsim {
 
-BufferCollectiveLayout buffer_collective_layout(const Scenario& s, collective::Space space, PathCost& costs) {
+namespace {
+std::vector<std::vector<int>> tree_chains(const std::vector<int>& local_order, int gpus_per_node, int channels) {
+  std::vector<std::vector<int>> chains;
+  for (int c = 0; c < channels; ++c) {
+    std::vector<int> chain = local_order;
+    if (chain.empty())
+      for (int i = 0; i < gpus_per_node; ++i) chain.push_back(i);
+    std::rotate(chain.begin(), chain.begin() + (c / 2) % static_cast<int>(chain.size()), chain.end());
+    chains.push_back(std::move(chain));
+  }
+  return chains;
+}
+
+std::unique_ptr<collective::Collective> make_ring(const BufferCollectiveLayout& layout, std::uint64_t bytes,
+                                                  int element_bytes) {
+  // No orders given: one channel in index order.
+  return collective::make_ring_allreduce(
+      layout.workers, bytes, element_bytes, layout.space,
+      layout.ring_orders.empty() ? std::vector<std::vector<int>>(1) : layout.ring_orders);
+}
+
+std::unique_ptr<collective::Collective> make_tree(const Scenario& s, const BufferCollectiveLayout& layout,
+                                                  std::uint64_t bytes, int element_bytes, int channels) {
+  // NCCL's tree depth (src/graph/connect.cc): the chain inside a node and log2 of the nodes. At most 1,024
+  // chunks a channel (NCCL's would be 1,024 at 1 GiB on 2 channels) keep the flow fidelity's steps bounded.
+  const int nodes = s.cluster.nodes, gpn = s.cluster.gpus_per_node;
+  const int depth = gpn - 1 + static_cast<int>(std::floor(std::log2(nodes)));
+  auto chains = layout.tree_chains.empty() ? std::vector<std::vector<int>>(channels) : layout.tree_chains;
+  const int chunks = std::min(1024, collective::tree_chunks(bytes, static_cast<int>(chains.size()), depth));
+  return collective::make_tree_allreduce(nodes, gpn, bytes, element_bytes, layout.space, chains, chunks);
+}
+
+// The choice's inputs: NVLink inside the node, and the ring's bus bandwidth at 256 MiB.
+AlgorithmChoice algorithm_choice(const Scenario& s, const BufferCollectiveLayout& l, CommModel& cm) {
+  AlgorithmChoice c{*cm.library().tuning, s.cluster.nodes, l.workers, cm.gpus_on_nvlink(), 0};
+  constexpr std::uint64_t kProbe = 256ull << 20;
+  const auto ring = make_ring(l, kProbe, 4);
+  const double t = collective_duration(*ring, cm, nullptr);
+  c.bus_bandwidth = t > 0 ? collective::bus_bandwidth_factor(collective::BusOp::AllReduce, l.workers) * kProbe / t : 0;
+  return c;
+}
+}  // namespace
+
+bool picks_tree(const AlgorithmChoice& c, std::uint64_t bytes) {
+  const AlgorithmTuning& t = c.tuning;
+  const double n = c.ranks, nodes = c.nodes, b = static_cast<double>(bytes);
+  if (c.ranks < 2 || c.bus_bandwidth <= 0) return false;
+  const double ring_steps = 2 * (n - 1), inter_steps = 2 * (nodes - 1);
+  double ring_latency =
+      t.ring.base + (ring_steps - inter_steps) * (c.nvlink ? t.ring.nvlink : t.ring.pci) + inter_steps * t.ring.network;
+  if (c.nodes > 1 && b >= n / 16 * 65536) ring_latency *= t.ring_plateau;
+  const double tree_latency = t.tree.base + 2 * ((n / nodes - 1) * (c.nvlink ? t.tree.nvlink : t.tree.pci) +
+                                                 std::floor(std::log2(nodes)) * t.tree.network);
+  double tree_bandwidth = c.bus_bandwidth * t.tree_bandwidth * 0.5;  // NCCL: a tree's algbw is busBw / 2
+  std::size_t log_size = 0;                                          // NCCL's log2i(bytes >> 6)
+  for (std::uint64_t v = bytes >> 6; v > 1; v >>= 1) ++log_size;
+  if (log_size < t.tree_correction.size()) tree_bandwidth *= t.tree_correction[log_size];
+  const double ring_bandwidth = c.bus_bandwidth * n / ring_steps;
+  return tree_latency + b / tree_bandwidth < ring_latency + b / ring_bandwidth;
+}
+
+BufferCollectiveLayout buffer_collective_layout(const Scenario& s, collective::Space space, CommModel& costs) {
   RingSearch search(costs);
-  BufferCollectiveLayout l{costs.workers(), space, {}, search.local_ring_order(), {}};
-  if (s.communication.strategy == Strategy::Ring) l.ring_orders = search.ring_orders(s.communication.channels);
-  if (s.communication.strategy == Strategy::Tree)
-    for (int c = 0; c < s.communication.channels; ++c) {
-      std::vector<int> chain = l.local_order;
-      if (chain.empty())
-        for (int i = 0; i < s.cluster.gpus_per_node; ++i) chain.push_back(i);
-      std::rotate(chain.begin(), chain.begin() + (c / 2) % static_cast<int>(chain.size()), chain.end());
-      l.tree_chains.push_back(std::move(chain));
-    }
+  BufferCollectiveLayout l{costs.workers(), space, {}, search.local_ring_order(), {}, std::nullopt};
+  const Strategy st = s.communication.strategy;
+  const int channels = s.communication.channels;
+  if (st == Strategy::Ring || st == Strategy::Auto) l.ring_orders = search.ring_orders(channels);
+  if (st == Strategy::Tree) l.tree_chains = tree_chains(l.local_order, s.cluster.gpus_per_node, channels);
+  if (st == Strategy::Auto) {
+    l.tree_chains = tree_chains(l.local_order, s.cluster.gpus_per_node, 2 * channels);
+    l.choice = algorithm_choice(s, l, costs);
+  }
   return l;
 }
 
@@ -53,23 +115,16 @@ std::unique_ptr<collective::Collective> make_buffer_collective(const Scenario& s
   const auto& c = s.communication;
   switch (c.strategy) {
     case Strategy::Ring:
-      // No orders given: one channel in index order.
-      return collective::make_ring_allreduce(
-          layout.workers, bytes, element_bytes, layout.space,
-          layout.ring_orders.empty() ? std::vector<std::vector<int>>(1) : layout.ring_orders);
+      return make_ring(layout, bytes, element_bytes);
     case Strategy::Hierarchical:
       return collective::make_hierarchical_allreduce(s.cluster.nodes, s.cluster.gpus_per_node, bytes, element_bytes,
                                                      layout.space, layout.local_order, c.cross_node);
-    case Strategy::Tree: {
-      // NCCL's tree depth (src/graph/connect.cc): the chain inside a node and log2 of the nodes. At most
-      // 1,024 chunks a channel (NCCL's would be 1,024 at 1 GiB on 2 channels) keep the flow fidelity's
-      // steps bounded.
-      const int nodes = s.cluster.nodes, gpn = s.cluster.gpus_per_node;
-      const int depth = gpn - 1 + static_cast<int>(std::floor(std::log2(nodes)));
-      auto chains = layout.tree_chains.empty() ? std::vector<std::vector<int>>(c.channels) : layout.tree_chains;
-      const int chunks = std::min(1024, collective::tree_chunks(bytes, static_cast<int>(chains.size()), depth));
-      return collective::make_tree_allreduce(nodes, gpn, bytes, element_bytes, layout.space, chains, chunks);
-    }
+    case Strategy::Tree:
+      return make_tree(s, layout, bytes, element_bytes, c.channels);
+    case Strategy::Auto:
+      if (layout.choice && picks_tree(*layout.choice, bytes))
+        return make_tree(s, layout, bytes, element_bytes, 2 * c.channels);
+      return make_ring(layout, bytes, element_bytes);
     case Strategy::HalvingDoubling:
       return collective::make_halving_doubling_allreduce(layout.workers, bytes, element_bytes, layout.space);
     case Strategy::Nvls: {

@@ -5,13 +5,25 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "collective/collective.h"
 #include "collective/fusion.h"
+#include "load/catalog.h"
 #include "load/scenario.h"
 
 namespace ringsim {
+
+// Strategy auto: what NCCL's tuning model (libraries.yaml `tuning`) weighs to pick ring or tree for a message.
+struct AlgorithmChoice {
+  AlgorithmTuning tuning;
+  int nodes = 1, ranks = 1;
+  bool nvlink = false;       // a node's GPUs talk over NVLink (NCCL's NVLINK latencies; else PCI's)
+  double bus_bandwidth = 0;  // bytes/s: the ring's bus bandwidth on this cluster (NCCL's busBw)
+};
+// Whether NCCL's model finds the tree faster than the ring for `bytes` (ties: the ring).
+bool picks_tree(const AlgorithmChoice& c, std::uint64_t bytes);
 
 struct BufferCollectiveLayout {
   int workers = 0;                                      // GPU ranks, node-major
@@ -19,15 +31,17 @@ struct BufferCollectiveLayout {
   std::vector<std::vector<int>> ring_orders;            // ring: one ring through every worker per channel
   std::vector<int> local_order;                         // hierarchical: the ring inside each node (empty: index order)
   std::vector<std::vector<int>> tree_chains;            // tree: each channel's chain inside a node (local indices)
+  std::optional<AlgorithmChoice> choice;                // auto: absent, the ring
 };
 
-class PathCost;
+class CommModel;
 // The layout predict and ringsim-real train both run: the scenario's workers, the data space, its rings
 // (one per channel, for strategy ring), the ring inside a node (hierarchical) and the trees' chains (the
 // ring inside a node, entered at GPU c / 2 for channel c: both trees of a pair leave by one NIC, and the
-// pairs by different ones), from the
-// same ring search (graph/ring_search.h) over the same path costs.
-BufferCollectiveLayout buffer_collective_layout(const Scenario& s, collective::Space space, PathCost& costs);
+// pairs by different ones), from the same ring search (graph/ring_search.h) over the same path costs.
+// Auto: rings, trees (twice the channels) and the choice, whose bus bandwidth is the step model's for a
+// 256 MiB ring on these rings.
+BufferCollectiveLayout buffer_collective_layout(const Scenario& s, collective::Space space, CommModel& costs);
 
 // The framework's gradient planner for one step (predict and ringsim-real train): Horovod's fusion by
 // fusion_threshold, or PyTorch DDP's fixed buckets.

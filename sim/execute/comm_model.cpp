@@ -241,6 +241,13 @@ const Path& CommModel::path(VertexId src, VertexId dst) {
   return paths_.emplace(key, make_path(r)).first->second;
 }
 
+bool CommModel::gpus_on_nvlink() {
+  if (ranks_per_node_ < 2) return false;
+  for (auto e : intra(topo_.gpu(0, 0), topo_.gpu(0, 1)).edges)
+    if (topo_.link(e).kind == LinkKind::NvLink) return true;
+  return false;
+}
+
 PathCost::Hop CommModel::hop(int a, int b) {
   const collective::Space space = data_space();
   const Path& p = path(endpoint(a, space), endpoint(b, space));

@@ -78,6 +78,8 @@ class CommModel final : public PathCost {
 
   const Topology& topology() const { return topo_; }
   const LibraryProfile& library() const { return lib_; }
+  // Whether a node's first two GPUs talk over NVLink (NCCL's tuning: NVLink or PCI latencies inside a node).
+  bool gpus_on_nvlink();
   collective::Space data_space() const { return collective_data_space(lib_, gpu_); }
 
   // Members: GPU ranks 0..gpus-1 (node-major), then parameter servers.

@@ -71,6 +71,21 @@ class CollectiveFactory {
     return k;
   }
   const std::vector<std::uint64_t>& tensor_bytes() const { return tensor_bytes_; }
+  // Every collective make(b) may return for a buffer like b: both the ring and the tree under auto.
+  std::vector<std::unique_ptr<Collective>> alternatives(const collective::FusionBuffer& b) const {
+    std::vector<std::unique_ptr<Collective>> out;
+    if (s_.communication.strategy != Strategy::Auto) {
+      out.push_back(make(b));
+      return out;
+    }
+    for (Strategy st : {Strategy::Ring, Strategy::Tree}) {
+      Scenario one = s_;
+      one.communication.strategy = st;
+      one.communication.channels = st == Strategy::Tree ? 2 * s_.communication.channels : s_.communication.channels;
+      out.push_back(make_buffer_collective(one, layout_, b.bytes, b.element_bytes, {}));
+    }
+    return out;
+  }
 
  private:
   const Scenario& s_;
@@ -400,8 +415,10 @@ void TrainingRun::build_platform(const Collective* c, bool with_loader) {
         probe.element_bytes = s_.model.gradient_bytes;
         for (int t = first; t < tensors; ++t) probe.tensors.push_back(t);
         for (int t : probe.tensors) probe.bytes += factory_.tensor_bytes()[t];
-        own.push_back(factory_.make(probe));
-        templates.push_back(own.back().get());
+        for (auto& one : factory_.alternatives(probe)) {
+          own.push_back(std::move(one));
+          templates.push_back(own.back().get());
+        }
       }
     }
     std::set<std::pair<VertexId, VertexId>> pairs;

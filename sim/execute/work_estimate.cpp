@@ -146,9 +146,11 @@ WorkEstimate estimate_work(const Catalog& catalog, const Scenario& s, Fidelity f
   if (c.strategy == Strategy::ParameterServer)
     shards.bytes.assign(c.parameter_servers, bytes / elem / std::max(1, c.parameter_servers) * elem);
   // Index-order rings: the count of transfers does not depend on the order, only on the channels.
-  const std::vector<std::vector<int>> rings(c.strategy == Strategy::Ring ? c.channels : 0);
+  // Auto: the ring (no choice given), which the estimate counts as it would the ring.
+  const bool rings_run = c.strategy == Strategy::Ring || c.strategy == Strategy::Auto;
+  const std::vector<std::vector<int>> rings(rings_run ? c.channels : 0);
   const std::vector<std::vector<int>> chains(c.strategy == Strategy::Tree ? c.channels : 0);
-  const auto coll = make_buffer_collective(s, {workers, space, rings, {}, chains}, bytes, elem, shards);
+  const auto coll = make_buffer_collective(s, {workers, space, rings, {}, chains, std::nullopt}, bytes, elem, shards);
   collective::RankStep st;
   for (const auto& run : coll->runs()) {
     double sends = 0;

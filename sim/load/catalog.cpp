@@ -410,12 +410,36 @@ void Catalog::load_skus(const YamlField& skus) {
   }
 }
 
+namespace {
+// libraries.yaml `tuning`: NCCL's algorithm-picking model.
+AlgorithmTuning algorithm_tuning(const YamlField& f) {
+  f.require_map({"ring_latency", "tree_latency", "ring_plateau", "tree_bandwidth", "tree_correction"});
+  auto latency = [&](const char* key) {
+    YamlField l = f.get(key);
+    l.require_map({"base", "nvlink", "pci", "network"});
+    AlgorithmTuning::Latency out;
+    out.base = l.get("base").nonnegative_quantity(Quantity::Time);
+    out.nvlink = l.get("nvlink").nonnegative_quantity(Quantity::Time);
+    out.pci = l.get("pci").nonnegative_quantity(Quantity::Time);
+    out.network = l.get("network").nonnegative_quantity(Quantity::Time);
+    return out;
+  };
+  AlgorithmTuning t;
+  t.ring = latency("ring_latency");
+  t.tree = latency("tree_latency");
+  t.ring_plateau = f.get("ring_plateau").number(1, 10);
+  t.tree_bandwidth = f.get("tree_bandwidth").number(0.01, 1);
+  for (const auto& item : f.get("tree_correction").items()) t.tree_correction.push_back(item.number(0.01, 1));
+  return t;
+}
+}  // namespace
+
 // libraries.yaml: the collective libraries' path profiles.
 void Catalog::load_libraries(const fs::path& base) {
   YamlField root = open_root(base / "libraries.yaml", {"libraries"});
   for (auto& [name, f] : root.get("libraries").entries()) {
     f.require_map({"description", "data_path", "collective_overhead", "host_reduction_rate", "host_copy_rate",
-                   "kernel_channels", "reduce_slice", "nvls_efficiency", "nvls_channels", "paths"});
+                   "kernel_channels", "reduce_slice", "nvls_efficiency", "nvls_channels", "tuning", "paths"});
     LibraryProfile l;
     l.name = name;
     l.description = f.get("description").str();
@@ -428,6 +452,7 @@ void Catalog::load_libraries(const fs::path& base) {
     if (auto r = f.find("reduce_slice")) l.reduce_slice = r->positive_quantity(Quantity::Bytes);
     if (auto e = f.find("nvls_efficiency")) l.nvls_efficiency = e->number(0.01, 1);
     if (auto n = f.find("nvls_channels")) l.nvls_channels = n->number(0, 64);
+    if (auto t = f.find("tuning")) l.tuning = algorithm_tuning(*t);
     YamlField paths = f.get("paths");
     paths.require_map({"intra_node", "infiniband", "ethernet"});
     auto path = [&](const char* key) {

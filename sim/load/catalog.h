@@ -304,6 +304,18 @@ struct PathProfile {
     return true;
   }
 };
+// NCCL's own cost model for picking an algorithm (src/graph/tuning.cc, Simple protocol), which strategy auto
+// follows: an algorithm's time is its latency plus bytes over its bandwidth.
+struct AlgorithmTuning {
+  struct Latency {
+    double base = 0, nvlink = 0, pci = 0, network = 0;  // seconds: per call, then per step (ring) or level (tree)
+  };
+  Latency ring, tree;
+  double ring_plateau = 1;              // ring latency x this across nodes from ranks / 16 x 64 KiB up
+  double tree_bandwidth = 1;            // tree bus bandwidth over the ring's
+  std::vector<double> tree_correction;  // tree bandwidth x this, by log2(bytes / 64); beyond the list: 1
+};
+
 struct LibraryProfile {
   std::string name;
   std::string description;
@@ -323,7 +335,8 @@ struct LibraryProfile {
   // Strategy nvls: the share of the NVLink's effective bandwidth that transfers to and from an NVSwitch that
   // reduces in the switch reach (NCCL's nvlsEfficiency); 0: the library has no NVLS.
   double nvls_efficiency = 0;
-  double nvls_channels = 0;  // strategy nvls: the SMs its kernels hold instead of kernel_channels
+  double nvls_channels = 0;               // strategy nvls: the SMs its kernels hold instead of kernel_channels
+  std::optional<AlgorithmTuning> tuning;  // strategy auto: how the library picks ring or tree
   // Calibrated rates by size (below the first: host_reduction_rate), keyed by host_reduction_regimes_by.
   SizeCurve host_reduction_regimes;
   RegimeKey host_reduction_regimes_by = RegimeKey::Message;

@@ -36,6 +36,8 @@ std::string_view to_string(Strategy v) {
       return "nvls";
     case Strategy::Tree:
       return "tree";
+    case Strategy::Auto:
+      return "auto";
   }
   return "?";
 }
@@ -359,9 +361,11 @@ const ModelSpec& parse_model(const YamlField& root, const Catalog& catalog, Scen
 // communication: the strategy, and the hierarchical allreduce's cross-node algorithm.
 void parse_strategy(const YamlField& co, Scenario& s) {
   if (auto f = co.find("strategy")) {
-    const std::string v = f->choice({"ring", "tree", "hierarchical", "halving_doubling", "parameter_server", "nvls"});
+    const std::string v =
+        f->choice({"ring", "tree", "auto", "hierarchical", "halving_doubling", "parameter_server", "nvls"});
     s.communication.strategy = v == "ring"               ? Strategy::Ring
                                : v == "tree"             ? Strategy::Tree
+                               : v == "auto"             ? Strategy::Auto
                                : v == "hierarchical"     ? Strategy::Hierarchical
                                : v == "halving_doubling" ? Strategy::HalvingDoubling
                                : v == "nvls"             ? Strategy::Nvls
@@ -388,6 +392,16 @@ void check_nvls(const YamlField& co, const Catalog& catalog, const SkuSpec& sku,
         "or hierarchical, or cluster.nodes: 1");
   if (catalog.library(std::string(to_string(s.communication.library))).data_path != DataPath::Device)
     f.fail("nvls is NCCL's: set communication.library: nccl");
+}
+
+// communication: strategy auto picks ring or tree by the library's own tuning model (libraries.yaml tuning).
+void check_auto(const YamlField& co, const Catalog& catalog, const Scenario& s) {
+  if (s.communication.strategy != Strategy::Auto) return;
+  const std::string lib(to_string(s.communication.library));
+  if (!catalog.library(lib).tuning)
+    co.get("strategy")
+        .fail("auto picks ring or tree as NCCL's tuning model does, and library " + lib +
+              " has no tuning in libraries.yaml: set communication.library: nccl, or strategy ring");
 }
 
 // communication: the parameter servers' keys (they apply to that strategy only).
@@ -468,8 +482,9 @@ int parse_buffers(const YamlField& co, Scenario& s) {
     if (v != "auto") {
       if (!is_whole_number(v))
         f->fail("expected 'auto' or a whole number of rings or trees run at once (1 to 64), got '" + v + "'");
-      if (s.communication.strategy != Strategy::Ring && s.communication.strategy != Strategy::Tree)
-        f->fail("a number of channels applies only to strategy: ring or tree");
+      const Strategy st = s.communication.strategy;
+      if (st != Strategy::Ring && st != Strategy::Tree && st != Strategy::Auto)
+        f->fail("a number of channels applies only to strategy: ring, tree or auto");
       channels = static_cast<int>(f->integer(1, 64));
     }
   }
@@ -500,6 +515,7 @@ void parse_parameter_server_count(const YamlField& co, Scenario& s) {
 // Rings run at once where the scenario leaves it to `auto`: one per rail a node's GPUs leave by for a device
 // ring across InfiniBand nodes, else one. Trees: the double binary tree's two per rail, a pair entering
 // every node at the same GPU, so that its NIC carries what the node sends in one tree and in the other.
+// Auto: the rings' count (its trees run twice as many).
 void default_channels(const Catalog& catalog, const SkuSpec& sku, Scenario& s) {
   const Strategy st = s.communication.strategy;
   const bool device = catalog.library(std::string(to_string(s.communication.library))).data_path == DataPath::Device;
@@ -507,7 +523,9 @@ void default_channels(const Catalog& catalog, const SkuSpec& sku, Scenario& s) {
   const int rails = catalog.layout(sku.layout).rails_of_first(s.cluster.gpus_per_node);
   const int per_rail =
       device && s.cluster.nodes > 1 && s.cluster.fabric == FabricKind::InfiniBand ? std::max(1, rails) : 1;
-  s.communication.channels = st == Strategy::Tree ? 2 * per_rail : st == Strategy::Ring ? per_rail : 1;
+  s.communication.channels = st == Strategy::Tree                           ? 2 * per_rail
+                             : st == Strategy::Ring || st == Strategy::Auto ? per_rail
+                                                                            : 1;
 }
 
 Scenario parse(std::shared_ptr<YamlDocument> doc, const Catalog& catalog, const std::vector<Override>& overrides) {
@@ -533,6 +551,7 @@ Scenario parse(std::shared_ptr<YamlDocument> doc, const Catalog& catalog, const 
     channels = parse_buffers(*co, s);
     parse_parameter_server_count(*co, s);
     check_nvls(*co, catalog, sku, s);
+    check_auto(*co, catalog, s);
   }
   s.communication.channels = channels;
   if (channels == 0) default_channels(catalog, sku, s);
@@ -647,7 +666,8 @@ std::string to_yaml(const Scenario& s) {
   }
   out << YAML::Key << "concurrent_collectives" << YAML::Value
       << concurrent_collectives_value(s.communication.concurrent_collectives);
-  if (s.communication.strategy == Strategy::Ring || s.communication.strategy == Strategy::Tree)
+  const Strategy st = s.communication.strategy;
+  if (st == Strategy::Ring || st == Strategy::Tree || st == Strategy::Auto)
     out << YAML::Key << "channels" << YAML::Value << s.communication.channels;
   out << YAML::Key << "library" << YAML::Value << std::string(to_string(s.communication.library));
   out << YAML::EndMap;

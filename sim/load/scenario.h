@@ -13,7 +13,7 @@
 namespace ringsim {
 
 enum class FabricTopology { Star, FatTree, RailOptimized };
-enum class Strategy { Ring, Hierarchical, HalvingDoubling, ParameterServer, Nvls, Tree };
+enum class Strategy { Ring, Hierarchical, HalvingDoubling, ParameterServer, Nvls, Tree, Auto };
 enum class PsPlacement { Colocated, Dedicated, Gpus };
 enum class PsAggregation { None, Node };
 enum class CommLibrary { Nccl, Mpi };

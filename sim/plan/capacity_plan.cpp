@@ -28,7 +28,8 @@ namespace {
 const std::vector<std::string> kPlanKeys = {
     "deadline",     "budget",  "region",         "skus", "nodes",  "strategies", "fusion_thresholds",
     "low_priority", "rank_by", "quota_headroom", "top",  "prices", "confidence"};
-const std::vector<std::string> kStrategies = {"ring", "tree", "hierarchical", "halving_doubling", "parameter_server"};
+const std::vector<std::string> kStrategies = {
+    "ring", "tree", "auto", "hierarchical", "halving_doubling", "parameter_server"};
 constexpr int kMaxPlanNodes = 65536;
 
 SourceLocation option(const std::string& name, const std::string& value) { return {"", 0, 0, name + " " + value}; }
