@@ -11,13 +11,15 @@
 namespace ringsim {
 
 namespace {
-std::vector<std::vector<int>> tree_chains(const std::vector<int>& local_order, int gpus_per_node, int channels) {
+// Channel c's chain: node 0's ranks in the order ring c / 2 visits them (entering at the chain's head), so
+// the trees spread over the links and NICs as the searched rings do; both trees of a pair share it.
+std::vector<std::vector<int>> tree_chains(RingSearch& search, int gpus_per_node, int channels) {
+  const auto rings = search.ring_orders((channels + 1) / 2);
   std::vector<std::vector<int>> chains;
   for (int c = 0; c < channels; ++c) {
-    std::vector<int> chain = local_order;
-    if (chain.empty())
-      for (int i = 0; i < gpus_per_node; ++i) chain.push_back(i);
-    std::rotate(chain.begin(), chain.begin() + (c / 2) % static_cast<int>(chain.size()), chain.end());
+    std::vector<int> chain;
+    for (int r : rings[c / 2])
+      if (r < gpus_per_node) chain.push_back(r);
     chains.push_back(std::move(chain));
   }
   return chains;
@@ -77,9 +79,9 @@ BufferCollectiveLayout buffer_collective_layout(const Scenario& s, collective::S
   const Strategy st = s.communication.strategy;
   const int channels = s.communication.channels;
   if (st == Strategy::Ring || st == Strategy::Auto) l.ring_orders = search.ring_orders(channels);
-  if (st == Strategy::Tree) l.tree_chains = tree_chains(l.local_order, s.cluster.gpus_per_node, channels);
+  if (st == Strategy::Tree) l.tree_chains = tree_chains(search, s.cluster.gpus_per_node, channels);
   if (st == Strategy::Auto) {
-    l.tree_chains = tree_chains(l.local_order, s.cluster.gpus_per_node, 2 * channels);
+    l.tree_chains = tree_chains(search, s.cluster.gpus_per_node, 2 * channels);
     l.choice = algorithm_choice(s, l, costs);
   }
   return l;

@@ -36,9 +36,10 @@ struct BufferCollectiveLayout {
 
 class CommModel;
 // The layout predict and ringsim-real train both run: the scenario's workers, the data space, its rings
-// (one per channel, for strategy ring), the ring inside a node (hierarchical) and the trees' chains (the
-// ring inside a node, entered at GPU c / 2 for channel c: both trees of a pair leave by one NIC, and the
-// pairs by different ones), from the same ring search (graph/ring_search.h) over the same path costs.
+// (one per channel, for strategy ring), the ring inside a node (hierarchical) and the trees' chains (node
+// 0's segment of searched ring c / 2 for channel c: both trees of a pair leave by one NIC, the pairs by
+// different ones, over different links), from the same ring search (graph/ring_search.h) over the same
+// path costs.
 // Auto: rings, trees (twice the channels) and the choice, whose bus bandwidth is the step model's for a
 // 256 MiB ring on these rings.
 BufferCollectiveLayout buffer_collective_layout(const Scenario& s, collective::Space space, CommModel& costs);
