@@ -237,16 +237,32 @@ void add_halving_doubling_phases(Phases& phases, const HalvingDoubling& hd, Phas
   if (hd.extra > 0) phases.add(unfold, 1);
 }
 
+// A collective laid out in phases: its steps and runs are the phases', and every member keeps its buffer
+// in the one data space.
+class PhasedCollective : public Collective {
+ public:
+  int members() const override { return members_; }
+  int steps() const override { return phases_.steps(); }
+  std::vector<StepRun> runs() const override { return phases_.runs(); }
+  Space home_space(int) const override { return space_; }
+
+ protected:
+  PhasedCollective(std::uint64_t bytes, int members, Space space)
+      : Collective(bytes), members_(members), space_(space) {}
+  int members_;
+  Space space_;
+  Phases phases_;
+};
+
 enum class RingPart { Allreduce, ReduceScatter, Allgather };
 
-class RingAllreduce final : public Collective {
+class RingAllreduce final : public PhasedCollective {
  public:
   // One ring per channel: channel c reduces its contiguous share of the buffer along orders[c].
   RingAllreduce(int p, std::uint64_t bytes, int element_bytes, Space space, RingPart part,
                 std::vector<std::vector<int>> orders)
-      : Collective(bytes),
+      : PhasedCollective(bytes, p, space),
         p_(p),
-        space_(space),
         part_(part),
         channel_split_(bytes, std::max<int>(1, static_cast<int>(orders.size())), element_bytes) {
     if (orders.empty()) throw std::invalid_argument("ring: at least one channel");
@@ -276,10 +292,6 @@ class RingAllreduce final : public Collective {
            : part_ == RingPart::ReduceScatter ? "ring_reduce_scatter"
                                               : "ring_allgather";
   }
-  int members() const override { return p_; }
-  int steps() const override { return phases_.steps(); }
-  std::vector<StepRun> runs() const override { return phases_.runs(); }
-  Space home_space(int) const override { return space_; }
   void rank_step(int m, int s, RankStep& out) const override {
     out.clear();
     auto [phase, i] = phases_.locate(s);
@@ -299,21 +311,18 @@ class RingAllreduce final : public Collective {
     Chunking chunks;              // the channel's share in p chunks
   };
   int p_;
-  Space space_;
   RingPart part_;
   Chunking channel_split_;  // the buffer in one share per channel
   std::vector<Ring> rings_;
-  Phases phases_;
 };
 
-class HierarchicalAllreduce final : public Collective {
+class HierarchicalAllreduce final : public PhasedCollective {
  public:
   HierarchicalAllreduce(int nodes, int local, std::uint64_t bytes, int element_bytes, Space space,
                         std::vector<int> local_order, CrossNode cross)
-      : Collective(bytes),
+      : PhasedCollective(bytes, nodes * local, space),
         nodes_(nodes),
         local_(local),
-        space_(space),
         cross_(cross),
         hd_(nodes),
         local_chunks_(bytes, local, element_bytes),
@@ -347,10 +356,6 @@ class HierarchicalAllreduce final : public Collective {
   std::string_view algorithm() const override {
     return cross_ == CrossNode::Ring ? "hierarchical_allreduce" : "hierarchical_halving_doubling_allreduce";
   }
-  int members() const override { return nodes_ * local_; }
-  int steps() const override { return phases_.steps(); }
-  std::vector<StepRun> runs() const override { return phases_.runs(); }
-  Space home_space(int) const override { return space_; }
   void rank_step(int m, int s, RankStep& out) const override {
     out.clear();
     auto [phase, i] = phases_.locate(s);
@@ -391,28 +396,22 @@ class HierarchicalAllreduce final : public Collective {
 
  private:
   int nodes_, local_;
-  Space space_;
   CrossNode cross_;
   HalvingDoubling hd_;
   Chunking local_chunks_, node_chunks_;
   std::vector<int> lorder_, lpos_;  // ring position -> local index, local index -> ring position
-  Phases phases_;
 };
 
-class HalvingDoublingAllreduce final : public Collective {
+class HalvingDoublingAllreduce final : public PhasedCollective {
  public:
   HalvingDoublingAllreduce(int p, std::uint64_t bytes, int element_bytes, Space space)
-      : Collective(bytes), hd_(p), space_(space), chunks_(bytes, hd_.p2, element_bytes) {
+      : PhasedCollective(bytes, p, space), hd_(p), chunks_(bytes, hd_.p2, element_bytes) {
     const bool staged = space == Space::Host && p > 1;
     if (staged) phases_.add(Phase::CopyToHost, 1);
     add_halving_doubling_phases(phases_, hd_, Phase::Fold, Phase::ReduceScatter, Phase::Allgather, Phase::Unfold);
     if (staged) phases_.add(Phase::CopyToDevice, 1);
   }
   std::string_view algorithm() const override { return "halving_doubling_allreduce"; }
-  int members() const override { return hd_.n; }
-  int steps() const override { return phases_.steps(); }
-  std::vector<StepRun> runs() const override { return phases_.runs(); }
-  Space home_space(int) const override { return space_; }
   void rank_step(int m, int s, RankStep& out) const override {
     out.clear();
     auto [phase, k] = phases_.locate(s);
@@ -423,9 +422,7 @@ class HalvingDoublingAllreduce final : public Collective {
 
  private:
   HalvingDoubling hd_;
-  Space space_;
   Chunking chunks_;
-  Phases phases_;
 };
 
 // Where each server's shard starts in the buffer: shards laid out one after another.
@@ -653,14 +650,13 @@ TreeChannel tree_channel(int nodes, int local, const std::vector<int>& chain, in
 
 // Tree step t moves, in channel c, chunk t - h up from every member of height h and chunk t - tall - d
 // down from every member of depth d (its parent's send arrives the step before it forwards).
-class TreeAllreduce final : public Collective {
+class TreeAllreduce final : public PhasedCollective {
  public:
   TreeAllreduce(int nodes, int local, std::uint64_t bytes, int element_bytes, Space space,
                 const std::vector<std::vector<int>>& chains, int chunks)
-      : Collective(bytes),
+      : PhasedCollective(bytes, nodes * local, space),
         p_(nodes * local),
         chunks_(chunks),
-        space_(space),
         channel_split_(bytes, static_cast<int>(chains.size()), element_bytes) {
     for (std::size_t c = 0; c < chains.size(); ++c) {
       const Chunking share(channel_split_.size(static_cast<int>(c)), chunks, element_bytes);
@@ -673,10 +669,6 @@ class TreeAllreduce final : public Collective {
     if (staged) phases_.add(Phase::CopyToDevice, 1);
   }
   std::string_view algorithm() const override { return "tree_allreduce"; }
-  int members() const override { return p_; }
-  int steps() const override { return phases_.steps(); }
-  std::vector<StepRun> runs() const override { return phases_.runs(); }
-  Space home_space(int) const override { return space_; }
   void rank_step(int m, int s, RankStep& out) const override {
     out.clear();
     auto [phase, t] = phases_.locate(s);
@@ -736,10 +728,8 @@ class TreeAllreduce final : public Collective {
     return v;
   }
   int p_, chunks_, tall_ = 0;
-  Space space_;
   Chunking channel_split_;
   std::vector<TreeChannel> channels_;
-  Phases phases_;
 };
 
 }  // namespace
