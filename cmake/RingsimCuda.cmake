@@ -8,6 +8,11 @@ if(RINGSIM_ENABLE_CUDA)
   if(NOT CMAKE_CUDA_COMPILER AND EXISTS /usr/local/cuda/bin/nvcc)
     set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)
   endif()
+  # Kernels for Turing, Ampere and Hopper (CUDA 13 dropped Volta) unless the user names others; set
+  # before enable_language(CUDA), which would otherwise cache the compiler's default (75 alone).
+  if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+    set(CMAKE_CUDA_ARCHITECTURES "75;80;90" CACHE STRING "CUDA architectures of ringsim's kernels")
+  endif()
   check_language(CUDA)
   if(CMAKE_CUDA_COMPILER)
     find_package(CUDAToolkit QUIET)
