@@ -396,6 +396,12 @@ TEST_CASE("bad input: broken catalog files", "[bad_input]") {
       {"datasets.yaml", "training_bytes: 138 GiB", "training_bytes: 138", "(the unit is missing)"},
       {"compute.yaml", "{gpu: P100-SXM2, model: resnet50, batch_per_gpu: 32",
        "{gpu: P100-SXM2, model: resnet50, batch_per_gpu: 64", "duplicate measured rate"},
+      {"compute.yaml", "precision: amp, images_per_sec: 2470}",
+       "precision: amp, images_per_sec: 2470, samples_per_sec: 1}", "give images_per_sec or samples_per_sec, not both"},
+      {"compute.yaml", "precision: amp, images_per_sec: 2470}", "precision: amp}",
+       "a measured rate needs samples_per_sec (or images_per_sec)"},
+      {"compute.yaml", "precision: amp, images_per_sec: 2470}", "precision: amp, seq_len: 0, images_per_sec: 2470}",
+       "seq_len"},
   };
   for (const auto& c : catalog_cases) {
     INFO(c.file << ": " << c.to);

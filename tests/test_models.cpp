@@ -98,6 +98,15 @@ TEST_CASE("precision: the passes run at the precision's peak, gradients travel i
     s.model.batch_per_gpu = 256;
     CHECK(build_compute_model(c, s, false).source == "roofline");
   }
+  SECTION("a measured rate of a text model holds at its sequence length only") {
+    ComputeSpec cs;
+    cs.measured.push_back({"H200-SXM-141GB", "bert_large", "bf16", 64, 0, 845, "a"});    // the model's default (128)
+    cs.measured.push_back({"H200-SXM-141GB", "bert_large", "bf16", 64, 512, 200, "b"});  // seq_len: 512
+    CHECK(cs.find("H200-SXM-141GB", "bert_large", 64, "bf16", 128, 128)->source == "a");
+    CHECK(cs.find("H200-SXM-141GB", "bert_large", 64, "bf16", 512, 128)->source == "b");
+    CHECK(cs.find("H200-SXM-141GB", "bert_large", 64, "bf16", 256, 128) == nullptr);
+    CHECK(cs.find("H200-SXM-141GB", "bert_large", 32, "bf16", 128, 128) == nullptr);
+  }
   SECTION("gradients travel in FP32 (autocast keeps FP32 weights) unless the scenario compresses them") {
     for (auto [extra, bytes] : {std::pair{", precision: fp32", 4},
                                 {", precision: tf32", 4},

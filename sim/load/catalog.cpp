@@ -80,9 +80,11 @@ bool ModelSpec::transformer() const {
 }
 
 const MeasuredRate* ComputeSpec::find(const std::string& gpu, const std::string& model, int batch,
-                                      const std::string& precision) const {
+                                      const std::string& precision, int tokens, int default_tokens) const {
   for (const auto& m : measured)
-    if (m.gpu == gpu && m.model == model && m.batch_per_gpu == batch && m.precision == precision) return &m;
+    if (m.gpu == gpu && m.model == model && m.batch_per_gpu == batch && m.precision == precision &&
+        (m.seq_len ? m.seq_len : default_tokens) == tokens)
+      return &m;
   return nullptr;
 }
 
@@ -676,7 +678,7 @@ void Catalog::load_compute(const fs::path& base) {
   compute_.backward_to_forward = roof.get("backward_to_forward").number(0, 100);
   load_precisions(root.get("precisions"));
   for (auto& item : root.get("measured").items()) {
-    item.require_map({"gpu", "model", "batch_per_gpu", "precision", "images_per_sec"});
+    item.require_map({"gpu", "model", "batch_per_gpu", "precision", "seq_len", "images_per_sec", "samples_per_sec"});
     MeasuredRate m;
     m.gpu = item.get("gpu").str();
     if (!gpus_.count(m.gpu)) item.get("gpu").fail("unknown GPU '" + m.gpu + "'" + suggestion_suffix(m.gpu, gpu_order_));
@@ -685,12 +687,18 @@ void Catalog::load_compute(const fs::path& base) {
       item.get("model").fail("unknown model '" + m.model + "'" + suggestion_suffix(m.model, model_order_));
     m.batch_per_gpu = static_cast<int>(item.get("batch_per_gpu").integer(1, 1 << 20));
     if (auto p = item.find("precision")) m.precision = p->choice(compute_.precision_order);
-    m.images_per_sec = item.get("images_per_sec").positive_number();
+    if (auto q = item.find("seq_len")) m.seq_len = static_cast<int>(q->integer(1, 1 << 20));
+    const auto images = item.find("images_per_sec"), samples = item.find("samples_per_sec");
+    if (images && samples) samples->fail("give images_per_sec or samples_per_sec, not both");
+    if (!images && !samples) item.fail("a measured rate needs samples_per_sec (or images_per_sec)");
+    m.images_per_sec = (images ? images : samples)->positive_number();
     const SourceLocation at = item.location();
     m.source = fs::path(at.file).filename().string() + ":" + std::to_string(at.line);
-    if (compute_.find(m.gpu, m.model, m.batch_per_gpu, m.precision))
-      item.fail("duplicate measured rate for " + m.gpu + " / " + m.model + " / batch " +
-                std::to_string(m.batch_per_gpu) + " / " + m.precision);
+    for (const auto& o : compute_.measured)
+      if (o.gpu == m.gpu && o.model == m.model && o.batch_per_gpu == m.batch_per_gpu && o.precision == m.precision &&
+          o.seq_len == m.seq_len)
+        item.fail("duplicate measured rate for " + m.gpu + " / " + m.model + " / batch " +
+                  std::to_string(m.batch_per_gpu) + " / " + m.precision);
     compute_.measured.push_back(m);
   }
 }

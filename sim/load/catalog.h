@@ -195,8 +195,9 @@ struct MeasuredRate {
   std::string gpu, model;
   std::string precision = "fp32";
   int batch_per_gpu = 0;
-  double images_per_sec = 0;
-  std::string source;  // "compute.yaml:LINE"
+  int seq_len = 0;            // tokens per sample the rate was measured at; 0: the model's default
+  double images_per_sec = 0;  // samples per second (images_per_sec or samples_per_sec in the file)
+  std::string source;         // "compute.yaml:LINE"
 };
 // model.precision (compute.yaml precisions): the GPU peak its passes run at, the type of gradients on the wire, and the
 // roofline's achieved fraction of that peak for CNNs and for transformers.
@@ -222,8 +223,10 @@ struct ComputeSpec {
   double reference_gpu_score = 0;
   double straggler_cv() const { return std::hypot(step_time_cv, gpu_to_gpu_cv); }
   std::vector<MeasuredRate> measured;
-  const MeasuredRate* find(const std::string& gpu, const std::string& model, int batch,
-                           const std::string& precision = "fp32") const;
+  // The row for this GPU, model, batch and precision at `tokens` tokens per sample (`default_tokens`: the
+  // model's, which rows without seq_len were measured at).
+  const MeasuredRate* find(const std::string& gpu, const std::string& model, int batch, const std::string& precision,
+                           int tokens = 1, int default_tokens = 1) const;
 };
 
 // libraries.yaml: what a collective library achieves on each kind of path.

@@ -61,7 +61,8 @@ double micro_batch_s(const Catalog& catalog, const Scenario& s, ComputeModel& cm
                        noun + "/s in " + s.file;
     return batch / *s.model.images_per_sec_single_gpu - cm.update_s;
   }
-  if (const MeasuredRate* m = cs.find(gpu.name, model.name, batch, s.model.precision)) {
+  if (const MeasuredRate* m =
+          cs.find(gpu.name, model.name, batch, s.model.precision, s.model.tokens, model.default_tokens)) {
     cm.source = "measured";
     cm.source_detail = format_number(m->images_per_sec) + " " + noun + "/s for " + gpu.name + ", batch " +
                        std::to_string(batch) + ", " + m->precision + " (" + m->source + ")";
