@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstring>
+#include <iomanip>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -381,7 +382,8 @@ int run_train(const TrainOptions& o, MPI_Comm comm) {
   std::cout << "ringsim-real train: " << s.name << ", " << workers << " ranks, transport " << loop.backend().name()
             << ", " << o.iterations << " timed iterations\n"
             << "  iteration time (median)     " << format_time(p.iteration_time_s) << "\n"
-            << "  images/s (total)            " << format_number(p.images_per_sec) << "\n"
+            << "  " << std::left << std::setw(28) << catalog.model(s.model.name).sample_noun() + "/s (total)"
+            << std::right << format_number(p.images_per_sec) << "\n"
             << "  communication time          " << format_time(p.communication_time_s) << " in " << p.collectives.size()
             << " fusion buffers\n"
             << (probe ? "  core-to-core probe          CPUs " + std::to_string(probe->cpu(0)) + " and " +
