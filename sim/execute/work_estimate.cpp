@@ -24,6 +24,7 @@ constexpr double kFlowSecondsPerTransfer = 1e-5;      // ResNet-50 ring, 64-512 
 constexpr double kEmulatedSecondsPerTransfer = 1e-5;  // ResNet-50 ring, 256 ranks: about 9.6 us
 constexpr double kStepSecondsPerElement = 2.7e-6;     // ND40rs_v2, 8,192-65,536 nodes: 2.5-2.8 us
 constexpr double kStepSecondsPerRankBuffer = 5e-6;    // NC24rs_v3, 16,384-262,144 GPUs, 161 buffers: 3.7-5 us
+constexpr double kStepSecondsPerStepTransfer = 5e-7;  // BERT-Large on ND96isr_H100_v5, tree, 64-512 GPUs: 0.39-0.53 us
 constexpr double kBaseBytes = 40e6;                   // the program, catalog and SimGrid
 constexpr double kBytesPerElement = 330;              // a graph vertex or directed edge, its routes, paths
 constexpr double kFlowBytesPerRank = 30e3;            // a SimGrid actor and its in-flight activities
@@ -159,6 +160,7 @@ WorkEstimate estimate_work(const Catalog& catalog, const Scenario& s, Fidelity f
       sends += static_cast<double>(st.sends.size());
     }
     e.transfers_per_buffer += sends * run.count;
+    e.step_transfers_per_buffer += sends;
   }
   e.transfers_per_iteration = e.transfers_per_buffer * e.fusion_buffers;
   e.negotiations_per_iteration = negotiations(catalog, s, fidelity, e);
@@ -182,7 +184,9 @@ WorkEstimate estimate_work(const Catalog& catalog, const Scenario& s, Fidelity f
     case Fidelity::Step:
     case Fidelity::Measured:
       e.seconds = kStepSecondsPerElement * static_cast<double>(e.graph_elements) +
-                  kStepSecondsPerRankBuffer * static_cast<double>(e.ranks) * e.fusion_buffers * e.iterations;
+                  (kStepSecondsPerRankBuffer * static_cast<double>(e.ranks) +
+                   kStepSecondsPerStepTransfer * e.step_transfers_per_buffer) *
+                      e.fusion_buffers * e.iterations;
       break;
   }
   return e;
@@ -191,7 +195,8 @@ WorkEstimate estimate_work(const Catalog& catalog, const Scenario& s, Fidelity f
 std::string describe(const WorkEstimate& e, Fidelity fidelity) {
   std::string out = std::string(fidelity_name(fidelity)) + ": ";
   if (fidelity == Fidelity::Step)
-    out += sci(static_cast<double>(e.graph_elements)) + " graph vertices and edges";
+    out += sci(static_cast<double>(e.graph_elements)) + " graph vertices and edges, " +
+           sci(e.step_transfers_per_buffer * e.fusion_buffers) + " transfers in distinct steps";
   else
     out += sci(e.transfers_per_iteration) + " transfers per iteration (" + std::to_string(e.fusion_buffers) +
            " fusion buffers x " + sci(e.transfers_per_buffer) + ", " + sci(e.negotiations_per_iteration) +

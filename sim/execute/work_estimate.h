@@ -13,10 +13,12 @@
 namespace ringsim {
 
 struct WorkEstimate {
-  std::int64_t ranks = 0;              // workers plus parameter servers
-  std::int64_t graph_elements = 0;     // devices plus links of the topology graph
-  int fusion_buffers = 0;              // collectives per iteration (an estimate: fusion depends on timing)
-  double transfers_per_buffer = 0;     // messages of one collective, every member's sends summed
+  std::int64_t ranks = 0;           // workers plus parameter servers
+  std::int64_t graph_elements = 0;  // devices plus links of the topology graph
+  int fusion_buffers = 0;           // collectives per iteration (an estimate: fusion depends on timing)
+  double transfers_per_buffer = 0;  // messages of one collective, every member's sends summed
+  // The step fidelity's work: the sends of each distinct step (a run of equal steps is evaluated once).
+  double step_transfers_per_buffer = 0;
   double transfers_per_iteration = 0;  // what the flow fidelity and the emulation run one by one
   // Negotiation cycles that do work: the simulation skips idle ones; the emulation runs every cycle's
   // allreduce of readiness flags (its transfers are in transfers_per_iteration).
