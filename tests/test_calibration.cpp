@@ -458,13 +458,15 @@ void write_runs(const std::string& runs, const std::string& scenario_file, const
 
 TEST_CASE("calibrate --runs: runs generated from known figures are fitted back", "[calibrate]") {
   const Catalog& catalog = test::catalog();
-  // NCCL's channels measured (the scenario's overlay): four figures change these runs, as four runs do.
+  // NCCL's channels and the busy neighbours' toll measured (the scenario's overlay; none in the truth too):
+  // four figures change these runs, as four runs do.
   const std::string channels = temp("ringsim_runs_channels_") + ".yaml";
-  std::ofstream(channels) << "libraries:\n  nccl:\n    kernel_channels: 2\n";
+  std::ofstream(channels) << "compute:\n  co_run_slowdown: 0\nlibraries:\n  nccl:\n    kernel_channels: 2\n";
   const std::string scenario_file = runs_scenario(channels);
   CatalogOverlay truth;
   truth.libraries["nccl"].paths["ethernet"].bandwidth_fraction = 0.40;
   truth.compute.step_time_cv = 0.02;
+  truth.compute.co_run_slowdown = 0;
   const std::string runs = temp("ringsim_runs_") + ".csv";
   write_runs(runs, scenario_file, truth, 4);
   const RunsFit fit = fit_runs(catalog, scenario_file, {}, runs);
@@ -491,7 +493,9 @@ TEST_CASE("calibrate --runs: runs generated from known figures are fitted back",
   // slow the compute), so only the runs' predictions are checked: within 2 % (the valley is flat enough that
   // the fit's few Levenberg-Marquardt steps stop at 1.5 % on one run), and closer than the catalog's figures
   // over all runs.
-  const std::string open_file = runs_scenario();
+  const std::string co_run = temp("ringsim_runs_co_run_") + ".yaml";
+  std::ofstream(co_run) << "compute:\n  co_run_slowdown: 0\n";
+  const std::string open_file = runs_scenario(co_run);
   write_runs(runs, open_file, truth, 5);
   const RunsFit five = fit_runs(catalog, open_file, {}, runs);
   CHECK(five.fitted.size() == 5);
@@ -502,7 +506,7 @@ TEST_CASE("calibrate --runs: runs generated from known figures are fitted back",
     after_sq += std::pow(std::log(five.after[i] / five.measured[i]), 2);
   }
   CHECK(after_sq < before_sq);
-  for (const auto& f : {scenario_file, open_file, channels, runs, overlay}) std::remove(f.c_str());
+  for (const auto& f : {scenario_file, open_file, channels, co_run, runs, overlay}) std::remove(f.c_str());
 }
 
 TEST_CASE("calibrate --runs: bad files and fits the runs do not determine are refused", "[calibrate]") {
@@ -522,7 +526,7 @@ TEST_CASE("calibrate --runs: bad files and fits the runs do not determine are re
   // One GPU: nothing uncertain changes the prediction.
   CHECK_THAT(error_of("cluster.nodes,cluster.gpus_per_node,images_per_sec\n1,1,50\n"),
              Catch::Contains("nothing to fit"));
-  // Five figures change a run across two nodes, and there is one run.
+  // Six figures change a run across two nodes, and there is one run.
   CHECK_THAT(error_of("cluster.nodes,images_per_sec\n2,300\n"),
              Catch::Contains("not determined") && Catch::Contains("Measure more runs"));
   std::remove(runs.c_str());

@@ -1319,6 +1319,38 @@ TEST_CASE("reference GPU: the run's GPUs are score x gpu_to_gpu_cv slower than t
   std::remove(file.c_str());
 }
 
+TEST_CASE("co-run: a GPU among busy neighbours in its node is co_run_slowdown slower than one alone", "[model]") {
+  Catalog c = test::catalog();
+  CatalogOverlay none, o;
+  none.compute.co_run_slowdown = 0;
+  o.compute.co_run_slowdown = 0.05;
+  c.apply(none);
+  const Scenario node = scenario(
+      "cluster: {sku: DGX-1-P100, nodes: 1}\nmodel: {name: resnet50, batch_per_gpu: 64}\n"
+      "training: {epochs: 1}\ncommunication: {library: nccl}\n");
+  const ComputeModel before = build_compute_model(c, node, false);
+  c.apply(o);
+  const ComputeModel after = build_compute_model(c, node, false);
+  CHECK(after.co_run_s == Approx((before.forward_s + before.backward_s) * 0.05));
+  CHECK(after.forward_s + after.backward_s == Approx((before.forward_s + before.backward_s) * 1.05));
+  CHECK(after.single_gpu_images_per_sec == Approx(before.single_gpu_images_per_sec));  // the given rate stays
+  // One GPU in each node: no neighbours, nothing moves, and the band leaves the figure out.
+  CHECK(build_compute_model(c, one_gpu_per_node(4), false).co_run_s == 0);
+  const auto* p = [&]() -> const UncertainParameter* {
+    for (const auto& u : test::catalog().uncertain())
+      if (u.figure == "compute.co_run_slowdown") return &u;
+    return nullptr;
+  }();
+  REQUIRE(p != nullptr);
+  CHECK(applies_to(*p, node));
+  CHECK_FALSE(applies_to(*p, one_gpu_per_node(4)));
+  // An overlay file carries it.
+  const std::string file = "/tmp/ringsim_co_run_" + std::to_string(::getpid()) + ".yaml";
+  std::ofstream(file) << o.to_yaml();
+  CHECK(test::catalog().read_overlay(file).compute.co_run_slowdown == Approx(0.05));
+  std::remove(file.c_str());
+}
+
 TEST_CASE("band: it holds the prediction, and a calibration that measures a figure narrows it", "[model]") {
   // Two NC24r nodes over Ethernet with NCCL: the socket transport's fraction and the VMs' Ethernet rate are
   // assumptions, so the band is wide and below the prediction.

@@ -155,6 +155,15 @@ class RunsFitter {
   std::string sku_;
 };
 
+// How many independent directions the figures give a prediction: the step's and the GPUs' variations enter it
+// only through their root sum of squares (ComputeSpec::straggler_cv), so the two count once.
+std::size_t degrees_of_freedom(const std::vector<const UncertainParameter*>& params) {
+  const auto has = [&](const char* figure) {
+    return std::any_of(params.begin(), params.end(), [&](auto* p) { return p->figure == figure; });
+  };
+  return params.size() - (has("compute.step_time_cv") && has("compute.gpu_to_gpu_cv") ? 1 : 0);
+}
+
 // Golden-section search of one coordinate of u over [0, 1], the others fixed.
 void search(RunsFitter& f, const std::vector<const UncertainParameter*>& params, std::vector<double>& u,
             std::size_t i) {
@@ -256,12 +265,12 @@ RunsFit fit_runs(const Catalog& catalog, const std::string& scenario_file, const
                      "no uncertain figure of the catalog changes the prediction of these runs: "
                      "nothing to fit. Measure runs whose communication matters (several GPUs, "
                      "several nodes)");
-  if (params.size() > runs.size()) {
+  if (const std::size_t dof = degrees_of_freedom(params); dof > runs.size()) {
     std::string names;
     for (const auto* p : params) names += (names.empty() ? "" : ", ") + p->name;
     throw InputError({runs_file, 0, 0, ""}, std::to_string(params.size()) + " uncertain figures (" + names +
-                                                ") change these runs' predictions but there are only " +
-                                                std::to_string(runs.size()) +
+                                                ") change these runs' predictions in " + std::to_string(dof) +
+                                                " independent ways but there are only " + std::to_string(runs.size()) +
                                                 " runs: the fit is not determined. Measure more runs: other node and "
                                                 "GPU counts");
   }

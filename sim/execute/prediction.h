@@ -63,6 +63,7 @@ struct Prediction {
   double forward_s = 0, backward_s = 0, update_s = 0;
   double compute_time_s = 0;  // forward + backward + optimizer step of one rank
   double straggler_s = 0;     // of which the slowest rank's extra (ComputeModel::straggler_s)
+  double co_run_s = 0;        // of which the node's busy neighbours' toll (ComputeModel::co_run_s)
   // What rank 0's forward and backward passes took longer than compute_time_s says, slowed by collectives'
   // kernels running beside them (part of exposed_communication_s).
   double compute_interference_s = 0;

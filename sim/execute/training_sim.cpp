@@ -713,6 +713,7 @@ Prediction TrainingRun::run() {
   p.update_s = s_.communication.strategy == Strategy::ParameterServer ? 0 : compute_.update_s;
   p.compute_time_s = p.forward_s + p.backward_s + p.update_s;
   p.straggler_s = compute_.straggler_s;
+  p.co_run_s = compute_.co_run_s;
   // The time some collective is in flight (the sum of their durations when they run one at a time).
   std::vector<std::pair<double, double>> spans;
   for (const auto& r : records_) spans.push_back({r.start, r.end});

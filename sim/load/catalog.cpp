@@ -669,9 +669,10 @@ void Catalog::load_precisions(const YamlField& list) {
 void Catalog::load_compute(const fs::path& base) {
   YamlField root = open_root(base / "compute.yaml", {"roofline", "precisions", "variation", "measured"});
   if (auto v = root.find("variation")) {
-    v->require_map({"step_time_cv", "gpu_to_gpu_cv"});
+    v->require_map({"step_time_cv", "gpu_to_gpu_cv", "co_run_slowdown"});
     compute_.step_time_cv = v->get("step_time_cv").number(0, 1);
     if (auto g = v->find("gpu_to_gpu_cv")) compute_.gpu_to_gpu_cv = g->number(0, 1);
+    if (auto g = v->find("co_run_slowdown")) compute_.co_run_slowdown = g->number(0, 1);
   }
   YamlField roof = root.get("roofline");
   roof.require_map({"backward_to_forward"});
@@ -850,10 +851,11 @@ CatalogOverlay Catalog::read_overlay(const std::string& file) const {
   YamlField root = open_root(file, {"compute", "libraries", "link_classes", "gpus", "skus"});
   CatalogOverlay o;
   if (auto c = root.find("compute")) {
-    c->require_map({"step_time_cv", "gpu_to_gpu_cv", "reference_gpu_score"});
+    c->require_map({"step_time_cv", "gpu_to_gpu_cv", "reference_gpu_score", "co_run_slowdown"});
     if (auto v = c->find("step_time_cv")) o.compute.step_time_cv = v->number(0, 1);
     if (auto v = c->find("gpu_to_gpu_cv")) o.compute.gpu_to_gpu_cv = v->number(0, 1);
     if (auto v = c->find("reference_gpu_score")) o.compute.reference_gpu_score = v->number(-10, 10);
+    if (auto v = c->find("co_run_slowdown")) o.compute.co_run_slowdown = v->number(0, 1);
   }
   read_named(root, "libraries", libraries_, "library", library_order_, o.libraries,
              [](const LibraryProfile&, const YamlField& f) { return read_library_overlay(f); });
@@ -890,6 +892,7 @@ void Catalog::apply(const CatalogOverlay& o) {
   if (o.compute.step_time_cv) compute_.step_time_cv = *o.compute.step_time_cv;
   if (o.compute.gpu_to_gpu_cv) compute_.gpu_to_gpu_cv = *o.compute.gpu_to_gpu_cv;
   if (o.compute.reference_gpu_score) compute_.reference_gpu_score = *o.compute.reference_gpu_score;
+  if (o.compute.co_run_slowdown) compute_.co_run_slowdown = *o.compute.co_run_slowdown;
 }
 
 void Catalog::apply_overlay(const std::string& file) { apply(read_overlay(file)); }

@@ -221,6 +221,9 @@ struct ComputeSpec {
   // Where the GPU that gave the single-GPU rate stands among the run's GPUs, in units of gpu_to_gpu_cv
   // above their mean (0: the given rate is theirs). Only the band moves it: the rate came from one GPU.
   double reference_gpu_score = 0;
+  // Each GPU of a node whose other GPUs are busy too runs this fraction slower than the lone GPU that gave
+  // the single-GPU rate: they share the node's power, cooling, CPU cores and memory (ComputeModel::co_run_s).
+  double co_run_slowdown = 0;
   double straggler_cv() const { return std::hypot(step_time_cv, gpu_to_gpu_cv); }
   std::vector<MeasuredRate> measured;
   // The row for this GPU, model, batch and precision at `tokens` tokens per sample (`default_tokens`: the

@@ -66,6 +66,7 @@ class Writer {
       if (o_.compute.step_time_cv) put(y_, "step_time_cv", o_.compute.step_time_cv, "");
       if (o_.compute.gpu_to_gpu_cv) put(y_, "gpu_to_gpu_cv", o_.compute.gpu_to_gpu_cv, "");
       if (o_.compute.reference_gpu_score) put(y_, "reference_gpu_score", o_.compute.reference_gpu_score, "");
+      if (o_.compute.co_run_slowdown) put(y_, "co_run_slowdown", o_.compute.co_run_slowdown, "");
       y_ << YAML::EndMap;
       comment("compute");
     }
@@ -172,6 +173,7 @@ void CatalogOverlay::merge(const CatalogOverlay& o) {
   take(compute.step_time_cv, o.compute.step_time_cv);
   take(compute.gpu_to_gpu_cv, o.compute.gpu_to_gpu_cv);
   take(compute.reference_gpu_score, o.compute.reference_gpu_score);
+  take(compute.co_run_slowdown, o.compute.co_run_slowdown);
   for (const auto& [name, k] : o.skus) {
     take(skus[name].vcpus, k.vcpus);
     take(skus[name].ethernet_bandwidth, k.ethernet_bandwidth);

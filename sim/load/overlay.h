@@ -54,9 +54,10 @@ struct SkuOverlay {
   bool operator==(const SkuOverlay&) const = default;
 };
 
-// compute: how one rank's compute varies from step to step, and GPUs of one type from each other.
+// compute: how one rank's compute varies from step to step, GPUs of one type from each other, and a GPU
+// among busy neighbours from one alone.
 struct ComputeOverlay {
-  std::optional<double> step_time_cv, gpu_to_gpu_cv, reference_gpu_score;
+  std::optional<double> step_time_cv, gpu_to_gpu_cv, reference_gpu_score, co_run_slowdown;
   bool operator==(const ComputeOverlay&) const = default;
 };
 

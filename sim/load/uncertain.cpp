@@ -34,7 +34,8 @@ struct Figure {
 };
 constexpr Figure<ComputeSpec, ComputeOverlay> kComputeFigures[] = {
     {"step_time_cv", &ComputeSpec::step_time_cv, &ComputeOverlay::step_time_cv},
-    {"gpu_to_gpu_cv", &ComputeSpec::gpu_to_gpu_cv, &ComputeOverlay::gpu_to_gpu_cv}};
+    {"gpu_to_gpu_cv", &ComputeSpec::gpu_to_gpu_cv, &ComputeOverlay::gpu_to_gpu_cv},
+    {"co_run_slowdown", &ComputeSpec::co_run_slowdown, &ComputeOverlay::co_run_slowdown}};
 constexpr Figure<LibraryProfile, LibraryOverlay> kLibraryFigures[] = {
     {"collective_overhead", &LibraryProfile::collective_overhead, &LibraryOverlay::collective_overhead},
     {"host_reduction_rate", &LibraryProfile::host_reduction_rate, &LibraryOverlay::host_reduction_rate},
@@ -87,7 +88,7 @@ std::vector<std::string> skus_of(const Catalog& c, const std::vector<std::string
 std::string check_figure(const Catalog& c, const std::string& figure) {
   const std::vector<std::string> f = split(figure);
   const char* expected =
-      "expected compute.{step_time_cv,gpu_to_gpu_cv}, skus.PATTERN.ethernet_bandwidth, "
+      "expected compute.{step_time_cv,gpu_to_gpu_cv,co_run_slowdown}, skus.PATTERN.ethernet_bandwidth, "
       "link_classes.NAME.{bandwidth,latency}, "
       "libraries.NAME.{collective_overhead,host_reduction_rate,host_copy_rate,kernel_channels} or "
       "libraries.NAME.paths.{intra_node,infiniband,ethernet}.{bandwidth_fraction,message_overhead}";
@@ -132,7 +133,7 @@ bool applies_to(const UncertainParameter& p, const Scenario& s) {
   const std::vector<std::string> f = split(p.figure);
   const bool several_nodes = s.cluster.nodes > 1 || s.communication.strategy == Strategy::ParameterServer;
   const bool ethernet = several_nodes && s.cluster.fabric == FabricKind::Ethernet;
-  if (f[0] == "compute") return s.cluster.total_gpus() > 1;
+  if (f[0] == "compute") return f[1] == "co_run_slowdown" ? s.cluster.gpus_per_node > 1 : s.cluster.total_gpus() > 1;
   if (f[0] == "skus") return ethernet && fnmatch(f[1].c_str(), s.cluster.sku.c_str(), 0) == 0;
   if (f[0] == "link_classes") return true;
   if (f[1] != to_string(s.communication.library)) return false;

@@ -161,6 +161,7 @@ std::string result_json(const Prediction& p, const std::string& source) {
   j["backward_time_s"] = p.backward_s;
   j["update_time_s"] = p.update_s;
   j["straggler_s"] = p.straggler_s;
+  j["co_run_s"] = p.co_run_s;
   j["communication_time_s"] = p.communication_time_s;
   j["exposed_communication_s"] = p.exposed_communication_s;
   j["compute_interference_s"] = p.compute_interference_s;
@@ -333,6 +334,7 @@ std::string prediction_table(const Prediction& p) {
   row("scaling efficiency", pct(p.scaling_efficiency));
   row("compute time", format_time(p.compute_time_s) + " (forward " + format_time(p.forward_s) + ", backward " +
                           format_time(p.backward_s) + ", update " + format_time(p.update_s) +
+                          (p.co_run_s > 0 ? "; busy neighbours in the node " + format_time(p.co_run_s) + " more" : "") +
                           (p.straggler_s > 0 ? "; the slowest of " + std::to_string(p.gpus) + " ranks " +
                                                    format_time(p.straggler_s) + " more"
                                              : "") +

@@ -25,6 +25,9 @@ struct ComputeModel {
   // What the slowest of the synchronous ranks takes more, on average, for its forward and backward pass;
   // included in forward_s, backward_s and the layers' times (0 for one rank).
   double straggler_s = 0;
+  // What each GPU takes more because the other GPUs of its node are busy too (Catalog compute
+  // co_run_slowdown); included like straggler_s (0 for one GPU per node).
+  double co_run_s = 0;
   // Gradient accumulation: the step's first k - 1 micro-batches' forward and backward passes, which precede
   // the last micro-batch's; included in forward_s (0 for k = 1).
   double accumulation_s = 0;
