@@ -1336,6 +1336,12 @@ TEST_CASE("co-run: a GPU among busy neighbours in its node is co_run_slowdown sl
   CHECK(after.single_gpu_images_per_sec == Approx(before.single_gpu_images_per_sec));  // the given rate stays
   // One GPU in each node: no neighbours, nothing moves, and the band leaves the figure out.
   CHECK(build_compute_model(c, one_gpu_per_node(4), false).co_run_s == 0);
+  // Processes on a host's CPU are not GPUs: their sharing is the catalog's handoff figures.
+  const Scenario host = scenario(
+      "cluster: {sku: local-host, nodes: 1, gpus_per_node: 2}\n"
+      "model: {name: resnet50, batch_per_gpu: 8, images_per_sec_single_gpu: 10}\n"
+      "training: {epochs: 1}\ncommunication: {library: mpi}\n");
+  CHECK(build_compute_model(c, host, false).co_run_s == 0);
   const auto* p = [&]() -> const UncertainParameter* {
     for (const auto& u : test::catalog().uncertain())
       if (u.figure == "compute.co_run_slowdown") return &u;

@@ -223,6 +223,7 @@ struct ComputeSpec {
   double reference_gpu_score = 0;
   // Each GPU of a node whose other GPUs are busy too runs this fraction slower than the lone GPU that gave
   // the single-GPU rate: they share the node's power, cooling, CPU cores and memory (ComputeModel::co_run_s).
+  // Not for cpu_process ranks.
   double co_run_slowdown = 0;
   double straggler_cv() const { return std::hypot(step_time_cv, gpu_to_gpu_cv); }
   std::vector<MeasuredRate> measured;

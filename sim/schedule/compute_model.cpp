@@ -109,7 +109,8 @@ ComputeModel build_compute_model(const Catalog& catalog, const Scenario& s, bool
   fwd_bwd *= k;
   cm.single_gpu_images_per_sec = static_cast<double>(k) * s.model.batch_per_gpu / (fwd_bwd + cm.update_s);
   if (s.cluster.total_gpus() > 1) fwd_bwd *= 1 + cs.reference_gpu_score * cs.gpu_to_gpu_cv;
-  if (s.cluster.gpus_per_node > 1) cm.co_run_s = fwd_bwd * cs.co_run_slowdown;
+  // GPUs only: processes on a host's CPU share its cores through the catalog's handoff figures instead.
+  if (s.cluster.gpus_per_node > 1 && !gpu.cpu_process) cm.co_run_s = fwd_bwd * cs.co_run_slowdown;
   fwd_bwd += cm.co_run_s;
   if (stragglers) cm.straggler_s = fwd_bwd * cs.straggler_cv() * expected_max_of_normals(s.cluster.total_gpus());
   fwd_bwd += cm.straggler_s;
