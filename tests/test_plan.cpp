@@ -209,6 +209,7 @@ TEST_CASE("plan: the answer worked out by hand, and the quota request it ends wi
   CHECK(win["sku"] == "NC6s_v3");
   CHECK(win["cost_usd"].get<double>() == Approx(1.00).epsilon(0.01));
   CHECK(win["cost_usd"].get<double>() == Approx(1.00 * win["time_to_train_s"].get<double>() / 3600));
+  CHECK(win["time_to_train_s_low"].get<double>() == win["time_to_train_s"].get<double>());  // one GPU: no band
   // Four GPUs in one VM: each slowed by its busy neighbours, and the step waits for the slowest.
   const auto& compute = ringsim::test::catalog().compute();
   const double slowest_of_4 =
@@ -226,6 +227,12 @@ TEST_CASE("plan: the answer worked out by hand, and the quota request it ends wi
   CHECK(j["configurations"][0]["sku"] == "NC24s_v3");
   CHECK(j["configurations"][1]["meets_deadline"] == false);
   CHECK(j["quota_request"]["dedicated_vcpus"] == 24);
+  // Bands only where the goal is met at the prediction: a pessimistic end cannot meet what it misses.
+  CHECK(j["configurations"][0]["time_to_train_s_high"].get<double>() >
+        j["configurations"][0]["time_to_train_s"].get<double>());
+  CHECK(j["configurations"][1]["time_to_train_s_low"].is_null());
+  CHECK(j["configurations"][1]["time_to_train_s_high"].is_null());
+  CHECK_THAT(r.output, Catch::Contains("bands          predicted for the 1 that meet the goal"));
 
   // Low-priority allowed: NC6s_v3 at the estimated 80 % discount ($0.20), NC24s_v3 at its listed $4/h.
   r = run_ringsim("plan " + kPlanScenario + kHandArgs + " --deadline 2h --low-priority true --json " +

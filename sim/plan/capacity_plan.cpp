@@ -387,23 +387,24 @@ void make_candidates(PlanRun& r) {
                                        r.skipped.front().first + ": " + r.skipped.front().second);
 }
 
-std::map<int, nlohmann::json> predict_candidates(const PlanRun& r) {
+// Predicts the candidates `which` (indices into r.candidates), with or without their bands.
+void predict_points(const PlanRun& r, const std::vector<std::size_t>& which, bool band,
+                    std::map<int, nlohmann::json>& results) {
   std::vector<PredictPoint> points;
-  for (const auto& c : r.candidates) points.push_back({c.index, c.sets});
-  std::map<int, nlohmann::json> results;
+  for (std::size_t i : which) points.push_back({r.candidates[i].index, r.candidates[i].sets});
   const PointRunOptions run{.self = r.o.self,
                             .catalog_dir = r.o.catalog_dir,
                             .scenario = r.o.scenario,
                             .fidelity = r.o.fidelity,
                             .jobs = r.o.jobs,
-                            .label = "plan"};
+                            .label = band ? "plan (bands)" : "plan",
+                            .band = band};
   run_predict_points(run, points, [&](int idx, const nlohmann::json& j) { results[idx] = j; });
-
-  return results;
 }
 
 // Price every configuration, dedicated and (when allowed) low-priority, and rank them.
-void price_candidates(PlanRun& r, const std::map<int, nlohmann::json>& results) {
+// `banded`: the candidates whose results were predicted with their band.
+void price_candidates(PlanRun& r, const std::map<int, nlohmann::json>& results, const std::set<int>& banded) {
   for (const auto& c : r.candidates) {
     const auto& j = results.at(c.index);
     const SkuSpec& sku = r.catalog.sku(c.sku);
@@ -416,6 +417,7 @@ void price_candidates(PlanRun& r, const std::map<int, nlohmann::json>& results) 
       }
       PlanEvaluation e;
       e.index = static_cast<int>(r.evals.size());
+      e.candidate = c.index;
       e.sku = c.sku;
       e.gpu = sku.gpu;
       e.worker_nodes = j["worker_nodes"].get<int>();
@@ -425,6 +427,7 @@ void price_candidates(PlanRun& r, const std::map<int, nlohmann::json>& results) 
       e.fusion = c.fusion.empty() ? format_bytes(r.base.communication.fusion_threshold_bytes) : c.fusion;
       e.low_priority = lp;
       e.predicted_time_to_train_s = j["time_to_train_s"];
+      e.banded = banded.count(c.index) > 0;
       e.time_to_train_s_low = j.value("time_to_train_s_low", e.predicted_time_to_train_s);
       e.time_to_train_s_high = j.value("time_to_train_s_high", e.predicted_time_to_train_s);
       e.time_to_train_s = r.goal.pessimistic ? e.time_to_train_s_high : e.predicted_time_to_train_s;
@@ -446,6 +449,28 @@ void price_candidates(PlanRun& r, const std::map<int, nlohmann::json>& results) 
   }
   if (r.evals.empty()) throw InputError(r.goal.where, "plan: no configuration could be priced");
   r.order = rank_evaluations(r.evals, r.goal.rank_by);
+}
+
+// Every candidate predicted, then the bands (16 more predictions each) of those that meet the goal at their
+// prediction: a band's pessimistic end never meets what the prediction misses. Without a deadline or a
+// budget every candidate meets it.
+void predict_and_price(PlanRun& r) {
+  std::map<int, nlohmann::json> results;
+  std::vector<std::size_t> all(r.candidates.size());
+  for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
+  predict_points(r, all, false, results);
+  const std::size_t skipped = r.skipped.size();  // the search's own; pricing adds to them
+  price_candidates(r, results, {});
+  std::set<int> meeting;
+  for (const auto& e : r.evals)
+    if (e.feasible()) meeting.insert(e.candidate);
+  std::vector<std::size_t> banded;
+  for (std::size_t i = 0; i < r.candidates.size(); ++i)
+    if (meeting.count(r.candidates[i].index)) banded.push_back(i);
+  predict_points(r, banded, true, results);
+  r.evals.clear();
+  r.skipped.resize(skipped);
+  price_candidates(r, results, meeting);
 }
 
 // A winning plan that meets the deadline only at the optimistic end of its band.
@@ -572,6 +597,10 @@ std::string report_header(const PlanRun& r) {
       << " strateg" << (r.strategies.size() == 1 ? "y" : "ies") << " x " << r.fusions.size() << " fusion setting"
       << (r.fusions.size() == 1 ? "" : "s") << (r.goal.low_priority ? " x {dedicated, low-priority}" : "") << ": "
       << r.evals.size() << " priced configurations, " << feasible << " meet the goal\n";
+  const auto banded = std::count_if(r.evals.begin(), r.evals.end(), [](const auto& e) { return e.banded; });
+  if (banded < static_cast<std::ptrdiff_t>(r.evals.size()))
+    out << "  bands          predicted for the " << banded
+        << " that meet the goal at their prediction (no band's pessimistic end meets what its prediction misses)\n";
   if (!r.unpriced.empty()) {
     out << "  not priced     ";
     for (std::size_t i = 0; i < r.unpriced.size(); ++i) out << (i ? ", " : "") << r.unpriced[i];
@@ -744,8 +773,8 @@ std::string plan_json(const PlanRun& r, const std::optional<QuotaRequest>& quota
            {"price_estimated", e.price_estimated},
            {"time_to_train_s", e.time_to_train_s},
            {"predicted_time_to_train_s", e.predicted_time_to_train_s},
-           {"time_to_train_s_low", e.time_to_train_s_low},
-           {"time_to_train_s_high", e.time_to_train_s_high},
+           {"time_to_train_s_low", e.banded ? nlohmann::ordered_json(e.time_to_train_s_low) : nullptr},
+           {"time_to_train_s_high", e.banded ? nlohmann::ordered_json(e.time_to_train_s_high) : nullptr},
            {"cost_usd", e.cost_usd},
            {"images_per_sec", e.images_per_sec},
            {"scaling_efficiency", e.scaling_efficiency},
@@ -785,7 +814,7 @@ int run_plan(const PlanOptions& o) {
   load_prices(r);
   choose_skus(r);
   make_candidates(r);
-  price_candidates(r, predict_candidates(r));
+  predict_and_price(r);
   if (r.met()) {
     scale_up_flag(r);
     network_bound_flag(r);

@@ -57,6 +57,7 @@ PlanGoal read_plan_goal(const std::string& scenario_file, const PlanOptions& cli
 // One predicted configuration with its price. Pure data: ranking and flags work on these alone.
 struct PlanEvaluation {
   int index = 0;
+  int candidate = 0;  // the configuration's point index, shared by its dedicated and low-priority pricings
   std::string sku, gpu;
   int vms = 0;  // billed VMs: worker nodes plus dedicated server nodes
   int worker_nodes = 0, gpus = 0;
@@ -65,6 +66,7 @@ struct PlanEvaluation {
   double time_to_train_s = 0, iteration_time_s = 0, images_per_sec = 0, scaling_efficiency = 0;
   double predicted_time_to_train_s = 0;                      // the prediction itself
   double time_to_train_s_low = 0, time_to_train_s_high = 0;  // its band (both the prediction where none)
+  bool banded = false;  // the band was predicted (only for configurations that can meet the goal)
   double compute_time_s = 0, exposed_communication_s = 0;
   std::string bottleneck_link, bottleneck_kind;
   double bottleneck_utilisation = 0;
