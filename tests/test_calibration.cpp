@@ -529,6 +529,11 @@ TEST_CASE("calibrate --runs: bad files and fits the runs do not determine are re
   // Six figures change a run across two nodes, and there is one run.
   CHECK_THAT(error_of("cluster.nodes,images_per_sec\n2,300\n"),
              Catch::Contains("not determined") && Catch::Contains("Measure more runs"));
+  // One node of 2 and of 4 GPUs: the two variations, the busy neighbours' toll and NCCL's channels change
+  // them, but the variations only through their root sum of squares: three independent ways, two runs.
+  CHECK_THAT(error_of("cluster.nodes,cluster.gpus_per_node,images_per_sec\n1,2,180\n1,4,350\n"),
+             Catch::Contains("4 uncertain figures") && Catch::Contains("in 3 independent ways") &&
+                 Catch::Contains("only 2 runs"));
   std::remove(runs.c_str());
   std::remove(scenario_file.c_str());
 }
