@@ -509,6 +509,48 @@ TEST_CASE("calibrate --runs: runs generated from known figures are fitted back",
   for (const auto& f : {scenario_file, open_file, channels, co_run, runs, overlay}) std::remove(f.c_str());
 }
 
+TEST_CASE("calibrate --runs: runs in the flow fidelity are searched in the step fidelity, fitted in their own",
+          "[calibrate]") {
+  // Collectives at once (concurrent_collectives unlimited): each run's own prediction is the flow fidelity's.
+  // The fit searches with the step fidelity scaled to it at the catalog's figures; the residuals it reports
+  // are the flow fidelity's at the fitted figures.
+  const Catalog& catalog = test::catalog();
+  const std::string measured = temp("ringsim_runs_flow_measured_") + ".yaml";
+  std::ofstream(measured) << "compute:\n  co_run_slowdown: 0\nlibraries:\n  nccl:\n    kernel_channels: 2\n";
+  const std::string file = temp("ringsim_runs_flow_scenario_") + ".yaml";
+  std::ofstream(file) << "name: runs\ncluster: {sku: NC24r, nodes: 2, fabric: ethernet}\n"
+                         "model: {name: resnet50, batch_per_gpu: 32}\ntraining: {epochs: 1}\n"
+                         "communication: {library: nccl, concurrent_collectives: unlimited}\ncalibration: "
+                      << measured << "\n";
+  CatalogOverlay truth;
+  truth.libraries["nccl"].paths["ethernet"].bandwidth_fraction = 0.40;
+  truth.compute.step_time_cv = 0.02;
+  truth.compute.co_run_slowdown = 0;
+  truth.libraries["nccl"].kernel_channels = 2;
+  const std::string runs = temp("ringsim_runs_flow_") + ".csv";
+  {
+    std::ofstream out(runs);
+    out << "cluster.nodes,images_per_sec\n";
+    for (int n = 1; n <= 3; ++n) {
+      const Scenario s = load_scenario(file, catalog, {parse_override("cluster.nodes=" + std::to_string(n))});
+      out << n << "," << std::setprecision(17) << predict_in_child(catalog, s, truth, false).first << "\n";
+    }
+  }
+  const RunsFit fit = fit_runs(catalog, file, {}, runs);
+  REQUIRE(fit.after.size() == 3);
+  Catalog fitted = catalog;
+  fitted.apply(catalog.read_overlay(measured));
+  fitted.apply(fit.overlay);
+  for (std::size_t i = 0; i < 3; ++i) {
+    CAPTURE(i);
+    CHECK(fit.after[i] == Approx(fit.measured[i]).epsilon(0.01));
+    const Scenario s = load_scenario(file, catalog, {parse_override("cluster.nodes=" + std::to_string(i + 1))});
+    CHECK(fit.after[i] == predict_in_child(fitted, s, {}, false).first);  // the flow fidelity's own
+  }
+  CHECK(std::fabs(fit.before[2] / fit.measured[2] - 1) > 0.01);
+  for (const auto& f : {measured, file, runs}) std::remove(f.c_str());
+}
+
 TEST_CASE("calibrate --runs: bad files and fits the runs do not determine are refused", "[calibrate]") {
   const Catalog& catalog = test::catalog();
   const std::string scenario_file = runs_scenario();

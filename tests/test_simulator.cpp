@@ -1,6 +1,8 @@
 // The simulator against closed forms, in both fidelities (each SimGrid run in a forked child), and the
 // properties of `ringsim predict`: fidelities agree, outputs are deterministic, bottlenecks are where
 // the topology says.
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -1401,6 +1403,47 @@ TEST_CASE("band: it holds the prediction, and a calibration that measures a figu
   CHECK(node.rate_high > 1 + 0.5 * catalog.compute().gpu_to_gpu_cv);
   // One GPU: nothing uncertain takes part, no band.
   CHECK(band_ratios(catalog, one_gpu_per_node(1)).samples == 0);
+}
+
+TEST_CASE("children: side by side, results in the tasks' order, failures and RINGSIM_JOBS reported", "[model]") {
+  std::vector<std::function<std::string()>> tasks;
+  for (int i = 0; i < 7; ++i)
+    tasks.push_back([i] {
+      usleep(static_cast<useconds_t>((7 - i) * 2000));                // the later tasks end first
+      return std::string(70000 * (i == 3), 'x') + std::to_string(i);  // one beyond a pipe's buffer
+    });
+  for (const char* jobs : {"1", "3", "16"}) {
+    CAPTURE(jobs);
+    ::setenv("RINGSIM_JOBS", jobs, 1);
+    CHECK(child_jobs() == std::stoi(jobs));
+    const std::vector<std::string> out = run_in_children(tasks);
+    REQUIRE(out.size() == 7);
+    for (std::size_t i = 0; i < 7; ++i) CHECK(out[i].substr(out[i].size() - 1) == std::to_string(i));
+    CHECK(out[3].size() == 70001);
+  }
+  tasks[5] = []() -> std::string { throw std::runtime_error("task five failed"); };
+  CHECK_THROWS_WITH(run_in_children(tasks), Catch::Contains("task five failed"));
+  for (const char* bad : {"0", "two", "3x", ""}) {
+    ::setenv("RINGSIM_JOBS", bad, 1);
+    CHECK_THROWS_WITH(child_jobs(), Catch::Contains("RINGSIM_JOBS=" + std::string(bad) + ": expected a whole number"));
+  }
+  ::unsetenv("RINGSIM_JOBS");
+  CHECK(child_jobs() >= 1);
+}
+
+TEST_CASE("band: the same with its predictions one at a time and side by side", "[model]") {
+  const Scenario s = scenario(
+      "cluster: {sku: NC24r, nodes: 2, fabric: ethernet}\nmodel: {name: resnet50, batch_per_gpu: 32}\n"
+      "training: {epochs: 1}\ncommunication: {library: nccl}\n");
+  ::setenv("RINGSIM_JOBS", "1", 1);
+  const BandRatios one = band_ratios(test::catalog(), s);
+  ::setenv("RINGSIM_JOBS", "4", 1);
+  const BandRatios four = band_ratios(test::catalog(), s);
+  ::unsetenv("RINGSIM_JOBS");
+  CHECK(one.rate_low == four.rate_low);
+  CHECK(one.rate_high == four.rate_high);
+  CHECK(one.time_high == four.time_high);
+  CHECK(one.rate_low < 1);
 }
 
 TEST_CASE("band: predict writes it in the JSON and the table, and --no-band leaves it out", "[model]") {

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "execute/prediction_band.h"
@@ -116,27 +117,84 @@ std::vector<Scenario> run_scenarios(const Catalog& catalog, const std::string& s
   return out;
 }
 
+// The figures at a point: each parameter at u (0..1 along its range).
+struct FigurePoint {
+  std::vector<const UncertainParameter*> params;
+  std::vector<double> u;
+};
+
 class RunsFitter {
  public:
   RunsFitter(const Catalog& c, std::vector<Scenario> runs, std::vector<double> measured, std::string sku)
-      : catalog_(c), runs_(std::move(runs)), measured_(std::move(measured)), sku_(std::move(sku)) {}
+      : catalog_(c),
+        runs_(std::move(runs)),
+        measured_(std::move(measured)),
+        scale_(runs_.size(), 1.0),
+        sku_(std::move(sku)) {}
 
-  // The predicted images/s of every run with the figures at `u` (0..1 along each parameter's range).
-  std::vector<double> predictions(const std::vector<const UncertainParameter*>& params, const std::vector<double>& u) {
-    const CatalogOverlay o = figures(params, u);
-    std::vector<double> out;
-    for (const auto& s : runs_) out.push_back(predict_in_child(catalog_, s, o, step(s)).first);
+  // The runs' predictions at the catalog's figures, each in its own fidelity, and the ratio of each to the
+  // step fidelity's with one collective at a time (cheap; as the band runs it). Until use_own_fidelity(),
+  // the fit's predictions are the latter scaled by that ratio.
+  std::vector<double> anchor() {
+    std::vector<ChildPrediction> jobs;
+    for (const auto& s : runs_) jobs.push_back({&s, {}, true});
+    for (const auto& s : runs_)
+      if (!step(s)) jobs.push_back({&s, {}, false});
+    const auto q = predict_in_children(catalog_, jobs);
+    std::vector<double> own;
+    for (std::size_t i = 0, k = runs_.size(); i < runs_.size(); ++i) {
+      own.push_back(step(runs_[i]) ? q[i].first : q[k++].first);
+      scale_[i] = own[i] / q[i].first;
+    }
+    return own;
+  }
+  // Each run's prediction in its own fidelity (or back to the scaled step fidelity): where collectives run
+  // at once, the figures of the links they share move it otherwise than one collective at a time shows.
+  void use_own_fidelity(bool own) {
+    own_ = own && std::any_of(runs_.begin(), runs_.end(), [](const Scenario& s) { return !step(s); });
+  }
+  // The predicted images/s of every run at each point, remembered (searches revisit points): all that are
+  // new side by side, in children.
+  std::vector<std::vector<double>> predictions(const std::vector<FigurePoint>& points) {
+    std::vector<FigurePoint> todo;
+    for (const auto& pt : points)
+      if (!seen_[own_].count({pt.params, pt.u}) && std::none_of(todo.begin(), todo.end(), [&](const FigurePoint& t) {
+            return t.params == pt.params && t.u == pt.u;
+          }))
+        todo.push_back(pt);
+    std::vector<ChildPrediction> jobs;
+    for (const auto& pt : todo) {
+      const CatalogOverlay o = figures(pt.params, pt.u);
+      for (const auto& s : runs_) jobs.push_back({&s, o, own_ ? step(s) : true});
+    }
+    const auto q = predict_in_children(catalog_, jobs);
+    for (std::size_t k = 0; k < todo.size(); ++k) {
+      std::vector<double>& p = seen_[own_][{todo[k].params, todo[k].u}];
+      for (std::size_t i = 0; i < runs_.size(); ++i)
+        p.push_back(q[k * runs_.size() + i].first * (own_ ? 1.0 : scale_[i]));
+    }
+    std::vector<std::vector<double>> out;
+    for (const auto& pt : points) out.push_back(seen_[own_].at({pt.params, pt.u}));
     return out;
   }
-  // The log errors of the runs' predictions, and the sum of their squares.
-  Eigen::VectorXd residuals(const std::vector<const UncertainParameter*>& params, const std::vector<double>& u) {
-    const std::vector<double> p = predictions(params, u);
-    Eigen::VectorXd r(static_cast<Eigen::Index>(p.size()));
-    for (std::size_t i = 0; i < p.size(); ++i) r[static_cast<Eigen::Index>(i)] = std::log(p[i] / measured_[i]);
-    return r;
+  std::vector<double> predictions(const std::vector<const UncertainParameter*>& params, const std::vector<double>& u) {
+    return predictions(std::vector<FigurePoint>{{params, u}}).front();
   }
-  double cost(const std::vector<const UncertainParameter*>& params, const std::vector<double>& u) {
-    return residuals(params, u).squaredNorm();
+  // The log errors of the runs' predictions at each point.
+  std::vector<Eigen::VectorXd> residuals(const std::vector<const UncertainParameter*>& params,
+                                         const std::vector<std::vector<double>>& us) {
+    std::vector<FigurePoint> points;
+    for (const auto& u : us) points.push_back({params, u});
+    std::vector<Eigen::VectorXd> out;
+    for (const auto& p : predictions(points)) {
+      Eigen::VectorXd r(static_cast<Eigen::Index>(p.size()));
+      for (std::size_t i = 0; i < p.size(); ++i) r[static_cast<Eigen::Index>(i)] = std::log(p[i] / measured_[i]);
+      out.push_back(r);
+    }
+    return out;
+  }
+  Eigen::VectorXd residuals(const std::vector<const UncertainParameter*>& params, const std::vector<double>& u) {
+    return residuals(params, std::vector<std::vector<double>>{u}).front();
   }
   CatalogOverlay figures(const std::vector<const UncertainParameter*>& params, const std::vector<double>& u) const {
     CatalogOverlay o;
@@ -147,12 +205,20 @@ class RunsFitter {
     return o;
   }
   static bool step(const Scenario& s) { return s.communication.concurrent_collectives == 1; }
+  // Whether the figure takes part in any run's prediction at all (uncertain.h applies_to).
+  bool any_run_uses(const UncertainParameter& p) const {
+    return std::any_of(runs_.begin(), runs_.end(), [&](const Scenario& s) { return applies_to(p, s); });
+  }
 
  private:
   const Catalog& catalog_;
   std::vector<Scenario> runs_;
   std::vector<double> measured_;
+  std::vector<double> scale_;  // each run's own fidelity over the step fidelity's, at the catalog's figures
   std::string sku_;
+  bool own_ = false;
+  // Predictions by point, scaled (0) and in the runs' own fidelity (1).
+  std::map<std::pair<std::vector<const UncertainParameter*>, std::vector<double>>, std::vector<double>> seen_[2];
 };
 
 // How many independent directions the figures give a prediction: the step's and the GPUs' variations enter it
@@ -168,27 +234,32 @@ std::size_t degrees_of_freedom(const std::vector<const UncertainParameter*>& par
 void search(RunsFitter& f, const std::vector<const UncertainParameter*>& params, std::vector<double>& u,
             std::size_t i) {
   const double g = (std::sqrt(5.0) - 1) / 2;
-  double a = 0, b = 1;
-  auto at = [&](double x) {
+  auto with = [&](double x) {
     std::vector<double> v = u;
     v[i] = x;
-    return f.cost(params, v);
+    return v;
   };
-  double c = b - g * (b - a), d = a + g * (b - a), fc = at(c), fd = at(d);
+  auto costs = [&](std::vector<double> xs) {  // side by side
+    std::vector<std::vector<double>> vs;
+    for (double x : xs) vs.push_back(with(x));
+    std::vector<double> out;
+    for (const auto& r : f.residuals(params, vs)) out.push_back(r.squaredNorm());
+    return out;
+  };
+  double a = 0, b = 1, c = b - g * (b - a), d = a + g * (b - a);
+  const std::vector<double> first = costs({c, d});
+  double fc = first[0], fd = first[1];
   for (int k = 0; k < 10; ++k) {
     if (fc < fd) {
-      b = d, d = c, fd = fc, c = b - g * (b - a), fc = at(c);
+      b = d, d = c, fd = fc, c = b - g * (b - a), fc = costs({c})[0];
     } else {
-      a = c, c = d, fc = fd, d = a + g * (b - a), fd = at(d);
+      a = c, c = d, fc = fd, d = a + g * (b - a), fd = costs({d})[0];
     }
   }
+  // The optimum may sit at an end of the range.
   const double best = (a + b) / 2;
-  for (double end : {0.0, 1.0})  // the optimum may sit at an end of the range
-    if (at(end) < at(best)) {
-      u[i] = end;
-      return;
-    }
-  u[i] = best;
+  const std::vector<double> last = costs({best, 0.0, 1.0});
+  u[i] = last[1] < last[0] ? 0.0 : last[2] < last[0] ? 1.0 : best;
 }
 
 // Levenberg-Marquardt from u, each coordinate kept in [0, 1], on the runs' log errors (Jacobian by forward
@@ -202,12 +273,10 @@ void follow_valleys(RunsFitter& f, const std::vector<const UncertainParameter*>&
   for (int it = 0; it < 4 && r.squaredNorm() > 1e-12; ++it) {
     const double before = r.squaredNorm();
     Eigen::MatrixXd jac(r.size(), n);
-    for (Eigen::Index j = 0; j < n; ++j) {
-      std::vector<double> x = u;
-      const double h = u[j] < 0.9 ? 0.1 : -0.1;
-      x[j] += h;
-      jac.col(j) = (f.residuals(params, x) - r) / h;
-    }
+    std::vector<std::vector<double>> xs(static_cast<std::size_t>(n), u);
+    for (std::size_t j = 0; j < xs.size(); ++j) xs[j][j] += u[j] < 0.9 ? 0.1 : -0.1;
+    const std::vector<Eigen::VectorXd> rs = f.residuals(params, xs);  // the columns side by side
+    for (std::size_t j = 0; j < xs.size(); ++j) jac.col(static_cast<Eigen::Index>(j)) = (rs[j] - r) / (xs[j][j] - u[j]);
     const Eigen::MatrixXd a = jac.transpose() * jac;
     const Eigen::VectorXd g = jac.transpose() * r;
     bool better = false;
@@ -246,15 +315,26 @@ RunsFit fit_runs(const Catalog& catalog, const std::string& scenario_file, const
     calibrated.apply(measured);
   }
   RunsFitter f(calibrated, scenarios, fit.measured, scenarios.front().cluster.sku);
-  // The figures these runs depend on: any run's prediction moves by more than 0.5 % across the range.
   std::vector<const UncertainParameter*> all, params;
   for (const auto& p : catalog.uncertain())
     if (!overlay_sets(catalog, measured, p)) all.push_back(&p);
-  fit.before = f.predictions({}, {});
+  // The figures these runs depend on: any run's prediction, in its own fidelity, moves by more than 0.5 %
+  // across the range. Each figure that takes part in a run at both ends of its range, all side by side.
+  fit.before = f.anchor();
+  f.use_own_fidelity(true);
+  std::vector<FigurePoint> ends;
+  for (const auto* p : all)
+    if (f.any_run_uses(*p)) ends.insert(ends.end(), {{{p}, {0.0}}, {{p}, {1.0}}});
+  const std::vector<std::vector<double>> q = f.predictions(ends);
   for (const auto* p : all) {
-    const std::vector<double> lo = f.predictions({p}, {0.0}), hi = f.predictions({p}, {1.0});
+    const auto at =
+        std::find_if(ends.begin(), ends.end(), [&](const FigurePoint& e) { return e.params == std::vector{p}; });
     bool moves = false;
-    for (std::size_t i = 0; i < lo.size(); ++i) moves = moves || std::fabs(std::log(hi[i] / lo[i])) > 0.005;
+    if (at != ends.end()) {
+      const std::vector<double>&lo = q[static_cast<std::size_t>(at - ends.begin())],
+            &hi = q[static_cast<std::size_t>(at - ends.begin()) + 1];
+      for (std::size_t i = 0; i < lo.size(); ++i) moves = moves || std::fabs(std::log(hi[i] / lo[i])) > 0.005;
+    }
     if (moves)
       params.push_back(p);
     else
@@ -274,10 +354,13 @@ RunsFit fit_runs(const Catalog& catalog, const std::string& scenario_file, const
                                                 " runs: the fit is not determined. Measure more runs: other node and "
                                                 "GPU counts");
   }
-  // Each figure's valley by a search along it, twice over, then along the valleys across figures.
+  // Each figure's valley by a search along it, twice over (one collective at a time, scaled), then along the
+  // valleys across figures in the runs' own fidelity.
   std::vector<double> u(params.size(), 0.5);
+  f.use_own_fidelity(false);
   for (int sweep = 0; sweep < 2; ++sweep)
     for (std::size_t i = 0; i < params.size(); ++i) search(f, params, u, i);
+  f.use_own_fidelity(true);
   follow_valleys(f, params, u);
   fit.after = f.predictions(params, u);
   for (std::size_t i = 0; i < params.size(); ++i)

@@ -15,6 +15,14 @@ namespace ringsim {
 // Throws std::runtime_error with the child's message when it throws or dies.
 std::string run_in_child(const std::function<std::string()>& f);
 
+// Each task in a child of its own, up to child_jobs() at once; their texts in the tasks' order. Throws as
+// run_in_child does, for the first task (in order) that failed, once all have ended.
+std::vector<std::string> run_in_children(const std::vector<std::function<std::string()>>& tasks);
+
+// How many children run_in_children runs at once: RINGSIM_JOBS where set (a whole number from 1), else the
+// machine's hardware threads. Throws std::runtime_error on a malformed RINGSIM_JOBS.
+int child_jobs();
+
 // A program and its arguments (argv[0] looked up in PATH), its standard output and error sent to files
 // or left with this process's, and variables set in its environment beyond this process's own.
 struct Launch {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <sstream>
 
 #include "execute/child_process.h"
@@ -54,24 +55,35 @@ std::pair<double, double> ends(std::vector<double> r) {
 
 }  // namespace
 
+std::vector<std::pair<double, double>> predict_in_children(const Catalog& catalog,
+                                                           const std::vector<ChildPrediction>& jobs) {
+  std::vector<std::function<std::string()>> tasks;
+  for (const auto& j : jobs)
+    tasks.push_back([&catalog, &j] {
+      Catalog c = catalog;
+      c.apply(j.figures);
+      // The step fidelity runs collectives one at a time: where the scenario's run at once, what is wanted
+      // of it is a ratio between figures, which this keeps (the flow fidelity's cost, many times, would not).
+      Scenario one = *j.scenario;
+      if (j.step) one.communication.concurrent_collectives = 1;
+      const Prediction q = predict(c, one, j.step ? Fidelity::Step : default_fidelity(one));
+      char b[80];
+      std::snprintf(b, sizeof b, "%.17g %.17g", q.images_per_sec, q.time_to_train_s);
+      return std::string(b);
+    });
+  std::vector<std::pair<double, double>> out;
+  for (const auto& text : run_in_children(tasks)) {
+    std::istringstream in(text);
+    double rate = 0, time = 0;
+    in >> rate >> time;
+    out.emplace_back(rate, time);
+  }
+  return out;
+}
+
 std::pair<double, double> predict_in_child(const Catalog& catalog, const Scenario& s, const CatalogOverlay& figures,
                                            bool step) {
-  const std::string out = run_in_child([&] {
-    Catalog c = catalog;
-    c.apply(figures);
-    // The step fidelity runs collectives one at a time: where the scenario's run at once, what is wanted
-    // of it is a ratio between figures, which this keeps (the flow fidelity's cost, many times, would not).
-    Scenario one = s;
-    if (step) one.communication.concurrent_collectives = 1;
-    const Prediction q = predict(c, one, step ? Fidelity::Step : default_fidelity(s));
-    char b[80];
-    std::snprintf(b, sizeof b, "%.17g %.17g", q.images_per_sec, q.time_to_train_s);
-    return std::string(b);
-  });
-  std::istringstream in(out);
-  double rate = 0, time = 0;
-  in >> rate >> time;
-  return {rate, time};
+  return predict_in_children(catalog, {{&s, figures, step}}).front();
 }
 
 BandRatios band_ratios(const Catalog& catalog, const Scenario& s, const CatalogOverlay& calibration) {
@@ -84,12 +96,13 @@ BandRatios band_ratios(const Catalog& catalog, const Scenario& s, const CatalogO
     }
   if (params.empty()) return band;
   if (samples_reference_gpu(params)) band.parameters.push_back(kReferenceGpu);
-  const auto [rate0, time0] = predict_in_child(catalog, s, {});
-  std::vector<double> rate = {1}, time = {1};
-  for (int k = 1; k <= kBandSamples; ++k) {
-    const auto [r, t] = predict_in_child(catalog, s, sample_figures(catalog, params, k));
-    rate.push_back(r / rate0);
-    time.push_back(t / time0);
+  std::vector<ChildPrediction> jobs;
+  for (int k = 0; k <= kBandSamples; ++k) jobs.push_back({&s, sample_figures(catalog, params, k), true});
+  const auto q = predict_in_children(catalog, jobs);  // q[0]: the catalog's own figures
+  std::vector<double> rate, time;
+  for (const auto& [r, t] : q) {
+    rate.push_back(r / q[0].first);
+    time.push_back(t / q[0].second);
   }
   band.samples = kBandSamples;
   std::tie(band.rate_low, band.rate_high) = ends(rate);

@@ -37,6 +37,15 @@ BandRatios band_ratios(const Catalog& catalog, const Scenario& scenario, const C
 std::pair<double, double> predict_in_child(const Catalog& catalog, const Scenario& scenario,
                                            const CatalogOverlay& figures, bool step = true);
 
+// Several such predictions, in children run side by side (run_in_children); results in the jobs' order.
+struct ChildPrediction {
+  const Scenario* scenario = nullptr;
+  CatalogOverlay figures;
+  bool step = true;
+};
+std::vector<std::pair<double, double>> predict_in_children(const Catalog& catalog,
+                                                           const std::vector<ChildPrediction>& jobs);
+
 // The band around `point`, which it always holds.
 void apply_band(const BandRatios& band, Prediction& point);
 

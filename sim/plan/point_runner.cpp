@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -38,7 +39,9 @@ void run_predict_points(const PointRunOptions& o, const std::vector<PredictPoint
     args.push_back("--json");
     args.push_back((tmp / (std::to_string(p.index) + ".json")).string());
     const std::string err = (tmp / (std::to_string(p.index) + ".err")).string();
-    const pid_t pid = start_program({args, "/dev/null", err, {}});
+    // The points' own children (their bands) share what the points running at once leave of the machine.
+    const std::string share = "RINGSIM_JOBS=" + std::to_string(std::max(1, child_jobs() / std::max(1, o.jobs)));
+    const pid_t pid = start_program({args, "/dev/null", err, {share}});
     running[pid] = &p;
   };
   Progress progress("ringsim " + o.label, "points", points.size(), std::cerr);
