@@ -1446,6 +1446,26 @@ TEST_CASE("band: the same with its predictions one at a time and side by side", 
   CHECK(one.rate_low < 1);
 }
 
+TEST_CASE("band: where the flow fidelity runs collectives at once, the band samples it too", "[model]") {
+  const std::string text =
+      "cluster: {sku: NC24r, nodes: 2, fabric: ethernet}\nmodel: {name: resnet50, batch_per_gpu: 32}\n"
+      "training: {epochs: 1}\ncommunication: {library: nccl, concurrent_collectives: unlimited}\n";
+  const Scenario at_once = scenario(text);
+  const Scenario one_at_a_time = scenario(
+      "cluster: {sku: NC24r, nodes: 2, fabric: ethernet}\nmodel: {name: resnet50, batch_per_gpu: 32}\n"
+      "training: {epochs: 1}\ncommunication: {library: nccl}\n");
+  CHECK_FALSE(band_samples_step(at_once, Fidelity::Flow));
+  CHECK(band_samples_step(at_once, Fidelity::Step));  // the step fidelity runs one at a time anyway
+  CHECK(band_samples_step(one_at_a_time, Fidelity::Flow));
+  // The links the collectives share make the network's figures move the prediction otherwise than one
+  // collective at a time: the two bands differ.
+  const BandRatios flow = band_ratios(test::catalog(), at_once, {}, Fidelity::Flow);
+  const BandRatios step = band_ratios(test::catalog(), at_once, {}, Fidelity::Step);
+  CHECK(flow.samples == kBandSamples);
+  CHECK(std::fabs(flow.rate_low / step.rate_low - 1) > 0.01);
+  CHECK(flow.rate_low < 1);
+}
+
 TEST_CASE("band: predict writes it in the JSON and the table, and --no-band leaves it out", "[model]") {
   const std::string file = std::string(RINGSIM_TEST_SCENARIOS) + "/resnet50_imagenet_nccl_tcp_4x_nc24s_v3.yaml";
   const std::string json = "/tmp/ringsim_band_" + std::to_string(::getpid()) + ".json";

@@ -108,7 +108,7 @@ double ValidationReport::band_median_width() const {
   return widths.empty() ? -1 : upper_median(widths);
 }
 
-ValidationReport validate_published(const Catalog& catalog, const std::string& cases_file) {
+ValidationReport validate_published(const Catalog& catalog, const std::string& cases_file, bool with_band) {
   auto doc = std::make_shared<YamlDocument>(YamlDocument::load_file(cases_file));
   YamlField root = YamlField::root(doc);
   root.require_map({"cases"});
@@ -168,7 +168,7 @@ ValidationReport validate_published(const Catalog& catalog, const std::string& c
     if (auto f = c.find("parameter_servers"))  // as the published set-up ran, where it says
       sets.push_back(parse_override("communication.parameter_servers=" + std::to_string(f->integer(1, 65536))));
     const Scenario s = load_scenario(file, catalog, sets);
-    const BandRatios band = band_ratios(catalog, s);
+    const BandRatios band = with_band ? band_ratios(catalog, s, {}, default_fidelity(s)) : BandRatios{};
     const nlohmann::json p = predict_isolated(catalog, s);
     ValidationCase vc{c.get("name").str(), "images_per_sec", p["images_per_sec"].get<double>(),
                       c.get("published_images_per_sec").positive_number()};

@@ -58,8 +58,9 @@ double others_error_pct(const std::vector<double>& runs);
 // One of them, runs[i], against the median of the others, in %; -1 for fewer than three runs or a zero.
 double against_others_pct(const std::vector<double>& runs, std::size_t i);
 
-// Each case predicted in its own process (one SimGrid engine per process).
-ValidationReport validate_published(const Catalog& catalog, const std::string& cases_file);
+// Each case predicted in its own process (one SimGrid engine per process), with its band unless `band` is
+// false.
+ValidationReport validate_published(const Catalog& catalog, const std::string& cases_file, bool band = true);
 // Bench rows with placement probes (calibrate/placement.h) count where the CPUs were as near as the files
 // saw them, or as `nearest_core_to_core_ns` (other launches' nearest probe, in ns; 0: none).
 ValidationReport validate_measured(const Catalog& catalog, const Scenario& scenario,

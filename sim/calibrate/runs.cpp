@@ -137,9 +137,9 @@ class RunsFitter {
   // the fit's predictions are the latter scaled by that ratio.
   std::vector<double> anchor() {
     std::vector<ChildPrediction> jobs;
-    for (const auto& s : runs_) jobs.push_back({&s, {}, true});
+    for (const auto& s : runs_) jobs.push_back({&s, {}, true, std::nullopt});
     for (const auto& s : runs_)
-      if (!step(s)) jobs.push_back({&s, {}, false});
+      if (!step(s)) jobs.push_back({&s, {}, false, std::nullopt});
     const auto q = predict_in_children(catalog_, jobs);
     std::vector<double> own;
     for (std::size_t i = 0, k = runs_.size(); i < runs_.size(); ++i) {
@@ -165,7 +165,7 @@ class RunsFitter {
     std::vector<ChildPrediction> jobs;
     for (const auto& pt : todo) {
       const CatalogOverlay o = figures(pt.params, pt.u);
-      for (const auto& s : runs_) jobs.push_back({&s, o, own_ ? step(s) : true});
+      for (const auto& s : runs_) jobs.push_back({&s, o, own_ ? step(s) : true, std::nullopt});
     }
     const auto q = predict_in_children(catalog_, jobs);
     for (std::size_t k = 0; k < todo.size(); ++k) {

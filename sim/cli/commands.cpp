@@ -119,15 +119,16 @@ int run_predict(const std::string& catalog_dir, const PredictOptions& o) {
   const Fidelity fidelity =
       o.fidelity ? (*o.fidelity == "flow" ? Fidelity::Flow : Fidelity::Step) : default_fidelity(s);
   WorkEstimate work = estimate_work(catalog, s, fidelity);
-  if (!o.no_band && !catalog.uncertain().empty()) {  // the band's runs: the step fidelity, one collective at a time
+  if (!o.no_band && !catalog.uncertain().empty()) {  // the band's runs (band_ratios)
     Scenario one = s;
-    one.communication.concurrent_collectives = 1;
-    work.seconds += (kBandSamples + 1) * estimate_work(catalog, one, Fidelity::Step).seconds;
+    if (band_samples_step(s, fidelity)) one.communication.concurrent_collectives = 1;
+    const Fidelity band = band_samples_step(s, fidelity) ? Fidelity::Step : fidelity;
+    work.seconds += (kBandSamples + 1) * estimate_work(catalog, one, band).seconds;
   }
   check_work_limits(work, fidelity, o.limits, "predict");
   const CatalogOverlay calibration = s.calibration.empty() ? CatalogOverlay{} : catalog.read_overlay(s.calibration);
   // The band's runs go in children, before this process's engine starts.
-  const BandRatios band = o.no_band ? BandRatios{} : band_ratios(catalog, s, calibration);
+  const BandRatios band = o.no_band ? BandRatios{} : band_ratios(catalog, s, calibration, fidelity);
   Prediction p = predict(catalog, s, fidelity);
   apply_band(band, p);
   // Render everything first, then write: a failure leaves no output file behind.
@@ -202,7 +203,9 @@ int run_validate(const std::string& catalog_dir, const ValidateOptions& o) {
     }
     report = validate_local(catalog, lo, std::cout);
   } else if (o.published) {
-    report = validate_published(catalog, *o.published);
+    report = validate_published(catalog, *o.published, !o.no_band);
+  } else if (o.no_band) {
+    throw InputError({}, "validate --no-band: applies to --published only (measured results are not banded)");
   } else {
     if (!o.scenario) throw InputError({}, "validate: give a SCENARIO with --measured FILE..., or --published");
     if (o.measured.empty() && !o.horovod_timeline)

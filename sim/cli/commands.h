@@ -60,6 +60,7 @@ struct ValidateOptions {
   std::optional<std::string> horovod_timeline;
   std::optional<std::string> published;  // cases file
   std::optional<std::string> baseline;   // recorded validation JSON to check against
+  bool no_band = false;                  // --published: the predictions without their bands
   double tolerance_pp = 2;
   std::optional<double> max_mape;
   std::optional<std::string> json_file;

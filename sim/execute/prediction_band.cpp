@@ -66,7 +66,7 @@ std::vector<std::pair<double, double>> predict_in_children(const Catalog& catalo
       // of it is a ratio between figures, which this keeps (the flow fidelity's cost, many times, would not).
       Scenario one = *j.scenario;
       if (j.step) one.communication.concurrent_collectives = 1;
-      const Prediction q = predict(c, one, j.step ? Fidelity::Step : default_fidelity(one));
+      const Prediction q = predict(c, one, j.step ? Fidelity::Step : j.fidelity.value_or(default_fidelity(one)));
       char b[80];
       std::snprintf(b, sizeof b, "%.17g %.17g", q.images_per_sec, q.time_to_train_s);
       return std::string(b);
@@ -83,10 +83,15 @@ std::vector<std::pair<double, double>> predict_in_children(const Catalog& catalo
 
 std::pair<double, double> predict_in_child(const Catalog& catalog, const Scenario& s, const CatalogOverlay& figures,
                                            bool step) {
-  return predict_in_children(catalog, {{&s, figures, step}}).front();
+  return predict_in_children(catalog, {{&s, figures, step, std::nullopt}}).front();
 }
 
-BandRatios band_ratios(const Catalog& catalog, const Scenario& s, const CatalogOverlay& calibration) {
+bool band_samples_step(const Scenario& s, Fidelity fidelity) {
+  return fidelity == Fidelity::Step || s.communication.concurrent_collectives == 1;
+}
+
+BandRatios band_ratios(const Catalog& catalog, const Scenario& s, const CatalogOverlay& calibration,
+                       Fidelity fidelity) {
   BandRatios band;
   std::vector<const UncertainParameter*> params;
   for (const auto& p : catalog.uncertain())
@@ -97,7 +102,8 @@ BandRatios band_ratios(const Catalog& catalog, const Scenario& s, const CatalogO
   if (params.empty()) return band;
   if (samples_reference_gpu(params)) band.parameters.push_back(kReferenceGpu);
   std::vector<ChildPrediction> jobs;
-  for (int k = 0; k <= kBandSamples; ++k) jobs.push_back({&s, sample_figures(catalog, params, k), true});
+  const bool step = band_samples_step(s, fidelity);
+  for (int k = 0; k <= kBandSamples; ++k) jobs.push_back({&s, sample_figures(catalog, params, k), step, fidelity});
   const auto q = predict_in_children(catalog, jobs);  // q[0]: the catalog's own figures
   std::vector<double> rate, time;
   for (const auto& [r, t] : q) {

@@ -3,6 +3,7 @@
 // carried over to the prediction.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,8 +29,14 @@ struct BandRatios {
 // normal score (ComputeSpec::reference_gpu_score). Figures that `calibration` sets are measured and stay.
 // Each prediction runs in a child process (SimGrid allows one engine per process): call this before the
 // process runs its own prediction.
+// The samples run the step fidelity with one collective at a time, except where the prediction runs the
+// flow fidelity with collectives at once: then that, as the prediction does (the links the collectives
+// share make the network's figures move it more than one collective at a time shows).
 constexpr int kBandSamples = 16;
-BandRatios band_ratios(const Catalog& catalog, const Scenario& scenario, const CatalogOverlay& calibration = {});
+BandRatios band_ratios(const Catalog& catalog, const Scenario& scenario, const CatalogOverlay& calibration = {},
+                       Fidelity fidelity = Fidelity::Step);
+// Whether a band around a prediction in `fidelity` samples the step fidelity, one collective at a time.
+bool band_samples_step(const Scenario& scenario, Fidelity fidelity);
 
 // images/s and time to train of `scenario` with the catalog's figures changed by `figures`, predicted in a
 // child process: the step fidelity with one collective at a time where `step`, else the scenario's own
@@ -41,7 +48,8 @@ std::pair<double, double> predict_in_child(const Catalog& catalog, const Scenari
 struct ChildPrediction {
   const Scenario* scenario = nullptr;
   CatalogOverlay figures;
-  bool step = true;
+  bool step = true;                  // the step fidelity, one collective at a time
+  std::optional<Fidelity> fidelity;  // else this one with the scenario as it is (unset: its default)
 };
 std::vector<std::pair<double, double>> predict_in_children(const Catalog& catalog,
                                                            const std::vector<ChildPrediction>& jobs);
