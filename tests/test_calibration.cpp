@@ -96,6 +96,19 @@ TEST_CASE("calibrate: an nccl-tests header naming root after the time is refused
   CHECK_THAT(msg, Catch::Contains("expected an nccl-tests result row of at least 9 columns"));
 }
 
+TEST_CASE("calibrate: an nccl-tests rank number too long for any machine is no rank line", "[calibrate]") {
+  // Found by fuzz_measurements: std::stol threw out_of_range on a 100-digit rank.
+  const std::string text = "#  Rank  " + std::string(100, '1') +
+                           " Group  0 Pid  1 on  h device  0 [0x1a] V100\n"
+                           "#  Rank  0 Group  0 Pid  2 on  h device  0 [0x1a] V100\n"
+                           "#  Rank  1 Group  0 Pid  3 on  h device  1 [0x1b] V100\n"
+                           "#       size   count   type   redop   root   time   algbw   busbw  #wrong\n"
+                           "        1024     256  float     sum     -1   10.0    0.10    0.10       0\n";
+  const NcclTestsData d = parse_nccl_tests(text, "ranks.txt");
+  CHECK(d.ranks == 2);
+  CHECK(d.points.size() == 1);
+}
+
 TEST_CASE("calibrate: an allreduce across DGX-1 nodes shares its bus bandwidth among the four rails", "[calibrate]") {
   const std::string nccl = temp("ringsim_nccl_tests_rails_");
   std::ofstream(nccl) << nccl_tests_text(20e-6, 47e9, 8);  // 2 x 8 GPUs at 47 GB/s busbw
@@ -510,7 +523,7 @@ TEST_CASE("calibrate --runs: runs generated from known figures are fitted back",
 }
 
 TEST_CASE("calibrate --runs: runs in the flow fidelity are searched in the step fidelity, fitted in their own",
-          "[calibrate]") {
+          "[calibrate][many_runs]") {
   // Collectives at once (concurrent_collectives unlimited): each run's own prediction is the flow fidelity's.
   // The fit searches with the step fidelity scaled to it at the catalog's figures; the residuals it reports
   // are the flow fidelity's at the fitted figures.

@@ -164,8 +164,10 @@ class Reader {
 void Reader::rank_line(std::string_view line) {
   // "#  Rank  0 Group  0 Pid  1234 on  host1 device  0 [0x1a] Tesla V100" (older: no Group).
   const std::vector<std::string> t = tokens(line.substr(1));
+  long rank = 0;
   if (t.size() < 2 || !whole_number(t[1])) return;
-  ranks_.insert(std::stol(t[1]));
+  if (std::from_chars(t[1].data(), t[1].data() + t[1].size(), rank).ec != std::errc()) return;  // no rank: too long
+  ranks_.insert(rank);
   const auto on = std::find(t.begin(), t.end(), "on");
   if (on != t.end() && on + 1 != t.end()) hosts_.insert(*(on + 1));
 }
