@@ -1359,6 +1359,24 @@ TEST_CASE("co-run: a GPU among busy neighbours in its node is co_run_slowdown sl
   std::remove(file.c_str());
 }
 
+TEST_CASE("uncertain: a device library's host sums are in the band only where parameter servers sit on CPUs",
+          "[model]") {
+  const auto* p = [&]() -> const UncertainParameter* {
+    for (const auto& u : test::catalog().uncertain())
+      if (u.figure == "libraries.nccl.host_reduction_rate") return &u;
+    return nullptr;
+  }();
+  REQUIRE(p != nullptr);
+  const std::string common = "model: {name: vgg16, batch_per_gpu: 32}\ntraining: {epochs: 1}\n";
+  const std::string node = "cluster: {sku: DGX-1-P100, nodes: 1}\n" + common;
+  CHECK(applies_to(*p, scenario(node + "communication: {library: nccl, strategy: parameter_server}\n")));
+  // NCCL's allreduce sums on the GPUs; servers on the GPUs sum there too; MPI's own figure is another one.
+  CHECK_FALSE(applies_to(*p, scenario(node + "communication: {library: nccl}\n")));
+  CHECK_FALSE(applies_to(*p, scenario(node + "communication: {library: nccl, strategy: parameter_server, "
+                                             "parameter_server_placement: gpus}\n")));
+  CHECK_FALSE(applies_to(*p, scenario(node + "communication: {library: mpi, strategy: parameter_server}\n")));
+}
+
 TEST_CASE("band: it holds the prediction, and a calibration that measures a figure narrows it", "[model]") {
   // Two NC24r nodes over Ethernet with NCCL: the socket transport's fraction and the VMs' Ethernet rate are
   // assumptions, so the band is wide and below the prediction.

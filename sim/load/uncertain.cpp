@@ -140,6 +140,9 @@ bool applies_to(const UncertainParameter& p, const Scenario& s) {
   // The collectives' kernels: allreduces between GPUs only (parameter servers' exchanges are copies).
   if (f.size() == 3 && f[2] == "kernel_channels")
     return s.cluster.total_gpus() > 1 && s.communication.strategy != Strategy::ParameterServer;
+  // Sums on the host: MPI's own reductions, or parameter servers on CPUs (a device library's only ones).
+  if (f.size() == 3 && f[2] == "host_reduction_rate")
+    return s.communication.library == CommLibrary::Mpi || s.communication.server_members() > 0;
   if (f.size() == 3) return true;
   if (f[3] == "intra_node") return s.cluster.gpus_per_node > 1;
   return several_nodes && f[3] == to_string(s.cluster.fabric);
