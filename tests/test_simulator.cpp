@@ -1419,8 +1419,45 @@ TEST_CASE("band: it holds the prediction, and a calibration that measures a figu
                                                         "training: {epochs: 1}\ncommunication: {library: nccl}\n"));
   CHECK(node.rate_low < 1 - catalog.compute().gpu_to_gpu_cv);
   CHECK(node.rate_high > 1 + 0.5 * catalog.compute().gpu_to_gpu_cv);
-  // One GPU: nothing uncertain takes part, no band.
-  CHECK(band_ratios(catalog, one_gpu_per_node(1)).samples == 0);
+  // One GPU with a given rate: nothing uncertain takes part, no band.
+  CHECK(band_ratios(catalog, scenario("cluster: {sku: NC24rs_v3, nodes: 1, gpus_per_node: 1}\n"
+                                      "model: {name: resnet50, batch_per_gpu: 64, images_per_sec_single_gpu: 300}\n"
+                                      "training: {epochs: 1}\n"))
+            .samples == 0);
+}
+
+TEST_CASE(
+    "roofline efficiency: a rate from the roofline is as uncertain as the stacks behind it, a measured one is not",
+    "[model]") {
+  Catalog c = test::catalog();
+  const Scenario roofline = one_gpu_per_node(1);  // a V100 and ResNet-50 at batch 64: no measured row
+  const Scenario measured = scenario(
+      "cluster: {sku: DGX-1-P100, nodes: 1, gpus_per_node: 1}\n"
+      "model: {name: resnet50, batch_per_gpu: 64}\ntraining: {epochs: 1}\n");
+  REQUIRE(build_compute_model(c, roofline, false).source == "roofline");
+  REQUIRE(build_compute_model(c, measured, false).source == "measured");
+  const auto pass = [&](const Scenario& s) {
+    const ComputeModel m = build_compute_model(c, s, false);
+    return m.forward_s + m.backward_s;
+  };
+  const double roofline_before = pass(roofline), measured_before = pass(measured);
+  CatalogOverlay o;
+  o.compute.roofline_efficiency_scale = 0.5;
+  c.apply(o);
+  CHECK(pass(roofline) == Approx(2 * roofline_before));
+  CHECK(pass(measured) == Approx(measured_before));
+  // An overlay file carries it.
+  const std::string file = "/tmp/ringsim_roofline_" + std::to_string(::getpid()) + ".yaml";
+  std::ofstream(file) << o.to_yaml();
+  CHECK(test::catalog().read_overlay(file).compute.roofline_efficiency_scale == Approx(0.5));
+  std::remove(file.c_str());
+  // The band samples it for the roofline's rate only: one GPU, where nothing else is uncertain, spreads
+  // mostly below (a tuned stack is the catalog's figure, most others reach less).
+  const BandRatios band = band_ratios(test::catalog(), roofline);
+  CHECK(band.parameters == std::vector<std::string>{"roofline_efficiency"});
+  CHECK(band.rate_low < 0.5);
+  CHECK(band.rate_high <= 1.2);
+  CHECK(band_ratios(test::catalog(), measured).samples == 0);
 }
 
 TEST_CASE("children: side by side, results in the tasks' order, failures and RINGSIM_JOBS reported", "[model]") {
@@ -1499,6 +1536,8 @@ TEST_CASE("band: predict writes it in the JSON and the table, and --no-band leav
     CHECK(j.contains("time_to_train_s_high") == band);
     CHECK((r.output.find("band from") != std::string::npos) == band);
     if (band) CHECK(j["images_per_sec_low"].get<double>() < j["images_per_sec"].get<double>());
+    // The scenario's V100 rate is the roofline's: the table says what takes that figure out.
+    CHECK((r.output.find("the single-GPU rate is the roofline's") != std::string::npos) == band);
   }
   std::remove(json.c_str());
 }

@@ -675,8 +675,9 @@ void Catalog::load_compute(const fs::path& base) {
     if (auto g = v->find("co_run_slowdown")) compute_.co_run_slowdown = g->number(0, 1);
   }
   YamlField roof = root.get("roofline");
-  roof.require_map({"backward_to_forward"});
+  roof.require_map({"backward_to_forward", "efficiency_scale"});
   compute_.backward_to_forward = roof.get("backward_to_forward").number(0, 100);
+  if (auto e = roof.find("efficiency_scale")) compute_.roofline_efficiency_scale = e->number(0.01, 10);
   load_precisions(root.get("precisions"));
   for (auto& item : root.get("measured").items()) {
     item.require_map({"gpu", "model", "batch_per_gpu", "precision", "seq_len", "images_per_sec", "samples_per_sec"});
@@ -851,11 +852,13 @@ CatalogOverlay Catalog::read_overlay(const std::string& file) const {
   YamlField root = open_root(file, {"compute", "libraries", "link_classes", "gpus", "skus"});
   CatalogOverlay o;
   if (auto c = root.find("compute")) {
-    c->require_map({"step_time_cv", "gpu_to_gpu_cv", "reference_gpu_score", "co_run_slowdown"});
+    c->require_map(
+        {"step_time_cv", "gpu_to_gpu_cv", "reference_gpu_score", "co_run_slowdown", "roofline_efficiency_scale"});
     if (auto v = c->find("step_time_cv")) o.compute.step_time_cv = v->number(0, 1);
     if (auto v = c->find("gpu_to_gpu_cv")) o.compute.gpu_to_gpu_cv = v->number(0, 1);
     if (auto v = c->find("reference_gpu_score")) o.compute.reference_gpu_score = v->number(-10, 10);
     if (auto v = c->find("co_run_slowdown")) o.compute.co_run_slowdown = v->number(0, 1);
+    if (auto v = c->find("roofline_efficiency_scale")) o.compute.roofline_efficiency_scale = v->number(0.01, 10);
   }
   read_named(root, "libraries", libraries_, "library", library_order_, o.libraries,
              [](const LibraryProfile&, const YamlField& f) { return read_library_overlay(f); });
@@ -893,6 +896,7 @@ void Catalog::apply(const CatalogOverlay& o) {
   if (o.compute.gpu_to_gpu_cv) compute_.gpu_to_gpu_cv = *o.compute.gpu_to_gpu_cv;
   if (o.compute.reference_gpu_score) compute_.reference_gpu_score = *o.compute.reference_gpu_score;
   if (o.compute.co_run_slowdown) compute_.co_run_slowdown = *o.compute.co_run_slowdown;
+  if (o.compute.roofline_efficiency_scale) compute_.roofline_efficiency_scale = *o.compute.roofline_efficiency_scale;
 }
 
 void Catalog::apply_overlay(const std::string& file) { apply(read_overlay(file)); }

@@ -212,6 +212,9 @@ struct ComputeSpec {
   std::map<std::string, PrecisionSpec> precisions;
   std::vector<std::string> precision_order;
   double backward_to_forward = 2;  // backward FLOPs / forward FLOPs
+  // A factor on every precision's roofline efficiency: 1 is the tuned stacks the efficiencies come from;
+  // another framework or version reaches less (only a band or a calibration moves it).
+  double roofline_efficiency_scale = 1;
   // One rank's per-step compute time varies: its standard deviation over its mean. A synchronous step
   // waits for the slowest rank (ComputeModel::straggler_s).
   double step_time_cv = 0;

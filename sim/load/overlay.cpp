@@ -67,6 +67,8 @@ class Writer {
       if (o_.compute.gpu_to_gpu_cv) put(y_, "gpu_to_gpu_cv", o_.compute.gpu_to_gpu_cv, "");
       if (o_.compute.reference_gpu_score) put(y_, "reference_gpu_score", o_.compute.reference_gpu_score, "");
       if (o_.compute.co_run_slowdown) put(y_, "co_run_slowdown", o_.compute.co_run_slowdown, "");
+      if (o_.compute.roofline_efficiency_scale)
+        put(y_, "roofline_efficiency_scale", o_.compute.roofline_efficiency_scale, "");
       y_ << YAML::EndMap;
       comment("compute");
     }
@@ -174,6 +176,7 @@ void CatalogOverlay::merge(const CatalogOverlay& o) {
   take(compute.gpu_to_gpu_cv, o.compute.gpu_to_gpu_cv);
   take(compute.reference_gpu_score, o.compute.reference_gpu_score);
   take(compute.co_run_slowdown, o.compute.co_run_slowdown);
+  take(compute.roofline_efficiency_scale, o.compute.roofline_efficiency_scale);
   for (const auto& [name, k] : o.skus) {
     take(skus[name].vcpus, k.vcpus);
     take(skus[name].ethernet_bandwidth, k.ethernet_bandwidth);

@@ -58,6 +58,7 @@ struct SkuOverlay {
 // among busy neighbours from one alone.
 struct ComputeOverlay {
   std::optional<double> step_time_cv, gpu_to_gpu_cv, reference_gpu_score, co_run_slowdown;
+  std::optional<double> roofline_efficiency_scale;  // compute.yaml roofline.efficiency_scale
   bool operator==(const ComputeOverlay&) const = default;
 };
 

@@ -35,7 +35,8 @@ struct Figure {
 constexpr Figure<ComputeSpec, ComputeOverlay> kComputeFigures[] = {
     {"step_time_cv", &ComputeSpec::step_time_cv, &ComputeOverlay::step_time_cv},
     {"gpu_to_gpu_cv", &ComputeSpec::gpu_to_gpu_cv, &ComputeOverlay::gpu_to_gpu_cv},
-    {"co_run_slowdown", &ComputeSpec::co_run_slowdown, &ComputeOverlay::co_run_slowdown}};
+    {"co_run_slowdown", &ComputeSpec::co_run_slowdown, &ComputeOverlay::co_run_slowdown},
+    {"roofline_efficiency_scale", &ComputeSpec::roofline_efficiency_scale, &ComputeOverlay::roofline_efficiency_scale}};
 constexpr Figure<LibraryProfile, LibraryOverlay> kLibraryFigures[] = {
     {"collective_overhead", &LibraryProfile::collective_overhead, &LibraryOverlay::collective_overhead},
     {"host_reduction_rate", &LibraryProfile::host_reduction_rate, &LibraryOverlay::host_reduction_rate},
@@ -88,7 +89,8 @@ std::vector<std::string> skus_of(const Catalog& c, const std::vector<std::string
 std::string check_figure(const Catalog& c, const std::string& figure) {
   const std::vector<std::string> f = split(figure);
   const char* expected =
-      "expected compute.{step_time_cv,gpu_to_gpu_cv,co_run_slowdown}, skus.PATTERN.ethernet_bandwidth, "
+      "expected compute.{step_time_cv,gpu_to_gpu_cv,co_run_slowdown,roofline_efficiency_scale}, "
+      "skus.PATTERN.ethernet_bandwidth, "
       "link_classes.NAME.{bandwidth,latency}, "
       "libraries.NAME.{collective_overhead,host_reduction_rate,host_copy_rate,kernel_channels} or "
       "libraries.NAME.paths.{intra_node,infiniband,ethernet}.{bandwidth_fraction,message_overhead}";
@@ -133,7 +135,10 @@ bool applies_to(const UncertainParameter& p, const Scenario& s) {
   const std::vector<std::string> f = split(p.figure);
   const bool several_nodes = s.cluster.nodes > 1 || s.communication.strategy == Strategy::ParameterServer;
   const bool ethernet = several_nodes && s.cluster.fabric == FabricKind::Ethernet;
-  if (f[0] == "compute") return f[1] == "co_run_slowdown" ? s.cluster.gpus_per_node > 1 : s.cluster.total_gpus() > 1;
+  if (f[0] == "compute") {
+    if (f[1] == "roofline_efficiency_scale") return true;  // one GPU too; the band asks where the rate comes from
+    return f[1] == "co_run_slowdown" ? s.cluster.gpus_per_node > 1 : s.cluster.total_gpus() > 1;
+  }
   if (f[0] == "skus") return ethernet && fnmatch(f[1].c_str(), s.cluster.sku.c_str(), 0) == 0;
   if (f[0] == "link_classes") return true;
   if (f[1] != to_string(s.communication.library)) return false;

@@ -481,8 +481,9 @@ void band_flag(PlanRun& r) {
   r.flags.push_back({"deadline_at_optimistic_end", best.sku,
                      "The winning plan meets the deadline at its predicted " + format_time(best.time_to_train_s) +
                          " but not at the pessimistic end of its band, " + format_time(best.time_to_train_s_high) +
-                         ": rerun with --confidence high to plan for that end, or calibrate from a few runs "
-                         "(ringsim calibrate --runs) to narrow the band"});
+                         ": rerun with --confidence high to plan for that end, or narrow the band: a measured "
+                         "single-GPU rate (model.samples_per_sec_single_gpu) where it is the roofline's, "
+                         "calibration from a few runs (ringsim calibrate --runs)"});
 }
 
 // Scaling up against scaling out: the best plan of every other GPU type.

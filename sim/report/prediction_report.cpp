@@ -295,6 +295,19 @@ std::string communication_row(const Scenario& s, const std::string& library) {
           : at_once == 0 ? ", every collective at once"
                          : ", up to " + std::to_string(at_once) + " at once");
 }
+// What the band sampled; where the roofline's efficiency is among it (it usually dominates), how to
+// take it out.
+std::string band_sources(const Prediction& p) {
+  std::string names;
+  for (const auto& n : p.band_parameters) names += (names.empty() ? "" : ", ") + n;
+  std::string text = std::to_string(p.band_samples) + " samples of " + names +
+                     " (topologies/uncertain.yaml): meant to hold the measured value 9 times in 10";
+  if (std::count(p.band_parameters.begin(), p.band_parameters.end(), "roofline_efficiency") > 0)
+    text +=
+        "; the single-GPU rate is the roofline's: a measured one (model.samples_per_sec_single_gpu, or a "
+        "compute.yaml row) narrows it";
+  return text;
+}
 // The model, its batch and precision, a text model's tokens, and the micro-batches a step.
 std::string model_row(const Scenario& s) {
   const int k = s.training.gradient_accumulation;
@@ -391,11 +404,7 @@ std::string prediction_table(const Prediction& p) {
                                                      format_time(p.time_to_train_s_high)
                                                : "") +
                            ")");
-  std::string names;
-  for (const auto& n : p.band_parameters) names += (names.empty() ? "" : ", ") + n;
-  if (p.band_samples > 0)
-    row("band from", std::to_string(p.band_samples) + " samples of " + names +
-                         " (topologies/uncertain.yaml): meant to hold the measured value 9 times in 10");
+  if (p.band_samples > 0) row("band from", band_sources(p));
   if (!p.links.empty())
     row("bottleneck link", p.bottleneck.name + " (" + p.bottleneck.link_class + ", " +
                                format_bandwidth(p.bottleneck.bandwidth) + "), utilisation " +

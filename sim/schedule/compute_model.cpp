@@ -69,7 +69,8 @@ double micro_batch_s(const Catalog& catalog, const Scenario& s, ComputeModel& cm
     return batch / m->images_per_sec - cm.update_s;
   }
   const PrecisionSpec& p = cs.precisions.at(s.model.precision);
-  const double efficiency = model.transformer() ? p.transformer_efficiency : p.cnn_efficiency;
+  const double efficiency =
+      (model.transformer() ? p.transformer_efficiency : p.cnn_efficiency) * cs.roofline_efficiency_scale;
   const double flops = model.forward_flops(s.model.tokens);
   const double b2f = cs.backward_to_forward;
   cm.source = "roofline";
