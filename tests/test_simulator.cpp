@@ -1581,6 +1581,10 @@ TEST_CASE(
   CHECK(high["goal"]["confidence"] == "high");
   CHECK(high["configurations"][0]["time_to_train_s"] == t["time_to_train_s_high"]);
   CHECK(high["configurations"][0]["cost_usd"].get<double>() > t["cost_usd"].get<double>());
+  // The rate shown beside that time is the band's low end too; the prediction's is kept beside it.
+  CHECK(t["images_per_sec"] == t["predicted_images_per_sec"]);
+  CHECK(high["configurations"][0]["images_per_sec"].get<double>() < t["images_per_sec"].get<double>());
+  CHECK(high["configurations"][0]["predicted_images_per_sec"] == t["images_per_sec"]);
   // A deadline between the prediction and its pessimistic end.
   const double between = (t["time_to_train_s"].get<double>() + t["time_to_train_s_high"].get<double>()) / 2;
   const auto flagged = plan("--deadline " + std::to_string(static_cast<long long>(between)) + "s");

@@ -432,7 +432,9 @@ void price_candidates(PlanRun& r, const std::map<int, nlohmann::json>& results, 
       e.time_to_train_s_high = j.value("time_to_train_s_high", e.predicted_time_to_train_s);
       e.time_to_train_s = r.goal.pessimistic ? e.time_to_train_s_high : e.predicted_time_to_train_s;
       e.iteration_time_s = j["iteration_time_s"];
-      e.images_per_sec = j["images_per_sec"];
+      e.predicted_images_per_sec = j["images_per_sec"];
+      e.images_per_sec =
+          r.goal.pessimistic ? j.value("images_per_sec_low", e.predicted_images_per_sec) : e.predicted_images_per_sec;
       e.scaling_efficiency = j["scaling_efficiency"];
       e.compute_time_s = j["compute_time_s"];
       e.exposed_communication_s = j["exposed_communication_s"];
@@ -778,6 +780,7 @@ std::string plan_json(const PlanRun& r, const std::optional<QuotaRequest>& quota
            {"time_to_train_s_high", e.banded ? nlohmann::ordered_json(e.time_to_train_s_high) : nullptr},
            {"cost_usd", e.cost_usd},
            {"images_per_sec", e.images_per_sec},
+           {"predicted_images_per_sec", e.predicted_images_per_sec},
            {"scaling_efficiency", e.scaling_efficiency},
            {"bottleneck",
             {{"link", e.bottleneck_link}, {"kind", e.bottleneck_kind}, {"utilisation", e.bottleneck_utilisation}}},

@@ -65,6 +65,7 @@ struct PlanEvaluation {
   bool low_priority = false;
   double time_to_train_s = 0, iteration_time_s = 0, images_per_sec = 0, scaling_efficiency = 0;
   double predicted_time_to_train_s = 0;                      // the prediction itself
+  double predicted_images_per_sec = 0;                       // the same (images_per_sec: at the goal's end)
   double time_to_train_s_low = 0, time_to_train_s_high = 0;  // its band (both the prediction where none)
   bool banded = false;  // the band was predicted (only for configurations that can meet the goal)
   double compute_time_s = 0, exposed_communication_s = 0;
