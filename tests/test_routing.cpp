@@ -196,3 +196,26 @@ TEST_CASE("routing: today's NVSwitch sizes, NV18 and NV12 through the switch, on
   const Topology nvl = build("NC80adis_H100_v5", 1, FabricKind::Ethernet);
   CHECK(Router(nvl).route(nvl.gpu(0, 0), nvl.gpu(0, 1)).label() == "NV12");
 }
+
+TEST_CASE("routing: a GB200 NVL72 rack of 18 VMs is one NVLink domain, InfiniBand between racks", "[routing]") {
+  // 20 x ND128isr_NDR_GB200_v6: VMs 0-17 share rack 0's switch, 18-19 rack 1's.
+  const Topology t = build("ND128isr_NDR_GB200_v6", 20);
+  CHECK(t.nvlink_domain_nodes() == 18);
+  CHECK(t.device(t.nvswitch(17)).name == "nvl0.nvswitch");
+  CHECK(t.device(t.nvswitch(18)).name == "nvl1.nvswitch");
+  const Router router(t);
+  const Route in_vm = router.route(t.gpu(19, 0), t.gpu(19, 3));
+  CHECK(path_names(t, in_vm) == std::vector<std::string>{"n19.gpu0", "nvl1.nvswitch", "n19.gpu3"});
+  const Route in_rack = router.route(t.gpu(0, 1), t.gpu(17, 2));
+  CHECK(path_names(t, in_rack) == std::vector<std::string>{"n0.gpu1", "nvl0.nvswitch", "n17.gpu2"});
+  CHECK(in_rack.label() == "NV18");
+  CHECK(in_rack.bottleneck_bandwidth == Approx(900e9));  // 18 NVLink 5 at 50 GB/s each way
+  CHECK(router.route(t.gpu(17, 0), t.gpu(18, 0)).kind == ConnectionKind::Net);
+  CHECK(t.fabric_nics(0).size() == 4);
+  // Sizes whose switch serves one node keep it in the node.
+  const Topology h = build("ND96isr_H100_v5", 2);
+  CHECK(t.same_nvlink_domain(0, 17));
+  CHECK_FALSE(t.same_nvlink_domain(17, 18));
+  CHECK_FALSE(h.same_nvlink_domain(0, 1));
+  CHECK(h.device(h.nvswitch(1)).name == "n1.nvswitch");
+}

@@ -1685,6 +1685,29 @@ TEST_CASE("bench: NCCL's tree across ND96isr_H100_v5 nodes, latency in closed fo
   CHECK(with("rail_optimized") == Approx(with("fat_tree")).epsilon(1e-9));
 }
 
+TEST_CASE("bench: GB200 NVL72, rings over NVLink within a rack, over every NIC between racks", "[bench]") {
+  const Catalog& c = ringsim::test::catalog();
+  const std::string file = std::string(RINGSIM_TEST_SCENARIOS) + "/nccl_tests_nd96isr_h100_v5.yaml";
+  auto busbw = [&](int nodes, std::uint64_t bytes) {
+    const std::vector<Override> o = {parse_override("cluster.sku=ND128isr_NDR_GB200_v6"),
+                                     parse_override("cluster.nodes=" + std::to_string(nodes))};
+    const BenchPrediction p = predict_allreduce_bench(c, load_scenario(file, c, o), {bytes, bytes, 2});
+    return p.rows.at(0).algbw() * p.bus_factor;
+  };
+  // One VM, 4 GPUs: Azure's ring measured 679.61 GB/s at 8 GiB (Azure/AI-benchmarking-guide, NCCL 2.25.1).
+  const double one = busbw(1, 8ull << 30);
+  CHECK(one == Approx(679.61e9).epsilon(0.10));
+  // A whole rack (18 VMs, 72 GPUs): every hop is NVLink, so the bus bandwidth stays near one VM's.
+  const std::uint64_t g = 1ull << 30;
+  const double rack = busbw(18, g);
+  CHECK(rack > 0.9 * busbw(1, g));
+  // Two racks: the rings cross between racks on InfiniBand, spread over the boundary VM's four NDR NICs.
+  const double ndr = 50e9 * c.library("nccl").infiniband.bandwidth_fraction;
+  const double racks = busbw(20, g);
+  CHECK(racks < 4 * ndr);
+  CHECK(racks > 3 * ndr);
+}
+
 TEST_CASE("strategy auto: ring or tree per message, as NCCL's tuning model picks", "[bench]") {
   const Catalog& c = ringsim::test::catalog();
   const AlgorithmTuning& t = *c.library("nccl").tuning;

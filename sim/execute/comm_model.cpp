@@ -99,7 +99,7 @@ void CommModel::place_workers(const Scenario& s) {
   }
   // Strategy nvls: the node's NVSwitch is the member after the GPUs.
   if (s.communication.strategy == Strategy::Nvls)
-    places_.push_back({topo_.vertex("n0.nvswitch"), topo_.host_memory(0, 0), false, true});
+    places_.push_back({topo_.nvswitch(0), topo_.host_memory(0, 0), false, true});
 }
 
 void CommModel::set_servers(const std::vector<MemberPlace>& servers) {
@@ -111,7 +111,11 @@ VertexId CommModel::to_template(VertexId v) const {
   const int n = topo_.device(v).node;
   return v - node_base_[n] + node_base_[0];
 }
-VertexId CommModel::from_template(VertexId v, int node) const { return v - node_base_[0] + node_base_[node]; }
+VertexId CommModel::from_template(VertexId v, int node) const {
+  // The one vertex of a node's routes outside the node: its rack's NVLink switch (GB200 NVL72).
+  if (topo_.device(v).node < 0) return topo_.nvswitch(node);
+  return v - node_base_[0] + node_base_[node];
+}
 
 const Route& CommModel::intra(VertexId a, VertexId b) {
   auto key = std::make_pair(a, b);
@@ -191,6 +195,17 @@ Path CommModel::make_path(const Route& r) const {
   return p;
 }
 
+bool CommModel::over_nvlink_domain(VertexId src, VertexId dst) const {
+  // GPUs of two nodes in one rack-scale NVLink domain, or a GPU and that domain's switch.
+  auto gpu_or_rack_switch = [&](const Device& d) {
+    return d.kind == DeviceKind::Gpu || (d.kind == DeviceKind::NvSwitch && d.node < 0);
+  };
+  const Device &a = topo_.device(src), &b = topo_.device(dst);
+  if (!gpu_or_rack_switch(a) || !gpu_or_rack_switch(b) || topo_.nvlink_domain_nodes() == 1) return false;
+  auto domain = [&](const Device& d) { return d.node < 0 ? d.local_index : d.node / topo_.nvlink_domain_nodes(); };
+  return domain(a) == domain(b);
+}
+
 const Path& CommModel::path(VertexId src, VertexId dst) {
   const std::uint64_t key = (static_cast<std::uint64_t>(src) << 32) | static_cast<std::uint64_t>(dst);
   if (auto it = paths_.find(key); it != paths_.end()) return it->second;
@@ -210,6 +225,8 @@ const Path& CommModel::path(VertexId src, VertexId dst) {
     const int na = topo_.device(src).node, nb = topo_.device(dst).node;
     if (na == nb) {
       r = intra(src, dst);
+    } else if (over_nvlink_domain(src, dst)) {
+      r = router_.route(src, dst);
     } else {
       // Each end leaves or enters its node by its rail: a GPU by the NIC closest to it on the PCIe tree
       // (NodeLayout::gpu_rail, as NCCL pairs them), any other endpoint by the NIC of lowest latency

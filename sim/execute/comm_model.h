@@ -103,6 +103,10 @@ class CommModel final : public PathCost {
   double edge_bandwidth(int i) const override { return edge_bw_[i]; }  // effective for this library
   // Worker a to worker b in the data space: the path's edges and latency.
   Hop hop(int a, int b) override;
+  int sampled_node() const override {  // the last node of the first rack-scale NVLink domain, when there are two
+    const int d = topo_.nvlink_domain_nodes();
+    return d > 1 && topo_.nodes() > d ? d - 1 : 0;
+  }
   std::string edge_name(int i) const;
 
   // The sizes of collective c that size regimes may be keyed by: its buffer, and its footprint, what the
@@ -161,6 +165,7 @@ class CommModel final : public PathCost {
   const Route& fabric(VertexId nic_a, VertexId nic_b, int node_b);  // between two nodes' fabric NICs
   VertexId to_template(VertexId v) const;
   VertexId from_template(VertexId v, int node) const;
+  bool over_nvlink_domain(VertexId src, VertexId dst) const;
 
   const Topology& topo_;
   const LibraryProfile& lib_;

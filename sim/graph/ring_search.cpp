@@ -30,10 +30,10 @@ std::vector<int> entered_at(const std::vector<int>& cycle, int r) {
   return l;
 }
 
-// Ranks of `node_count` nodes of n ranks, each node's in the local order l.
-std::vector<int> ring_of(const std::vector<int>& l, int n, int node_count) {
+// Ranks of `node_count` nodes of n ranks from node `first`, each node's in the local order l.
+std::vector<int> ring_of(const std::vector<int>& l, int n, int node_count, int first = 0) {
   std::vector<int> order;
-  for (int node = 0; node < node_count; ++node)
+  for (int node = first; node < first + node_count; ++node)
     for (int r : l) order.push_back(node * n + r);
   return order;
 }
@@ -143,16 +143,17 @@ std::vector<std::vector<int>> RingSearch::ring_orders(int channels) {
   }
   const int n = cost_.ranks_per_node();
   const int nodes = cost_.workers() / n, sampled = std::min(nodes, 2);
+  const int first = sampled > 1 ? std::clamp(cost_.sampled_node(), 0, nodes - 2) : 0;
   const std::vector<std::vector<int>> cycles = candidate_cycles(n, local);
   LinkLoads loads(cost_);  // over `sampled` nodes' worth of ring
-  loads.commit(ring_of(local, n, sampled));
+  loads.commit(ring_of(local, n, sampled, first));
   for (int c = 1; c < channels; ++c) {
     std::vector<int> best;
     double best_max = 0, best_sq = 0;
     for (const auto& cycle : cycles)
       for (int r = 0; r < (sampled > 1 ? n : 1); ++r) {
         std::vector<int> l = entered_at(cycle, r);
-        loads.stage(ring_of(l, n, sampled));
+        loads.stage(ring_of(l, n, sampled, first));
         double mx = 0, sq = 0;
         loads.evaluate(mx, sq);
         if (best.empty() || mx < best_max * (1 - 1e-9) || (mx <= best_max * (1 + 1e-9) && sq < best_sq * (1 - 1e-9))) {
@@ -161,7 +162,7 @@ std::vector<std::vector<int>> RingSearch::ring_orders(int channels) {
           best_sq = sq;
         }
       }
-    loads.commit(ring_of(best, n, sampled));
+    loads.commit(ring_of(best, n, sampled, first));
     rings.push_back(ring_of(best, n, nodes));
   }
   return rings;

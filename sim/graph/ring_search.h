@@ -21,6 +21,9 @@ class PathCost {
   virtual int edge_count() const = 0;
   virtual double edge_bandwidth(int e) const = 0;  // effective, for the library
   virtual Hop hop(int a, int b) = 0;               // rank a to rank b, in the collective's data space
+  // The first of the two consecutive nodes whose part of a ring the channel search weighs: where rings
+  // leave one rack-scale NVLink domain for the next, whose nodes talk over NVLink (0 otherwise).
+  virtual int sampled_node() const { return 0; }
 
  protected:
   ~PathCost() = default;

@@ -69,7 +69,13 @@ struct RouteFilter {
     switch (d.kind) {
       case DeviceKind::Gpu:
       case DeviceKind::HostMemory:
-        return false;  // endpoints only
+        return false;             // endpoints only
+      case DeviceKind::NvSwitch:  // a rack's NVLink domain serves both ends, or the node's own switch
+        if (d.node < 0)
+          return t->nvlink_domain_nodes() > 1 && src_node >= 0 && dst_node >= 0 &&
+                 src_node / t->nvlink_domain_nodes() == d.local_index &&
+                 dst_node / t->nvlink_domain_nodes() == d.local_index;
+        return d.node == src_node || d.node == dst_node;
       case DeviceKind::FabricSwitch:
         if (src_node == dst_node) return false;
         return d.name.rfind("spine", 0) != 0 || spine < 0 || d.local_index == spine;

@@ -81,9 +81,10 @@ class TopologyBuilder {
       t_.gpus_.push_back(g);
     }
     for (const auto& nv : layout.nvlinks) connect_class(gpus[nv.gpu_a], gpus[nv.gpu_b], layout.nvlink_class, nv.links);
-    if (layout.nvswitch) {
+    if (layout.nvswitch && layout.nvswitch->domain_nodes == 1) {
       VertexId sw = add_device(DeviceKind::NvSwitch, p + "nvswitch", node, 0);
       for (VertexId g : gpus) connect_class(g, sw, layout.nvswitch->link, layout.nvswitch->links_per_gpu);
+      t_.nvswitches_.push_back(sw);
     }
     // NICs: the PCIe attachment, and the port that the fabric connects to.
     VertexId eth = add_device(DeviceKind::Nic, p + "eth0", node, 0);
@@ -105,6 +106,21 @@ class TopologyBuilder {
     } else {
       t_.nics_.push_back(eth);
       t_.nics_per_node_ = 1;
+    }
+  }
+
+  // A rack-scale NVLink domain: one switch per `domain_nodes` consecutive nodes, after every node's own
+  // devices (so that each node's vertices stay contiguous, as CommModel's node templates need).
+  void build_nvlink_domains(const NodeLayout& layout) {
+    if (!layout.nvswitch || layout.nvswitch->domain_nodes == 1) return;
+    const int per = layout.nvswitch->domain_nodes, domains = (t_.shape_.nodes + per - 1) / per;
+    t_.domain_nodes_ = per;
+    for (int d = 0; d < domains; ++d) {
+      VertexId sw = add_device(DeviceKind::NvSwitch, "nvl" + std::to_string(d) + ".nvswitch", -1, d);
+      t_.nvswitches_.push_back(sw);
+      for (int n = d * per; n < std::min(t_.shape_.nodes, (d + 1) * per); ++n)
+        for (int i = 0; i < t_.gpus_per_node_; ++i)
+          connect_class(t_.gpu(n, i), sw, layout.nvswitch->link, layout.nvswitch->links_per_gpu);
     }
   }
 
@@ -200,6 +216,7 @@ Topology Topology::build(const Catalog& catalog, const ClusterShape& shape) {
   t.sockets_ = layout.sockets;
   TopologyBuilder b(catalog, t);
   for (int n = 0; n < shape.nodes; ++n) b.build_node(n, sku, layout);
+  b.build_nvlink_domains(layout);
   b.build_fabric(sku);
   for (auto v : boost::make_iterator_range(boost::vertices(t.graph_))) t.by_name_.emplace_back(t.graph_[v].name, v);
   std::sort(t.by_name_.begin(), t.by_name_.end());
@@ -211,6 +228,11 @@ VertexId Topology::vertex(const std::string& name) const {
                              [](const auto& a, const auto& b) { return a.first < b.first; });
   if (it == by_name_.end() || it->first != name) throw std::out_of_range("no device named '" + name + "'");
   return it->second;
+}
+
+VertexId Topology::nvswitch(int node) const {
+  if (nvswitches_.empty()) throw std::out_of_range("nvswitch: " + shape_.sku + " has no NVSwitch");
+  return nvswitches_.at(static_cast<std::size_t>(node / domain_nodes_));
 }
 
 VertexId Topology::host_memory(int node, int socket) const { return memories_.at(node * sockets_ + socket); }

@@ -75,6 +75,14 @@ class Topology {
   int sockets() const { return sockets_; }  // per node
   int spines() const { return spines_; }
   int leaves() const { return leaves_; }
+  // NVSwitch systems: the switch `node`'s GPUs reach each other through. A rack-scale NVLink domain (GB200
+  // NVL72) has one for `domain_nodes` consecutive nodes, outside any node (node -1, local index = domain).
+  VertexId nvswitch(int node) const;
+  int nvlink_domain_nodes() const { return domain_nodes_; }
+  // Whether GPUs of nodes a and b reach each other over NVLink (the same rack-scale domain).
+  bool same_nvlink_domain(int a, int b) const {
+    return domain_nodes_ > 1 && a >= 0 && b >= 0 && a / domain_nodes_ == b / domain_nodes_;
+  }
 
  private:
   TopologyGraph graph_;
@@ -84,6 +92,8 @@ class Topology {
   int leaves_ = 0;
   int spines_ = 0;
   int nics_per_node_ = 1;
+  int domain_nodes_ = 1;
+  std::vector<VertexId> nvswitches_;  // per node, or per domain when domain_nodes_ > 1
   std::vector<VertexId> gpus_, nics_, all_nics_, memories_;
   std::vector<std::pair<std::string, VertexId>> by_name_;  // sorted by name
   friend class TopologyBuilder;

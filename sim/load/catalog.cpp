@@ -350,10 +350,11 @@ void Catalog::load_layouts(const YamlField& layouts) {
       if (!l.nvlinks.empty()) l.nvlink_class = require_link(f.get("nvlink_class"), LinkKind::NvLink);
     }
     if (auto sw = f.find("nvswitch")) {
-      sw->require_map({"link", "links_per_gpu", "reduction"});
-      l.nvswitch = NodeLayout::NvSwitch{require_link(sw->get("link"), LinkKind::NvLink),
-                                        static_cast<int>(sw->get("links_per_gpu").integer(1, 72)),
-                                        sw->find("reduction") && sw->get("reduction").boolean()};
+      sw->require_map({"link", "links_per_gpu", "reduction", "domain_nodes"});
+      l.nvswitch = NodeLayout::NvSwitch{
+          require_link(sw->get("link"), LinkKind::NvLink), static_cast<int>(sw->get("links_per_gpu").integer(1, 72)),
+          sw->find("reduction") && sw->get("reduction").boolean(),
+          sw->find("domain_nodes") ? static_cast<int>(sw->get("domain_nodes").integer(1, 576)) : 1};
     }
     assign_rails(l);
     layouts_.emplace(name, l);

@@ -129,6 +129,7 @@ struct NodeLayout {
     std::string link;
     int links_per_gpu = 0;
     bool reduction = false;  // reduces and multicasts in the switch (NVLink SHARP): strategy nvls
+    int domain_nodes = 1;    // nodes (VMs) whose GPUs share the switch: 18 in a GB200 NVL72 rack
   };
   std::optional<NvSwitch> nvswitch;
 };
