@@ -47,10 +47,11 @@ CatalogOverlay sample_figures(const Catalog& catalog, const std::vector<const Un
   return o;
 }
 
-// The second smallest and second largest (the extremes are one sample's chance).
-std::pair<double, double> ends(std::vector<double> r) {
-  std::sort(r.begin(), r.end());
-  return {r[1], r[r.size() - 2]};
+// The smallest and the largest: of n samples, the expected 1 / (n + 1) and n / (n + 1) quantiles (5.9 % and
+// 94.1 % of 16), the nearest order statistics to the 5th and 95th percentiles a band of 9 in 10 needs.
+std::pair<double, double> ends(const std::vector<double>& r) {
+  const auto [lo, hi] = std::minmax_element(r.begin(), r.end());
+  return {*lo, *hi};
 }
 
 }  // namespace
