@@ -1641,7 +1641,7 @@ TEST_CASE("bench: NVLS on one ND96isr_H100_v5 in closed form, and refused where 
   const std::string nodes = ringsim::test::input_error_of([&] {
     load_scenario(file, c, {parse_override("communication.strategy=nvls"), parse_override("cluster.nodes=2")});
   });
-  CHECK_THAT(nodes, Catch::Contains("nvls runs inside one node"));
+  CHECK_THAT(nodes, Catch::Contains("nvls runs inside one NVLink domain (1 node of ND96isr_H100_v5)"));
 }
 
 TEST_CASE("bench: NCCL's tree across ND96isr_H100_v5 nodes, latency in closed form, bandwidth flat in nodes",
@@ -1711,6 +1711,23 @@ TEST_CASE("bench: GB200 NVL72, rings over NVLink within a rack, over every NIC b
   const double racks = busbw(20, g);
   CHECK(racks < 4 * ndr);
   CHECK(racks > 3 * ndr);
+  // NVLS over a whole rack (NCCL's multi-node NVLink treats the clique as one node), at Blackwell's NVLS
+  // efficiency (0.74, Hopper's 0.85): each port carries S (1 + 1/n) each way, so the bus bandwidth is
+  // 2 (n - 1) / n / (1 + 1/n) = 2 (n - 1) / (n + 1) of the port's share, at most twice the port.
+  auto nvls = [&](int nodes) {
+    const std::vector<Override> o = {parse_override("cluster.sku=ND128isr_NDR_GB200_v6"),
+                                     parse_override("cluster.nodes=" + std::to_string(nodes)),
+                                     parse_override("communication.strategy=nvls")};
+    const BenchPrediction p = predict_allreduce_bench(c, load_scenario(file, c, o), {8ull << 30, 8ull << 30, 2});
+    return p.rows.at(0).algbw() * p.bus_factor;
+  };
+  const double port = 900e9 * c.library("nccl").intra_node.bandwidth_fraction * 0.74;
+  CHECK(nvls(1) == Approx(port * 2 * 3 / 5).epsilon(0.03));
+  CHECK(nvls(18) == Approx(port * 2 * 71 / 73).epsilon(0.03));
+  CHECK_THROWS_AS(load_scenario(file, c,
+                                {parse_override("cluster.sku=ND128isr_NDR_GB200_v6"),
+                                 parse_override("cluster.nodes=19"), parse_override("communication.strategy=nvls")}),
+                  InputError);
 }
 
 TEST_CASE("strategy auto: ring or tree per message, as NCCL's tuning model picks", "[bench]") {

@@ -187,8 +187,8 @@ Path CommModel::make_path(const Route& r) const {
   }
   p.profile = p.crosses_fabric ? &lib_.fabric(topo_.shape().fabric) : &lib_.intra_node;
   for (VertexId end : {r.src, r.dst})
-    if (topo_.device(end).kind == DeviceKind::NvSwitch && lib_.nvls_efficiency > 0)
-      p.bytes_scale = 1 / lib_.nvls_efficiency;
+    if (topo_.device(end).kind == DeviceKind::NvSwitch && lib_.nvls_efficiency_for(gpu_.name) > 0)
+      p.bytes_scale = 1 / lib_.nvls_efficiency_for(gpu_.name);
   p.handoff = process_ ? process_->message_handoff(r.src, r.dst) : 0;
   p.overhead = p.profile->message_overhead + p.handoff;
   p.latency += p.overhead;

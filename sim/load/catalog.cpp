@@ -437,6 +437,20 @@ AlgorithmTuning algorithm_tuning(const YamlField& f) {
 }
 }  // namespace
 
+// nvls_efficiency: one figure, or {default: X, GPU: Y, ...} where NCCL's tuning differs by architecture.
+void Catalog::nvls_efficiency(const YamlField& e, LibraryProfile& l) const {
+  if (!e.is_map()) {
+    l.nvls_efficiency = e.number(0.01, 1);
+    return;
+  }
+  l.nvls_efficiency = e.get("default").number(0.01, 1);
+  for (auto& [gpu, v] : e.entries()) {
+    if (gpu == "default") continue;
+    if (!gpus_.count(gpu)) v.fail("unknown GPU '" + gpu + "'" + suggestion_suffix(gpu, gpu_order_));
+    l.nvls_efficiency_by_gpu[gpu] = v.number(0.01, 1);
+  }
+}
+
 // libraries.yaml: the collective libraries' path profiles.
 void Catalog::load_libraries(const fs::path& base) {
   YamlField root = open_root(base / "libraries.yaml", {"libraries"});
@@ -453,7 +467,7 @@ void Catalog::load_libraries(const fs::path& base) {
       l.host_copy_rate = f.get("host_copy_rate").positive_quantity(Quantity::Bandwidth);
     if (auto k = f.find("kernel_channels")) l.kernel_channels = k->number(0, 64);
     if (auto r = f.find("reduce_slice")) l.reduce_slice = r->positive_quantity(Quantity::Bytes);
-    if (auto e = f.find("nvls_efficiency")) l.nvls_efficiency = e->number(0.01, 1);
+    if (auto e = f.find("nvls_efficiency")) nvls_efficiency(*e, l);
     if (auto n = f.find("nvls_channels")) l.nvls_channels = n->number(0, 64);
     if (auto t = f.find("tuning")) l.tuning = algorithm_tuning(*t);
     YamlField paths = f.get("paths");

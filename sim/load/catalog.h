@@ -346,6 +346,11 @@ struct LibraryProfile {
   // Strategy nvls: the share of the NVLink's effective bandwidth that transfers to and from an NVSwitch that
   // reduces in the switch reach (NCCL's nvlsEfficiency); 0: the library has no NVLS.
   double nvls_efficiency = 0;
+  std::map<std::string, double> nvls_efficiency_by_gpu;  // NCCL tunes it per GPU architecture
+  double nvls_efficiency_for(const std::string& gpu) const {
+    const auto it = nvls_efficiency_by_gpu.find(gpu);
+    return it == nvls_efficiency_by_gpu.end() ? nvls_efficiency : it->second;
+  }
   double nvls_channels = 0;               // strategy nvls: the SMs its kernels hold instead of kernel_channels
   std::optional<AlgorithmTuning> tuning;  // strategy auto: how the library picks ring or tree
   // Calibrated rates by size (below the first: host_reduction_rate), keyed by host_reduction_regimes_by.
@@ -418,6 +423,7 @@ class Catalog {
   void load_layouts(const YamlField& layouts);
   void load_skus(const YamlField& skus);
   void load_libraries(const std::filesystem::path& base);
+  void nvls_efficiency(const YamlField& e, LibraryProfile& l) const;
   void load_storage(const std::filesystem::path& base);
   void load_models(const std::filesystem::path& base);
   ModelSpec read_model(const std::filesystem::path& file) const;

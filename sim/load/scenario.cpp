@@ -386,10 +386,14 @@ void check_nvls(const YamlField& co, const Catalog& catalog, const SkuSpec& sku,
   const auto& sw = catalog.layout(sku.layout).nvswitch;
   if (!sw || !sw->reduction)
     f.fail(sku.name + " has no NVSwitch that reduces in the switch (NVLink SHARP: H100/H200 sizes); use ring");
-  if (s.cluster.nodes != 1)
-    f.fail(
-        "nvls runs inside one node; across nodes NCCL pairs it with a tree (NVLSTree), not modelled: use ring "
-        "or hierarchical, or cluster.nodes: 1");
+  // One NVLink domain: a node, or a rack whose nodes share the switch (GB200 NVL72: NCCL's multi-node NVLink
+  // treats its clique as one node).
+  if (s.cluster.nodes > sw->domain_nodes)
+    f.fail("nvls runs inside one NVLink domain (" + std::to_string(sw->domain_nodes) + " node" +
+           (sw->domain_nodes == 1 ? "" : "s") + " of " + sku.name +
+           "); across domains NCCL pairs it with a tree (NVLSTree), not modelled: use ring "
+           "or hierarchical, or cluster.nodes: " +
+           std::to_string(sw->domain_nodes) + " at most");
   if (catalog.library(std::string(to_string(s.communication.library))).data_path != DataPath::Device)
     f.fail("nvls is NCCL's: set communication.library: nccl");
 }
