@@ -1,75 +1,121 @@
 #include "execute/step_model.h"
 
 #include <algorithm>
+#include <functional>
 #include <limits>
-#include <queue>
+#include <span>
 #include <stdexcept>
 #include <unordered_map>
 
 namespace ringsim {
 
+namespace {
+
+// The flows of one step as compressed rows, both ways: each flow's edges (dense local numbers, path order)
+// and each edge's flows (ascending). Kept between calls: a run of thousands of flows is evaluated many times.
+struct FlowGraph {
+  std::vector<int> local_of;  // cluster edge -> local number, -1 where the step does not touch it
+  std::vector<int> edge_ids;  // local number -> cluster edge
+  std::vector<int> flow_start, flow_edges, edge_start, edge_flows, fill;
+
+  void build(const std::vector<Flow>& flows, int cluster_edges) {
+    if (local_of.size() != static_cast<std::size_t>(cluster_edges)) local_of.assign(cluster_edges, -1);
+    edge_ids.clear();
+    flow_start.assign(1, 0);
+    flow_edges.clear();
+    for (const Flow& f : flows) {
+      for (int e : f.path->edges) {
+        int& l = local_of[e];
+        if (l < 0) {
+          l = static_cast<int>(edge_ids.size());
+          edge_ids.push_back(e);
+        }
+        flow_edges.push_back(l);
+      }
+      flow_start.push_back(static_cast<int>(flow_edges.size()));
+    }
+    const std::size_t m = edge_ids.size();
+    edge_start.assign(m + 1, 0);
+    for (int l : flow_edges) ++edge_start[l + 1];
+    for (std::size_t e = 0; e < m; ++e) edge_start[e + 1] += edge_start[e];
+    fill.assign(edge_start.begin(), edge_start.end() - 1);
+    edge_flows.resize(flow_edges.size());
+    for (std::size_t i = 0; i + 1 < flow_start.size(); ++i)
+      for (int k = flow_start[i]; k < flow_start[i + 1]; ++k) edge_flows[fill[flow_edges[k]]++] = static_cast<int>(i);
+    for (int e : edge_ids) local_of[e] = -1;  // clean for the next step
+  }
+  std::size_t edges() const { return edge_ids.size(); }
+};
+
+}  // namespace
+
 double flows_duration(const std::vector<Flow>& flows, const CommModel& cm) {
   const std::size_t n = flows.size();
   if (n == 0) return 0;
-  // Edges touched by the step, densely renumbered.
-  // (A map, not a vector over all of the cluster's edges: a step touches few of them.)
-  std::unordered_map<int, int> local_of;
-  std::vector<int> edge_ids;
-  std::vector<std::vector<int>> flow_edges(n);
-  for (std::size_t i = 0; i < n; ++i)
-    for (int e : flows[i].path->edges) {
-      const auto [it, added] = local_of.try_emplace(e, static_cast<int>(edge_ids.size()));
-      if (added) edge_ids.push_back(e);
-      flow_edges[i].push_back(it->second);
-    }
-  const std::size_t m = edge_ids.size();
-  std::vector<std::vector<int>> edge_flows(m);
-  for (std::size_t i = 0; i < n; ++i)
-    for (int le : flow_edges[i]) edge_flows[le].push_back(static_cast<int>(i));
+  // Edges touched by the step, densely renumbered (a step touches few of the cluster's edges).
+  thread_local FlowGraph fg;
+  fg.build(flows, cm.edge_count());
+  const std::size_t m = fg.edges();
+  auto edges_of = [&](std::size_t f) {
+    return std::span<const int>(fg.flow_edges.data() + fg.flow_start[f], fg.flow_start[f + 1] - fg.flow_start[f]);
+  };
+  auto flows_on = [&](std::size_t e) {
+    return std::span<const int>(fg.edge_flows.data() + fg.edge_start[e], fg.edge_start[e + 1] - fg.edge_start[e]);
+  };
 
   std::vector<double> remaining(n), rate(n, 0), finish(n, 0);
   std::vector<char> active(n, 0);
   std::size_t left = 0;
   for (std::size_t i = 0; i < n; ++i) {
     remaining[i] = flows[i].bytes;
-    if (flows[i].bytes > 0 && !flow_edges[i].empty()) {
+    if (flows[i].bytes > 0 && !edges_of(i).empty()) {
       active[i] = 1;
       ++left;
     }
   }
   double now = 0;
-  std::vector<double> cap(m);
+  std::vector<double> bandwidth(m), cap(m);
+  for (std::size_t e = 0; e < m; ++e) bandwidth[e] = cm.edge_bandwidth(fg.edge_ids[e]);
   std::vector<int> unfrozen(m);
   std::vector<char> frozen(n);
+  using Item = std::pair<double, int>;  // fair share, edge
+  std::vector<Item> heap;               // a min-heap, as std::priority_queue keeps one
+  const auto later = std::greater<>();
+  auto push = [&](Item x) {
+    heap.push_back(x);
+    std::push_heap(heap.begin(), heap.end(), later);
+  };
   while (left > 0) {
     // Max-min fair rates by progressive filling: repeatedly saturate the edge with the smallest fair share.
+    heap.clear();
     for (std::size_t e = 0; e < m; ++e) {
-      cap[e] = cm.edge_bandwidth(edge_ids[e]);
+      cap[e] = bandwidth[e];
       unfrozen[e] = 0;
-      for (int f : edge_flows[e]) unfrozen[e] += active[f];
+      for (int f : flows_on(e)) unfrozen[e] += active[f];
+      if (unfrozen[e] > 0) heap.push_back({cap[e] / unfrozen[e], static_cast<int>(e)});
     }
-    using Item = std::pair<double, int>;  // fair share, edge
-    std::priority_queue<Item, std::vector<Item>, std::greater<>> heap;
-    for (std::size_t e = 0; e < m; ++e)
-      if (unfrozen[e] > 0) heap.push({cap[e] / unfrozen[e], static_cast<int>(e)});
+    std::make_heap(heap.begin(), heap.end(),
+                   later);  // (share, edge) orders every entry: pops do not depend on the layout
     for (std::size_t i = 0; i < n; ++i) frozen[i] = !active[i];
     while (!heap.empty()) {
-      auto [share, e] = heap.top();
-      heap.pop();
+      std::pop_heap(heap.begin(), heap.end(), later);
+      const auto [share, e] = heap.back();
+      heap.pop_back();
       if (unfrozen[e] == 0) continue;
       const double current = cap[e] / unfrozen[e];
       if (current != share) {  // stale entry
-        heap.push({current, e});
+        push({current, e});
         continue;
       }
-      for (int f : edge_flows[e]) {
+      for (int f : flows_on(e)) {
         if (frozen[f]) continue;
         frozen[f] = 1;
         rate[f] = share;
-        for (int other : flow_edges[f]) {
+        // The other edges' shares only grow as flows freeze at the smallest share, so their entries stay
+        // lower bounds: each is brought up to date when it comes to the top (the stale check above).
+        for (int other : edges_of(f)) {
           cap[other] = std::max(0.0, cap[other] - share);
           --unfrozen[other];
-          if (other != e && unfrozen[other] > 0) heap.push({cap[other] / unfrozen[other], other});
         }
       }
     }
@@ -129,16 +175,6 @@ double collective_duration(const collective::Collective& c, CommModel& cm, std::
     if (runs) runs->push_back({run.phase, run.count, step, static_cast<int>(flows.size()), most_copying});
   }
   return total;
-}
-
-void add_edge_bytes(const collective::Collective& c, CommModel& cm, std::vector<double>& edge_bytes) {
-  collective::RankStep st;
-  for (const auto& run : c.runs())
-    for (int m = 0; m < c.members(); ++m) {
-      c.rank_step(m, run.first, st);
-      for (const auto& t : st.sends)
-        for (int e : cm.path(t).edges) edge_bytes[e] += static_cast<double>(t.bytes) * run.count;
-    }
 }
 
 }  // namespace ringsim

@@ -33,8 +33,5 @@ struct RunCost {
 // Evaluates every run of `c`; adds bytes carried per dense edge into `edge_bytes` (sized edge_count()).
 double collective_duration(const collective::Collective& c, CommModel& cm, std::vector<double>* edge_bytes,
                            std::vector<RunCost>* runs = nullptr);
-// Only the bytes `c` carries per dense edge, added into `edge_bytes`: for a collective whose duration is
-// known (one like it ran before).
-void add_edge_bytes(const collective::Collective& c, CommModel& cm, std::vector<double>& edge_bytes);
 
 }  // namespace ringsim

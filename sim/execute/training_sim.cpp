@@ -226,7 +226,9 @@ class TrainingRun final : public collective::CycleRuntime, public collective::Bu
     double estimate = 0;
     std::vector<RunCost> runs;
     ComputeHold hold;
+    std::vector<std::pair<int, double>> edge_bytes;  // what one run of it adds to edge_bytes_, by edge
   };
+  std::vector<double> step_edge_bytes_;  // zeros between evaluations, as large as edge_bytes_
   const StepCost& step_cost(const collective::FusionBuffer& b, const Collective& c);
   std::map<std::vector<std::uint64_t>, StepCost> step_costs_;
   // While collective c runs it holds part of its GPUs' compute: interfere(c, hold, true) as it starts,
@@ -476,12 +478,22 @@ void TrainingRun::compute_actor(int rank) {
 
 const TrainingRun::StepCost& TrainingRun::step_cost(const collective::FusionBuffer& b, const Collective& c) {
   auto key = factory_.key(b);
+  auto add_bytes = [this](const StepCost& cost) {
+    for (const auto& [e, bytes] : cost.edge_bytes) edge_bytes_[e] += bytes;
+  };
   if (auto it = step_costs_.find(key); it != step_costs_.end()) {
-    add_edge_bytes(c, cm_, edge_bytes_);
+    add_bytes(it->second);
     return it->second;
   }
   StepCost cost;
-  cost.estimate = collective_duration(c, cm_, &edge_bytes_, &cost.runs);
+  step_edge_bytes_.resize(edge_bytes_.size(), 0.0);
+  cost.estimate = collective_duration(c, cm_, &step_edge_bytes_, &cost.runs);
+  for (std::size_t e = 0; e < step_edge_bytes_.size(); ++e)
+    if (step_edge_bytes_[e] != 0) {
+      cost.edge_bytes.push_back({static_cast<int>(e), step_edge_bytes_[e]});
+      step_edge_bytes_[e] = 0;
+    }
+  add_bytes(cost);
   cost.hold = cm_.compute_interference(c, cost.estimate);
   return step_costs_.emplace(std::move(key), std::move(cost)).first->second;
 }
