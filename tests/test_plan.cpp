@@ -233,7 +233,19 @@ TEST_CASE("plan: the answer worked out by hand, and the quota request it ends wi
         j["configurations"][0]["time_to_train_s"].get<double>());
   CHECK(j["configurations"][1]["time_to_train_s_low"].is_null());
   CHECK(j["configurations"][1]["time_to_train_s_high"].is_null());
-  CHECK_THAT(r.output, Catch::Contains("bands          predicted for the 1 that meet the goal"));
+  CHECK_THAT(r.output, Catch::Contains("bands          predicted for the 1 shown that meet the goal"));
+  // Planned at the prediction, only the rows shown carry bands; at the pessimistic end every one that meets
+  // the goal does, as they decide the ranking.
+  r = run_ringsim("plan " + kPlanScenario + kHandArgs + " --deadline 2h --top 1 --json " + (dir / "t.json").string());
+  REQUIRE(r.status == 0);
+  j = nlohmann::json::parse(slurp(dir / "t.json"));
+  CHECK(j["configurations"][1]["meets_deadline"] == true);
+  CHECK(j["configurations"][1]["time_to_train_s_high"].is_null());
+  r = run_ringsim("plan " + kPlanScenario + kHandArgs + " --deadline 2h --top 1 --confidence high --json " +
+                  (dir / "h.json").string());
+  REQUIRE(r.status == 0);
+  j = nlohmann::json::parse(slurp(dir / "h.json"));
+  CHECK_FALSE(j["configurations"][1]["time_to_train_s_high"].is_null());
 
   // Low-priority allowed: NC6s_v3 at the estimated 80 % discount ($0.20), NC24s_v3 at its listed $4/h.
   r = run_ringsim("plan " + kPlanScenario + kHandArgs + " --deadline 2h --low-priority true --json " +

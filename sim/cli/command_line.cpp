@@ -218,7 +218,10 @@ void CommandLine::define_plan() {
   plan_cmd->add_option("--prices", plan.price_files, "Prices file over topologies/prices.yaml (repeatable)");
   plan_cmd->add_option("-j,--jobs", plan.jobs, "Configurations predicted at once (default: the number of cores)")
       ->check(CLI::Range(1, 1024));
-  plan_cmd->add_option("--fidelity", plan.fidelity, "flow | step for every configuration (default: by GPU count)")
+  plan_cmd
+      ->add_option(
+          "--fidelity", plan.fidelity,
+          "flow | step for every configuration (default: step where collectives run one at a time, else by GPU count)")
       ->check(CLI::IsMember({"flow", "step"}));
   plan_cmd->add_option("--csv", plan.csv_file, "Write every configuration, ranked, as CSV");
   plan_cmd->add_option("--json", plan.json_file, "Write the plan (configurations, flags, quota request) as JSON");
