@@ -100,8 +100,8 @@ TEST_CASE("real bench: --json rows and busbw = algbw x 2(n-1)/n", "[real]") {
 }
 
 TEST_CASE(
-    "real train: fused ring, hierarchical, halving-doubling and parameter-server (servers apart, on the GPUs, "
-    "node-aggregated) iterations give the summed "
+    "real train: fused ring, hierarchical, halving-doubling, parameter-server (servers apart, on the GPUs, "
+    "node-aggregated) and DDP bucket iterations give the summed "
     "gradients",
     "[real]") {
   const std::string s = kScenarios + "/landolakes_cifar10_2x_nc24rs_v3.yaml";
@@ -134,7 +134,12 @@ TEST_CASE(
             " --set cluster.nodes=3 --set cluster.gpus_per_node=1 --set communication.strategy=halving_doubling",
         "-n 4 " + kReal + kCatalog + " train " + s +
             " --set cluster.nodes=4 --set cluster.gpus_per_node=1 --set communication.strategy=hierarchical"
-            " --set communication.cross_node=halving_doubling --set communication.library=mpi"}) {
+            " --set communication.cross_node=halving_doubling --set communication.library=mpi",
+        // PyTorch DDP's buckets (no fusion keys in this scenario): ResNet-50 in 1 MiB then 4 MiB buckets.
+        "-n 2 " + kReal + kCatalog + " train " + kScenarios +
+            "/resnet50_imagenet_8x_nc24rs_v3.yaml --set cluster.nodes=1 --set cluster.gpus_per_node=2"
+            " --set communication.framework=pytorch_ddp --set communication.bucket_size=4MiB"
+            " --set communication.first_bucket_size=1MiB"}) {
     const Result r = run(args + " --iterations 2 --warmup 1 --compute-scale 0.1");
     CAPTURE(args, r.output);
     CHECK(r.status == 0);
