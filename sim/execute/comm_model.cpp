@@ -201,9 +201,9 @@ bool CommModel::over_nvlink_domain(VertexId src, VertexId dst) const {
     return d.kind == DeviceKind::Gpu || (d.kind == DeviceKind::NvSwitch && d.node < 0);
   };
   const Device &a = topo_.device(src), &b = topo_.device(dst);
-  if (!gpu_or_rack_switch(a) || !gpu_or_rack_switch(b) || topo_.nvlink_domain_nodes() == 1) return false;
-  auto domain = [&](const Device& d) { return d.node < 0 ? d.local_index : d.node / topo_.nvlink_domain_nodes(); };
-  return domain(a) == domain(b);
+  if (!gpu_or_rack_switch(a) || !gpu_or_rack_switch(b)) return false;
+  auto domain = [&](const Device& d) { return d.node < 0 ? d.local_index : topo_.nvlink_domain(d.node); };
+  return domain(a) >= 0 && domain(a) == domain(b);
 }
 
 const Path& CommModel::path(VertexId src, VertexId dst) {

@@ -72,9 +72,7 @@ struct RouteFilter {
         return false;             // endpoints only
       case DeviceKind::NvSwitch:  // a rack's NVLink domain serves both ends, or the node's own switch
         if (d.node < 0)
-          return t->nvlink_domain_nodes() > 1 && src_node >= 0 && dst_node >= 0 &&
-                 src_node / t->nvlink_domain_nodes() == d.local_index &&
-                 dst_node / t->nvlink_domain_nodes() == d.local_index;
+          return t->nvlink_domain(src_node) == d.local_index && t->nvlink_domain(dst_node) == d.local_index;
         return d.node == src_node || d.node == dst_node;
       case DeviceKind::FabricSwitch:
         if (src_node == dst_node) return false;

@@ -79,10 +79,10 @@ class Topology {
   // NVL72) has one for `domain_nodes` consecutive nodes, outside any node (node -1, local index = domain).
   VertexId nvswitch(int node) const;
   int nvlink_domain_nodes() const { return domain_nodes_; }
+  // The rack-scale NVLink domain of `node` (the local index of its switch); -1 where switches are per node.
+  int nvlink_domain(int node) const { return domain_nodes_ > 1 && node >= 0 ? node / domain_nodes_ : -1; }
   // Whether GPUs of nodes a and b reach each other over NVLink (the same rack-scale domain).
-  bool same_nvlink_domain(int a, int b) const {
-    return domain_nodes_ > 1 && a >= 0 && b >= 0 && a / domain_nodes_ == b / domain_nodes_;
-  }
+  bool same_nvlink_domain(int a, int b) const { return nvlink_domain(a) >= 0 && nvlink_domain(a) == nvlink_domain(b); }
 
  private:
   TopologyGraph graph_;

@@ -388,9 +388,8 @@ void make_candidates(PlanRun& r) {
 }
 
 // A plan's fidelity, unless --fidelity: the step fidelity where collectives run one at a time (a search of
-// many configurations; on the BERT-Large plan's 129 configurations of up to 64 GPUs it gave the flow
-// fidelity's time within 0.85 %, one within 3.9 %, at twice the speed: bench/README.md), else predict's
-// default by GPU count, as the flow fidelity alone runs collectives at once.
+// many configurations; how near the flow fidelity it stays: bench/README.md), else predict's default by GPU
+// count, as the flow fidelity alone runs collectives at once.
 std::optional<std::string> plan_fidelity(const PlanRun& r) {
   if (r.o.fidelity) return r.o.fidelity;
   if (r.base.communication.concurrent_collectives == 1) return "step";
