@@ -116,8 +116,8 @@ TEST_CASE("emulate: the same input gives a byte-identical result", "[emulate]") 
 }
 
 TEST_CASE(
-    "emulate: parameter servers, hierarchical rings, halving-doubling and MPI's host path agree with predict "
-    "within 5 %, "
+    "emulate: parameter servers, hierarchical rings, halving-doubling, MPI's host path and PyTorch DDP's buckets "
+    "agree with predict within 5 %, "
     "--compare says where they differ, bad input is refused before smpirun",
     "[emulate]") {
   for (const std::string sets :
@@ -125,7 +125,9 @@ TEST_CASE(
         " --set communication.strategy=parameter_server --set communication.parameter_servers=2"
         " --set communication.parameter_server_placement=dedicated",
         " --set communication.strategy=hierarchical --set communication.library=mpi",
-        " --set communication.strategy=halving_doubling", " --set communication.library=mpi"}) {
+        " --set communication.strategy=halving_doubling", " --set communication.library=mpi",
+        " --set communication.framework=pytorch_ddp",
+        " --set communication.framework=pytorch_ddp --set communication.library=mpi"}) {
     const std::string emu = temp_file("_cmp.json"), pred = temp_file("_cmp_predict.json");
     const Run r = run("emulate " + kResnet + " --set cluster.nodes=2" + sets +
                       " --iterations 1 --warmup 0 --compare --json " + emu);
@@ -140,6 +142,9 @@ TEST_CASE(
     std::remove(emu.c_str());
     std::remove(pred.c_str());
     CHECK(a["iteration_time_s"].get<double>() == Approx(b["iteration_time_s"].get<double>()).epsilon(0.05));
+    CHECK(a["fusion_buffers"] == b["fusion_buffers"]);
+    const bool ddp = sets.find("pytorch_ddp") != std::string::npos;
+    CHECK(r.output.find(ddp ? " buckets\n" : " fusion buffers\n") != std::string::npos);
   }
   const std::string out = temp_file("_never.json");
   const Run bad = run("emulate " + kResnet + " --set cluster.sku=NC24rs_v4 --json " + out);

@@ -385,7 +385,7 @@ int run_train(const TrainOptions& o, MPI_Comm comm) {
             << "  " << std::left << std::setw(28) << catalog.model(s.model.name).sample_noun() + "/s (total)"
             << std::right << format_number(p.images_per_sec) << "\n"
             << "  communication time          " << format_time(p.communication_time_s) << " in " << p.collectives.size()
-            << " fusion buffers\n"
+            << " " << gradient_buffers_noun(p.scenario) << "\n"
             << (probe ? "  core-to-core probe          CPUs " + std::to_string(probe->cpu(0)) + " and " +
                             std::to_string(probe->cpu(1)) + ", nearest " + format_number(probe->nearest()) + " ns; " +
                             std::to_string(retakes) + " iterations retaken, " + std::to_string(far) +

@@ -23,6 +23,10 @@ void set_tensors(Prediction& p, const ModelSpec& model, const std::vector<std::u
   }
 }
 
+std::string_view gradient_buffers_noun(const Scenario& s) {
+  return s.communication.framework == Framework::PytorchDdp ? "buckets" : "fusion buffers";
+}
+
 std::string_view to_string(Fidelity f) {
   switch (f) {
     case Fidelity::Flow:

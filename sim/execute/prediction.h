@@ -98,6 +98,10 @@ struct Prediction {
 // images/s in all and per GPU, scaling efficiency, iterations per epoch, epoch time and time to train.
 void derive_throughput(Prediction& p, const Scenario& s);
 
+// What the framework calls a gradient buffer it all-reduces at once: "fusion buffers" (Horovod) or "buckets"
+// (PyTorch DDP), plural, for the reports.
+std::string_view gradient_buffers_noun(const Scenario& s);
+
 // The model's tensors as the result lists them: name, bytes and when each gradient was ready.
 void set_tensors(Prediction& p, const ModelSpec& model, const std::vector<std::uint64_t>& bytes,
                  const std::vector<double>& ready_s);

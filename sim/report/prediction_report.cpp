@@ -227,7 +227,7 @@ std::string timeline_json(const Prediction& p) {
   for (const auto& s : p.compute_spans)
     span(s.rank, s.name == "FORWARD" || s.name == "DATA_WAIT" ? s.name : "BACKWARD " + s.name, s.start, s.end);
   const int buffers_pid = ranks;
-  meta(buffers_pid, "fusion buffers");
+  meta(buffers_pid, std::string(gradient_buffers_noun(p.scenario)));
   const int tensor_pid0 = ranks + 1;
   std::vector<int> buffer_of(p.tensor_names.size(), -1);
   for (const auto& r : p.collectives)
@@ -352,8 +352,8 @@ std::string prediction_table(const Prediction& p) {
                                                    format_time(p.straggler_s) + " more"
                                              : "") +
                           ")");
-  row("communication time",
-      format_time(p.communication_time_s) + " in " + std::to_string(p.collectives.size()) + " fusion buffers");
+  row("communication time", format_time(p.communication_time_s) + " in " + std::to_string(p.collectives.size()) + " " +
+                                std::string(gradient_buffers_noun(p.scenario)));
   row("exposed communication",
       format_time(p.exposed_communication_s) +
           (p.compute_interference_s > 0
