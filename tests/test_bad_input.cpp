@@ -163,7 +163,7 @@ std::vector<BadCase> cases() {
        std::string(kValid) + "communication:\n  library: intel\n",
        {},
        "bad.yaml:10:12",
-       "unknown value 'intel'; expected one of: nccl, mpi"},
+       "unknown value 'intel'; expected one of: nccl, nccl1, mpi"},
       {"parameter servers with ring",
        std::string(kValid) + "communication:\n  parameter_servers: 2\n",
        {},

@@ -1615,6 +1615,28 @@ TEST_CASE("bench: a predicted allreduce over NVSwitch in closed form", "[bench]"
   CHECK(b.rows[0].count == (1ull << 28));
 }
 
+TEST_CASE("bench: NCCL 1's one ring in device order crosses a DGX-1's sockets through host memory at 8 GPUs",
+          "[bench]") {
+  // GPUs 0-3 and 4-7 of a DGX-1 (P100) are NVLink cliques; 3-4 and 7-0 are not linked and sit on different
+  // sockets. NCCL 2's searched ring stays on NVLink (0.8 x 20 GB/s); NCCL 1's ring 0..7 crosses the QPI pair
+  // (38.4 GB/s) twice at its cross_socket fraction, one crossing each way. Four GPUs: one clique, alike.
+  const Catalog& c = ringsim::test::catalog();
+  auto busbw = [&](int gpus, const char* library) {
+    const Scenario s =
+        load_scenario(std::string(RINGSIM_TEST_VALIDATION_SCENARIOS) + "/dgx1_p100_tf_replicated_nccl.yaml", c,
+                      {parse_override("cluster.gpus_per_node=" + std::to_string(gpus)),
+                       parse_override(std::string("communication.library=") + library)});
+    const BenchPrediction b = predict_allreduce_bench(c, s, {1ull << 30, 1ull << 30, 2});
+    REQUIRE(b.rows.size() == 1);
+    return b.rows[0].algbw() * b.bus_factor;
+  };
+  const double fraction = c.library("nccl1").cross_socket->bandwidth_fraction;
+  CHECK(busbw(8, "nccl1") == Approx(fraction * 38.4e9).epsilon(0.01));
+  CHECK(busbw(8, "nccl") == Approx(0.8 * 20e9).epsilon(0.01));
+  CHECK(busbw(4, "nccl1") == Approx(busbw(4, "nccl")));
+  CHECK(busbw(4, "nccl1") == Approx(0.8 * 20e9).epsilon(0.01));
+}
+
 TEST_CASE("bench: NVLS on one ND96isr_H100_v5 in closed form, and refused where the switch cannot reduce", "[bench]") {
   // 256 slices of 4 MiB, each GPU's shard 512 KiB: in a full step every GPU port carries a slice and a shard
   // each way at 0.85 (NCCL's nvlsEfficiency) of 0.8 x 18 x 25 GB/s. A step's busiest port carries 4 MiB in

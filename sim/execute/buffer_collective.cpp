@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <stdexcept>
 
 #include "execute/comm_model.h"
@@ -79,6 +80,12 @@ BufferCollectiveLayout buffer_collective_layout(const Scenario& s, collective::S
   const Strategy st = s.communication.strategy;
   const int channels = s.communication.channels;
   if (st == Strategy::Ring || st == Strategy::Auto) l.ring_orders = search.ring_orders(channels);
+  if (costs.library().ring_order == RingOrder::Device) {  // NCCL 1.x: its ring in device index order
+    std::vector<int> order(static_cast<std::size_t>(costs.workers()));
+    std::iota(order.begin(), order.end(), 0);
+    if (st == Strategy::Ring) l.ring_orders.assign(static_cast<std::size_t>(channels), order);
+    l.local_order = std::vector<int>(order.begin(), order.begin() + s.cluster.gpus_per_node);
+  }
   if (st == Strategy::Tree) l.tree_chains = tree_chains(search, s.cluster.gpus_per_node, channels);
   if (st == Strategy::Auto) {
     l.tree_chains = tree_chains(search, s.cluster.gpus_per_node, 2 * channels);

@@ -41,7 +41,9 @@ void CommModel::index_edges() {
     edge_index_.emplace(e.get_property(), static_cast<int>(edges_.size()));
     edges_.push_back(e);
     const Link& l = g[e];
-    const PathProfile& p = is_fabric(l.kind) ? lib_.fabric(topo_.shape().fabric) : lib_.intra_node;
+    const PathProfile& p = is_fabric(l.kind)                        ? lib_.fabric(topo_.shape().fabric)
+                           : l.kind == LinkKind::SocketInterconnect ? lib_.socket_path()
+                                                                    : lib_.intra_node;
     const double bandwidth = l.bandwidth * p.bandwidth_fraction;
     edge_bw_.push_back(process_ ? process_->link_bandwidth(g, e, bandwidth) : bandwidth);
   }

@@ -456,7 +456,8 @@ void Catalog::load_libraries(const fs::path& base) {
   YamlField root = open_root(base / "libraries.yaml", {"libraries"});
   for (auto& [name, f] : root.get("libraries").entries()) {
     f.require_map({"description", "data_path", "collective_overhead", "host_reduction_rate", "host_copy_rate",
-                   "kernel_channels", "reduce_slice", "nvls_efficiency", "nvls_channels", "tuning", "paths"});
+                   "kernel_channels", "reduce_slice", "nvls_efficiency", "nvls_channels", "tuning", "ring_order",
+                   "paths"});
     LibraryProfile l;
     l.name = name;
     l.description = f.get("description").str();
@@ -470,8 +471,10 @@ void Catalog::load_libraries(const fs::path& base) {
     if (auto e = f.find("nvls_efficiency")) nvls_efficiency(*e, l);
     if (auto n = f.find("nvls_channels")) l.nvls_channels = n->number(0, 64);
     if (auto t = f.find("tuning")) l.tuning = algorithm_tuning(*t);
+    if (auto r = f.find("ring_order"))
+      l.ring_order = r->choice({"searched", "device"}) == "device" ? RingOrder::Device : RingOrder::Searched;
     YamlField paths = f.get("paths");
-    paths.require_map({"intra_node", "infiniband", "ethernet"});
+    paths.require_map({"intra_node", "cross_socket", "infiniband", "ethernet"});
     auto path = [&](const char* key) {
       YamlField p = paths.get(key);
       p.require_map({"bandwidth_fraction", "message_overhead"});
@@ -483,6 +486,7 @@ void Catalog::load_libraries(const fs::path& base) {
     l.intra_node = path("intra_node");
     l.infiniband = path("infiniband");
     l.ethernet = path("ethernet");
+    if (paths.find("cross_socket")) l.cross_socket = path("cross_socket");
     libraries_.emplace(name, l);
     library_order_.push_back(name);
   }
@@ -806,7 +810,7 @@ LibraryOverlay read_library_overlay(const YamlField& f) {
   if (auto v = f.find("host_reduction_regimes")) o.host_reduction_regimes = rate_steps(*v, "regimes");
   if (auto v = f.find("host_reduction_regimes_by")) o.host_reduction_regimes_by = regime_key(*v);
   if (auto paths = f.find("paths")) {
-    paths->require_map({"intra_node", "infiniband", "ethernet"});
+    paths->require_map({"intra_node", "cross_socket", "infiniband", "ethernet"});
     for (auto& [name, p] : paths->entries()) o.paths[name] = read_path_overlay(p);
   }
   return o;
@@ -851,8 +855,7 @@ void apply_library(const LibraryOverlay& o, LibraryProfile& l) {
   if (o.host_reduction_regimes) l.host_reduction_regimes.points = *o.host_reduction_regimes;
   if (o.host_reduction_regimes_by) l.host_reduction_regimes_by = *o.host_reduction_regimes_by;
   l.host_reduction_regimes.shape = regime_shape(l.host_reduction_regimes_by, SizeCurve::Shape::Geometric);
-  for (const auto& [name, p] : o.paths)
-    apply_path(p, name == "intra_node" ? l.intra_node : name == "infiniband" ? l.infiniband : l.ethernet);
+  for (const auto& [name, p] : o.paths) apply_path(p, l.path(name));
 }
 
 void apply_gpu(const GpuOverlay& o, GpuSpec& g) {

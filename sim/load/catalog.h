@@ -239,6 +239,9 @@ struct ComputeSpec {
 
 // libraries.yaml: what a collective library achieves on each kind of path.
 enum class DataPath { Device, Host };
+// How the library orders a ring's members: by its own search over the topology (NCCL 2), or in device
+// (NVML) index order whatever the links (NCCL 1.x: one ring, src/core.cu orders ranks by NVML index).
+enum class RingOrder { Searched, Device };
 // Messages of at least `from_bytes` behave differently (a protocol switch, buffers outgrowing the caches):
 // their effective bandwidth is the path's times `bandwidth_scale`, their overhead `message_overhead`.
 // Calibration writes these, as SMPI's piecewise factors do.
@@ -357,8 +360,28 @@ struct LibraryProfile {
   SizeCurve host_reduction_regimes;
   RegimeKey host_reduction_regimes_by = RegimeKey::Message;
   double host_reduction_rate_for(double bytes) const { return host_reduction_regimes.at(bytes, host_reduction_rate); }
+  RingOrder ring_order = RingOrder::Searched;
   PathProfile intra_node, infiniband, ethernet;
+  // Device data crossing the CPU interconnect between sockets (paths.cross_socket), where the library moves
+  // it differently from its other in-node paths; without one, intra_node's figures.
+  std::optional<PathProfile> cross_socket;
   const PathProfile& fabric(FabricKind kind) const { return kind == FabricKind::InfiniBand ? infiniband : ethernet; }
+  const PathProfile& socket_path() const { return cross_socket ? *cross_socket : intra_node; }
+  // A path by its libraries.yaml key: intra_node, cross_socket, infiniband or ethernet. Writing cross_socket
+  // where the library has none starts it from intra_node's figures.
+  const PathProfile& path(std::string_view key) const {
+    return key == "intra_node"     ? intra_node
+           : key == "cross_socket" ? socket_path()
+           : key == "infiniband"   ? infiniband
+                                   : ethernet;
+  }
+  PathProfile& path(std::string_view key) {
+    if (key == "cross_socket" && !cross_socket) cross_socket = intra_node;
+    return key == "intra_node"     ? intra_node
+           : key == "cross_socket" ? *cross_socket
+           : key == "infiniband"   ? infiniband
+                                   : ethernet;
+  }
 };
 
 class YamlField;

@@ -29,7 +29,7 @@ struct LibraryOverlay {
   std::optional<double> kernel_channels;                                         // SMs a collective keeps
   std::optional<std::vector<std::pair<double, double>>> host_reduction_regimes;  // (from bytes, bytes/s)
   std::optional<RegimeKey> host_reduction_regimes_by;
-  std::map<std::string, PathOverlay> paths;  // intra_node | infiniband | ethernet
+  std::map<std::string, PathOverlay> paths;  // intra_node | cross_socket | infiniband | ethernet
   bool operator==(const LibraryOverlay&) const = default;
 };
 

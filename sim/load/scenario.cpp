@@ -53,7 +53,9 @@ std::string_view to_string(PsPlacement v) {
   return "?";
 }
 std::string_view to_string(PsAggregation v) { return v == PsAggregation::None ? "none" : "node"; }
-std::string_view to_string(CommLibrary v) { return v == CommLibrary::Nccl ? "nccl" : "mpi"; }
+std::string_view to_string(CommLibrary v) {
+  return v == CommLibrary::Nccl ? "nccl" : v == CommLibrary::Nccl1 ? "nccl1" : "mpi";
+}
 std::string_view to_string(DataFormat v) { return v == DataFormat::Files ? "files" : "records"; }
 std::string_view to_string(collective::ServerAssignment v) {
   return v == collective::ServerAssignment::Greedy ? "greedy" : "round_robin";
@@ -394,8 +396,17 @@ void check_nvls(const YamlField& co, const Catalog& catalog, const SkuSpec& sku,
            "); across domains NCCL pairs it with a tree (NVLSTree), not modelled: use ring "
            "or hierarchical, or cluster.nodes: " +
            std::to_string(sw->domain_nodes) + " at most");
-  if (catalog.library(std::string(to_string(s.communication.library))).data_path != DataPath::Device)
-    f.fail("nvls is NCCL's: set communication.library: nccl");
+  const LibraryProfile& lib = catalog.library(std::string(to_string(s.communication.library)));
+  if (lib.data_path != DataPath::Device || lib.nvls_efficiency <= 0)
+    f.fail("nvls is NCCL's (2.17 on): set communication.library: nccl");
+}
+
+// communication: a library that orders its one ring by device index (NCCL 1.x) runs rings only.
+void check_ring_only(const YamlField& co, const Catalog& catalog, const Scenario& s) {
+  const std::string lib(to_string(s.communication.library));
+  if (s.communication.strategy == Strategy::Tree && catalog.library(lib).ring_order == RingOrder::Device)
+    co.get("strategy")
+        .fail("library " + lib + " runs rings only (NCCL's trees came with 2.4): use ring, or library nccl");
 }
 
 // communication: strategy auto picks ring or tree by the library's own tuning model (libraries.yaml tuning).
@@ -479,8 +490,10 @@ int parse_buffers(const YamlField& co, Scenario& s) {
           "'unlimited', got '" +
           v + "'");
   }
-  if (auto f = co.find("library"))
-    s.communication.library = f->choice({"nccl", "mpi"}) == "nccl" ? CommLibrary::Nccl : CommLibrary::Mpi;
+  if (auto f = co.find("library")) {
+    const std::string v = f->choice({"nccl", "nccl1", "mpi"});
+    s.communication.library = v == "nccl" ? CommLibrary::Nccl : v == "nccl1" ? CommLibrary::Nccl1 : CommLibrary::Mpi;
+  }
   if (auto f = co.find("channels")) {  // `auto` suits every strategy, a number a ring or a tree
     const std::string v = f->str();
     if (v != "auto") {
@@ -556,6 +569,7 @@ Scenario parse(std::shared_ptr<YamlDocument> doc, const Catalog& catalog, const 
     parse_parameter_server_count(*co, s);
     check_nvls(*co, catalog, sku, s);
     check_auto(*co, catalog, s);
+    check_ring_only(*co, catalog, s);
   }
   s.communication.channels = channels;
   if (channels == 0) default_channels(catalog, sku, s);

@@ -16,7 +16,7 @@ enum class FabricTopology { Star, FatTree, RailOptimized };
 enum class Strategy { Ring, Hierarchical, HalvingDoubling, ParameterServer, Nvls, Tree, Auto };
 enum class PsPlacement { Colocated, Dedicated, Gpus };
 enum class PsAggregation { None, Node };
-enum class CommLibrary { Nccl, Mpi };
+enum class CommLibrary { Nccl, Nccl1, Mpi };  // libraries.yaml: nccl, nccl1 (NCCL 1.x), mpi
 enum class Framework { Horovod, PytorchDdp };
 
 std::string_view to_string(FabricTopology v);

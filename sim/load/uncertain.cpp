@@ -70,7 +70,7 @@ double catalog_value(const Catalog& c, const std::vector<std::string>& f, const 
   if (f[0] == "link_classes") return f[2] == "bandwidth" ? c.link(f[1]).bandwidth : c.link(f[1]).latency;
   const LibraryProfile& l = c.library(f[1]);
   if (f.size() == 3) return l.*find_figure(kLibraryFigures, f[2])->value;
-  const PathProfile& p = f[3] == "intra_node" ? l.intra_node : f[3] == "infiniband" ? l.infiniband : l.ethernet;
+  const PathProfile& p = l.path(f[3]);
   return f[4] == "bandwidth_fraction" ? p.bandwidth_fraction : p.message_overhead;
 }
 
@@ -93,7 +93,7 @@ std::string check_figure(const Catalog& c, const std::string& figure) {
       "skus.PATTERN.ethernet_bandwidth, "
       "link_classes.NAME.{bandwidth,latency}, "
       "libraries.NAME.{collective_overhead,host_reduction_rate,host_copy_rate,kernel_channels} or "
-      "libraries.NAME.paths.{intra_node,infiniband,ethernet}.{bandwidth_fraction,message_overhead}";
+      "libraries.NAME.paths.{intra_node,cross_socket,infiniband,ethernet}.{bandwidth_fraction,message_overhead}";
   try {
     if (f.size() == 2 && f[0] == "compute" && find_figure(kComputeFigures, f[1])) return "";
     if (f.size() == 3 && f[0] == "skus" && f[2] == "ethernet_bandwidth")
@@ -101,7 +101,7 @@ std::string check_figure(const Catalog& c, const std::string& figure) {
     const bool link = f.size() == 3 && f[0] == "link_classes" && one_of(f[2], {"bandwidth", "latency"});
     const bool library = f.size() == 3 && f[0] == "libraries" && find_figure(kLibraryFigures, f[2]);
     const bool path = f.size() == 5 && f[0] == "libraries" && f[2] == "paths" &&
-                      one_of(f[3], {"intra_node", "infiniband", "ethernet"}) &&
+                      one_of(f[3], {"intra_node", "cross_socket", "infiniband", "ethernet"}) &&
                       one_of(f[4], {"bandwidth_fraction", "message_overhead"});
     if (link) c.link(f[1]);  // throws, naming the closest link classes, where there is no such one
     if (library || path) c.library(f[1]);
@@ -149,7 +149,7 @@ bool applies_to(const UncertainParameter& p, const Scenario& s) {
   if (f.size() == 3 && f[2] == "host_reduction_rate")
     return s.communication.library == CommLibrary::Mpi || s.communication.server_members() > 0;
   if (f.size() == 3) return true;
-  if (f[3] == "intra_node") return s.cluster.gpus_per_node > 1;
+  if (f[3] == "intra_node" || f[3] == "cross_socket") return s.cluster.gpus_per_node > 1;
   return several_nodes && f[3] == to_string(s.cluster.fabric);
 }
 

@@ -127,7 +127,7 @@ ordered_json link_json(const LinkLoad& l) {
 
 std::string collective_activity(const Prediction& p, const CollectiveRecord& r) {
   if (r.algorithm == "parameter_server") return "PS_PUSH_PULL";
-  return p.library == "nccl" ? "NCCL_ALLREDUCE" : "MPI_ALLREDUCE";
+  return p.library.starts_with("nccl") ? "NCCL_ALLREDUCE" : "MPI_ALLREDUCE";  // nccl, nccl1
 }
 
 }  // namespace
