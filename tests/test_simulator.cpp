@@ -1620,7 +1620,7 @@ TEST_CASE("bench: NCCL 1's one ring in device order crosses a DGX-1's sockets th
   // GPUs 0-3 and 4-7 of a DGX-1 (P100) are NVLink cliques; 3-4 and 7-0 are not linked and sit on different
   // sockets. NCCL 2's searched ring stays on NVLink (0.8 x 20 GB/s); NCCL 1's ring 0..7 crosses the QPI pair
   // (38.4 GB/s) twice at its cross_socket fraction, one crossing each way. Four GPUs: one clique, alike.
-  const Catalog& c = ringsim::test::catalog();
+  Catalog c = ringsim::test::catalog();
   auto busbw = [&](int gpus, const char* library) {
     const Scenario s =
         load_scenario(std::string(RINGSIM_TEST_VALIDATION_SCENARIOS) + "/dgx1_p100_tf_replicated_nccl.yaml", c,
@@ -1635,6 +1635,17 @@ TEST_CASE("bench: NCCL 1's one ring in device order crosses a DGX-1's sockets th
   CHECK(busbw(8, "nccl") == Approx(0.8 * 20e9).epsilon(0.01));
   CHECK(busbw(4, "nccl1") == Approx(busbw(4, "nccl")));
   CHECK(busbw(4, "nccl1") == Approx(0.8 * 20e9).epsilon(0.01));
+  // An overlay sets the figure; on a library without one it starts from intra_node's, and NCCL 2's
+  // searched ring on NVLink does not cross the sockets, so it is unmoved.
+  const std::string file = "/tmp/ringsim_cross_socket_" + std::to_string(getpid()) + ".yaml";
+  std::ofstream(file) << "libraries:\n  nccl1:\n    paths:\n      cross_socket: {bandwidth_fraction: 0.16}\n"
+                         "  nccl:\n    paths:\n      cross_socket: {bandwidth_fraction: 0.1}\n";
+  c.apply_overlay(file);
+  std::remove(file.c_str());
+  CHECK(c.library("nccl1").cross_socket->bandwidth_fraction == 0.16);
+  CHECK(c.library("nccl").cross_socket->message_overhead == c.library("nccl").intra_node.message_overhead);
+  CHECK(busbw(8, "nccl1") == Approx(0.16 * 38.4e9).epsilon(0.01));
+  CHECK(busbw(8, "nccl") == Approx(0.8 * 20e9).epsilon(0.01));
 }
 
 TEST_CASE("bench: NVLS on one ND96isr_H100_v5 in closed form, and refused where the switch cannot reduce", "[bench]") {
