@@ -76,16 +76,22 @@ bool picks_tree(const AlgorithmChoice& c, std::uint64_t bytes) {
 
 BufferCollectiveLayout buffer_collective_layout(const Scenario& s, collective::Space space, CommModel& costs) {
   RingSearch search(costs);
-  BufferCollectiveLayout l{costs.workers(), space, {}, search.local_ring_order(), {}, std::nullopt};
   const Strategy st = s.communication.strategy;
   const int channels = s.communication.channels;
-  if (st == Strategy::Ring || st == Strategy::Auto) l.ring_orders = search.ring_orders(channels);
-  if (costs.library().ring_order == RingOrder::Device) {  // NCCL 1.x: its ring in device index order
-    std::vector<int> order(static_cast<std::size_t>(costs.workers()));
+  // NCCL 1.x orders its one ring by device index whatever the links: nothing to search.
+  const bool device_order = costs.library().ring_order == RingOrder::Device;
+  auto index_order = [](int n) {
+    std::vector<int> order(static_cast<std::size_t>(n));
     std::iota(order.begin(), order.end(), 0);
-    if (st == Strategy::Ring) l.ring_orders.assign(static_cast<std::size_t>(channels), order);
-    l.local_order = std::vector<int>(order.begin(), order.begin() + s.cluster.gpus_per_node);
-  }
+    return order;
+  };
+  BufferCollectiveLayout l{
+      costs.workers(), space, {}, device_order ? index_order(s.cluster.gpus_per_node) : search.local_ring_order(), {},
+      std::nullopt};
+  if (st == Strategy::Ring || st == Strategy::Auto)
+    l.ring_orders =
+        device_order ? std::vector<std::vector<int>>(static_cast<std::size_t>(channels), index_order(costs.workers()))
+                     : search.ring_orders(channels);
   if (st == Strategy::Tree) l.tree_chains = tree_chains(search, s.cluster.gpus_per_node, channels);
   if (st == Strategy::Auto) {
     l.tree_chains = tree_chains(search, s.cluster.gpus_per_node, 2 * channels);
