@@ -471,10 +471,12 @@ void write_runs(const std::string& runs, const std::string& scenario_file, const
 
 TEST_CASE("calibrate --runs: runs generated from known figures are fitted back", "[calibrate]") {
   const Catalog& catalog = test::catalog();
-  // NCCL's channels and the busy neighbours' toll measured (the scenario's overlay; none in the truth too):
+  // NCCL's channels, its GPUs' path across the sockets and the busy neighbours' toll measured (the
+  // scenario's overlay; none in the truth too):
   // four figures change these runs, as four runs do.
   const std::string channels = temp("ringsim_runs_channels_") + ".yaml";
-  std::ofstream(channels) << "compute:\n  co_run_slowdown: 0\nlibraries:\n  nccl:\n    kernel_channels: 2\n";
+  std::ofstream(channels) << "compute:\n  co_run_slowdown: 0\nlibraries:\n  nccl:\n    kernel_channels: 2\n"
+                             "    paths:\n      cross_socket: {bandwidth_fraction: 0.16}\n";
   const std::string scenario_file = runs_scenario(channels);
   CatalogOverlay truth;
   truth.libraries["nccl"].paths["ethernet"].bandwidth_fraction = 0.40;
@@ -507,7 +509,8 @@ TEST_CASE("calibrate --runs: runs generated from known figures are fitted back",
   // the fit's few Levenberg-Marquardt steps stop at 1.5 % on one run), and closer than the catalog's figures
   // over all runs.
   const std::string co_run = temp("ringsim_runs_co_run_") + ".yaml";
-  std::ofstream(co_run) << "compute:\n  co_run_slowdown: 0\n";
+  std::ofstream(co_run) << "compute:\n  co_run_slowdown: 0\nlibraries:\n  nccl:\n    paths:\n"
+                           "      cross_socket: {bandwidth_fraction: 0.16}\n";
   const std::string open_file = runs_scenario(co_run);
   write_runs(runs, open_file, truth, 5);
   const RunsFit five = fit_runs(catalog, open_file, {}, runs);
@@ -529,7 +532,8 @@ TEST_CASE("calibrate --runs: runs in the flow fidelity are searched in the step 
   // are the flow fidelity's at the fitted figures.
   const Catalog& catalog = test::catalog();
   const std::string measured = temp("ringsim_runs_flow_measured_") + ".yaml";
-  std::ofstream(measured) << "compute:\n  co_run_slowdown: 0\nlibraries:\n  nccl:\n    kernel_channels: 2\n";
+  std::ofstream(measured) << "compute:\n  co_run_slowdown: 0\nlibraries:\n  nccl:\n    kernel_channels: 2\n"
+                             "    paths:\n      cross_socket: {bandwidth_fraction: 0.16}\n";
   const std::string file = temp("ringsim_runs_flow_scenario_") + ".yaml";
   std::ofstream(file) << "name: runs\ncluster: {sku: NC24r, nodes: 2, fabric: ethernet}\n"
                          "model: {name: resnet50, batch_per_gpu: 32}\ntraining: {epochs: 1}\n"
@@ -584,10 +588,11 @@ TEST_CASE("calibrate --runs: bad files and fits the runs do not determine are re
   // Six figures change a run across two nodes, and there is one run.
   CHECK_THAT(error_of("cluster.nodes,images_per_sec\n2,300\n"),
              Catch::Contains("not determined") && Catch::Contains("Measure more runs"));
-  // One node of 2 and of 4 GPUs: the two variations, the busy neighbours' toll and NCCL's channels change
-  // them, but the variations only through their root sum of squares: three independent ways, two runs.
+  // One node of 2 and of 4 GPUs: the two variations, the busy neighbours' toll, NCCL's channels and (4 GPUs
+  // on two sockets) its path between them change them, but the variations only through their root sum of
+  // squares: four independent ways, two runs.
   CHECK_THAT(error_of("cluster.nodes,cluster.gpus_per_node,images_per_sec\n1,2,180\n1,4,350\n"),
-             Catch::Contains("4 uncertain figures") && Catch::Contains("in 3 independent ways") &&
+             Catch::Contains("5 uncertain figures") && Catch::Contains("in 4 independent ways") &&
                  Catch::Contains("only 2 runs"));
   std::remove(runs.c_str());
   std::remove(scenario_file.c_str());

@@ -241,7 +241,7 @@ TEST_CASE("node aggregation: each node pushes its GPUs' sum once and pulls once"
   CHECK(timed(agg, *node_ps, Fidelity::Step) == Approx(timed(agg, *node_ps, Fidelity::Flow)).epsilon(0.02));
 }
 
-TEST_CASE("ring on one NC24rs_v3 crosses its PCIe links and a second node moves the bottleneck to the NIC", "[sim]") {
+TEST_CASE("ring on one NC24rs_v3 crosses its PCIe links and sockets, nodes of two GPUs are bound by the NIC", "[sim]") {
   const Scenario one = scenario(
       "cluster: {sku: NC24rs_v3, nodes: 1}\nmodel: {name: resnet50, batch_per_gpu: 64}\ntraining: {epochs: 1}\n");
   const std::uint64_t S = std::uint64_t{64} << 20;
@@ -255,12 +255,19 @@ TEST_CASE("ring on one NC24rs_v3 crosses its PCIe links and a second node moves 
     CAPTURE(link);
     CHECK(bytes[link] == Approx(per_link));
   }
+  // NCCL's SHM between the sockets: the crossing's own path beside the QPI's, both ways.
+  CHECK(bytes["n0.cpu0->n0.cpu1/gpu-to-gpu"] == Approx(per_link));
+  CHECK(bytes["n0.cpu1->n0.cpu0/gpu-to-gpu"] == Approx(per_link));
   CHECK(bytes.count("n0.cpu0->n0.ib0") == 0);
 
   const std::string dir = RINGSIM_TEST_SCENARIOS;
+  // NCCL's 6 GB/s between the sockets binds a node's four GPUs, ahead of their PCIe links and of FDR
+  // InfiniBand; two nodes of GPUs 0 and 1 (one socket) are bound by the NIC.
   const auto j1 = predict_json(dir + "/resnet50_imagenet_8x_nc24rs_v3.yaml", "--set cluster.nodes=1");
-  CHECK(j1["bottleneck"]["kind"] == "pcie");
-  const auto j2 = predict_json(dir + "/resnet50_imagenet_8x_nc24rs_v3.yaml", "--set cluster.nodes=2");
+  CHECK(j1["bottleneck"]["kind"] == "socket");
+  CHECK(j1["bottleneck"]["link"] == "n0.cpu0->n0.cpu1/gpu-to-gpu");
+  const auto j2 =
+      predict_json(dir + "/resnet50_imagenet_8x_nc24rs_v3.yaml", "--set cluster.nodes=2 --set cluster.gpus_per_node=2");
   CHECK(j2["bottleneck"]["kind"] == "infiniband");
   CHECK(j2["bottleneck"]["link"].get<std::string>().find("ib0") != std::string::npos);
 }
@@ -599,6 +606,99 @@ TEST_CASE("channels: NCCL rings across DGX-1 nodes use all four NICs", "[simulat
   CHECK(rails == 1);  // one ring leaves a node once
   // Bound by the NICs, four rails move the buffer more than three times as fast as one.
   CHECK(one.at("duration") / spread.at("duration") > 3.0);
+}
+
+TEST_CASE("channels: four rings over a DGX-1 (P100)'s NVLinks take each link one way once", "[simulator]") {
+  // The hybrid cube mesh has two NVLink-only cycles sharing no link; a ring and its reverse take a link's
+  // two directions. Rings chosen one at a time put two on one NVLink (busbw bound at 8 GB/s a ring).
+  const Scenario s = scenario(
+      "cluster: {sku: DGX-1-P100, nodes: 4}\nmodel: {name: resnet50, batch_per_gpu: 64}\ntraining: {epochs: 1}\n");
+  const Topology topology = Topology::build(test::catalog(), cluster_shape(s.cluster));
+  CommModel cm(test::catalog(), s, topology);
+  RingSearch search(cm);
+  const auto rings = search.ring_orders(4);
+  REQUIRE(rings.size() == 4);
+  std::map<std::string, int> uses;
+  for (const auto& r : rings)
+    for (std::size_t i = 0; i + 1 < r.size(); ++i)
+      for (int e : cm.hop(r[i], r[i + 1]).edges) ++uses[cm.edge_name(e)];
+  int nvlinks = 0;
+  for (const auto& [name, n] : uses) {
+    CAPTURE(name);
+    CHECK(name.find("n0.cpu") == std::string::npos);  // no GPU pair goes through the sockets
+    if (name.rfind("n0.gpu", 0) == 0 && name.find("->n0.gpu") != std::string::npos) {
+      CHECK(n == 1);
+      ++nvlinks;
+    }
+    if (name.rfind("n0.ib", 0) == 0) CHECK(n == 1);  // each NIC sends one ring
+  }
+  CHECK(nvlinks == 4 * 7);
+}
+
+TEST_CASE("bench: NCCL 2's GPUs on two Xeon sockets talk through host memory, AMD's sockets pass peer traffic",
+          "[bench]") {
+  // NCCL 2.4 uses P2P within a socket only (p2p.cc PATH_NODE): a 4-GPU NC24rs_v3 ring crosses the QPI pair
+  // (38.4 GB/s) once each way at nccl's cross_socket fraction; 2 GPUs stay at 0.8 of PCIe gen3 x16. An AMD
+  // host (NC96ads_A100_v4) gives peer access across its sockets: 0.8 of PCIe gen4 x16 at 4 GPUs too.
+  const Catalog& c = ringsim::test::catalog();
+  auto busbw = [&](const std::string& sku, int gpus) {
+    const Scenario s = load_scenario(
+        std::string(RINGSIM_TEST_SCENARIOS) + "/resnet50_imagenet_8x_nc24rs_v3.yaml", c,
+        {parse_override("cluster.sku=" + sku), parse_override("cluster.nodes=1"),
+         parse_override("cluster.fabric=ethernet"), parse_override("cluster.gpus_per_node=" + std::to_string(gpus))});
+    const BenchPrediction b = predict_allreduce_bench(c, s, {1ull << 30, 1ull << 30, 2});
+    REQUIRE(b.rows.size() == 1);
+    return b.rows[0].algbw() * b.bus_factor;
+  };
+  const double fraction = c.library("nccl").cross_socket->bandwidth_fraction;
+  CHECK(busbw("NC24rs_v3", 2) == Approx(0.8 * 15.754e9).epsilon(0.01));
+  CHECK(busbw("NC24rs_v3", 4) == Approx(fraction * 38.4e9).epsilon(0.01));
+  CHECK(busbw("NC96ads_A100_v4", 4) == Approx(0.8 * 31.5e9).epsilon(0.01));
+  // The path of its own is for GPU pairs of the library's collectives: parameter servers' copies keep the
+  // link (no twin edges), and a GPU's way to a host buffer across the sockets takes the link itself.
+  const std::string base =
+      "cluster: {sku: NC24rs_v3, nodes: 1}\nmodel: {name: resnet50, batch_per_gpu: 64}\n"
+      "training: {epochs: 1}\n";
+  const Scenario ring = scenario(base), ps = scenario(base + "communication: {strategy: parameter_server}\n");
+  const Topology topology = Topology::build(c, cluster_shape(ring.cluster));
+  const int links = static_cast<int>(boost::num_edges(topology.graph()));
+  CommModel ring_cm(c, ring, topology), ps_cm(c, ps, topology);
+  CHECK(ring_cm.edge_count() == links + 2);  // the QPI pair's two directions
+  CHECK(ps_cm.edge_count() == links);
+  auto through = [&](CommModel& cm, VertexId a, VertexId b) {
+    std::vector<std::string> names;
+    for (int e : cm.path(a, b).edges) names.push_back(cm.edge_name(e));
+    return names;
+  };
+  const auto pair = through(ring_cm, topology.gpu(0, 0), topology.gpu(0, 3));
+  CHECK(std::count(pair.begin(), pair.end(), "n0.cpu0->n0.cpu1/gpu-to-gpu") == 1);
+  CHECK(std::count(pair.begin(), pair.end(), "n0.cpu0->n0.cpu1") == 1);
+  const auto host = through(ring_cm, topology.gpu(0, 0), topology.host_memory(0, 1));
+  CHECK(std::count(host.begin(), host.end(), "n0.cpu0->n0.cpu1/gpu-to-gpu") == 0);
+}
+
+TEST_CASE("bands: NCCL's cross-socket figure is uncertain only where a collective's GPUs sit on two Xeon sockets",
+          "[band]") {
+  const auto& uncertain = test::catalog().uncertain();
+  const auto p = std::find_if(uncertain.begin(), uncertain.end(), [](const UncertainParameter& u) {
+    return u.figure == "libraries.nccl.paths.cross_socket.bandwidth_fraction";
+  });
+  REQUIRE(p != uncertain.end());
+  auto on = [&](const std::string& sku, int gpus, const std::string& comm = "{library: nccl}") {
+    return applies_to(*p,
+                      scenario("cluster: {sku: " + sku + ", nodes: 1, gpus_per_node: " + std::to_string(gpus) +
+                               "}\nmodel: {name: resnet50, batch_per_gpu: 64}\ntraining: {epochs: 1}\n"
+                               "communication: " +
+                               comm + "\n"),
+                      test::catalog());
+  };
+  CHECK(on("NC24rs_v3", 4));
+  CHECK(on("NC24rs_v3", 3));
+  CHECK_FALSE(on("NC24rs_v3", 2));                                                 // GPUs 0 and 1 share socket 0
+  CHECK_FALSE(on("NC96ads_A100_v4", 4));                                           // AMD: peer access across sockets
+  CHECK_FALSE(on("NC24rs_v3", 4, "{library: nccl, strategy: parameter_server}"));  // copies, not NCCL's SHM
+  CHECK_FALSE(on("NC24rs_v3", 4, "{library: mpi}"));
+  CHECK(on("DGX-1-P100", 8));  // the searched ring avoids the QPI, but a sampled figure may not
 }
 
 TEST_CASE("work estimate: the flow fidelity runs the estimated transfers, the graph size is exact",
@@ -1260,8 +1360,8 @@ TEST_CASE("interference: a collective's kernels hold SMs and memory bandwidth wh
     return p.figure == "libraries.nccl.kernel_channels";
   });
   REQUIRE(it != uncertain.end());
-  CHECK(applies_to(*it, dgx1("library: nccl")));
-  CHECK_FALSE(applies_to(*it, dgx1("library: nccl, strategy: parameter_server")));
+  CHECK(applies_to(*it, dgx1("library: nccl"), test::catalog()));
+  CHECK_FALSE(applies_to(*it, dgx1("library: nccl, strategy: parameter_server"), test::catalog()));
 
   // In a training step the compute running beside each collective is slowed by its share: with one
   // collective at a time (step fidelity), rank 0's passes take longer by the sum of share x overlap.
@@ -1350,8 +1450,8 @@ TEST_CASE("co-run: a GPU among busy neighbours in its node is co_run_slowdown sl
     return nullptr;
   }();
   REQUIRE(p != nullptr);
-  CHECK(applies_to(*p, node));
-  CHECK_FALSE(applies_to(*p, one_gpu_per_node(4)));
+  CHECK(applies_to(*p, node, test::catalog()));
+  CHECK_FALSE(applies_to(*p, one_gpu_per_node(4), test::catalog()));
   // An overlay file carries it.
   const std::string file = "/tmp/ringsim_co_run_" + std::to_string(::getpid()) + ".yaml";
   std::ofstream(file) << o.to_yaml();
@@ -1369,12 +1469,16 @@ TEST_CASE("uncertain: a device library's host sums are in the band only where pa
   REQUIRE(p != nullptr);
   const std::string common = "model: {name: vgg16, batch_per_gpu: 32}\ntraining: {epochs: 1}\n";
   const std::string node = "cluster: {sku: DGX-1-P100, nodes: 1}\n" + common;
-  CHECK(applies_to(*p, scenario(node + "communication: {library: nccl, strategy: parameter_server}\n")));
+  CHECK(
+      applies_to(*p, scenario(node + "communication: {library: nccl, strategy: parameter_server}\n"), test::catalog()));
   // NCCL's allreduce sums on the GPUs; servers on the GPUs sum there too; MPI's own figure is another one.
-  CHECK_FALSE(applies_to(*p, scenario(node + "communication: {library: nccl}\n")));
-  CHECK_FALSE(applies_to(*p, scenario(node + "communication: {library: nccl, strategy: parameter_server, "
-                                             "parameter_server_placement: gpus}\n")));
-  CHECK_FALSE(applies_to(*p, scenario(node + "communication: {library: mpi, strategy: parameter_server}\n")));
+  CHECK_FALSE(applies_to(*p, scenario(node + "communication: {library: nccl}\n"), test::catalog()));
+  CHECK_FALSE(applies_to(*p,
+                         scenario(node + "communication: {library: nccl, strategy: parameter_server, "
+                                         "parameter_server_placement: gpus}\n"),
+                         test::catalog()));
+  CHECK_FALSE(
+      applies_to(*p, scenario(node + "communication: {library: mpi, strategy: parameter_server}\n"), test::catalog()));
 }
 
 TEST_CASE("band: it holds the prediction, and a calibration that measures a figure narrows it", "[model]") {
@@ -1635,8 +1739,8 @@ TEST_CASE("bench: NCCL 1's one ring in device order crosses a DGX-1's sockets th
   CHECK(busbw(8, "nccl") == Approx(0.8 * 20e9).epsilon(0.01));
   CHECK(busbw(4, "nccl1") == Approx(busbw(4, "nccl")));
   CHECK(busbw(4, "nccl1") == Approx(0.8 * 20e9).epsilon(0.01));
-  // An overlay sets the figure; on a library without one it starts from intra_node's, and NCCL 2's
-  // searched ring on NVLink does not cross the sockets, so it is unmoved.
+  // An overlay sets the figure (one written for a library without one would start from intra_node's), and
+  // NCCL 2's searched ring on NVLink does not cross the sockets, so it is unmoved.
   const std::string file = "/tmp/ringsim_cross_socket_" + std::to_string(getpid()) + ".yaml";
   std::ofstream(file) << "libraries:\n  nccl1:\n    paths:\n      cross_socket: {bandwidth_fraction: 0.16}\n"
                          "  nccl:\n    paths:\n      cross_socket: {bandwidth_fraction: 0.1}\n";

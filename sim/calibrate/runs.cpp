@@ -207,7 +207,7 @@ class RunsFitter {
   static bool step(const Scenario& s) { return s.communication.concurrent_collectives == 1; }
   // Whether the figure takes part in any run's prediction at all (uncertain.h applies_to).
   bool any_run_uses(const UncertainParameter& p) const {
-    return std::any_of(runs_.begin(), runs_.end(), [&](const Scenario& s) { return applies_to(p, s); });
+    return std::any_of(runs_.begin(), runs_.end(), [&](const Scenario& s) { return applies_to(p, s, catalog_); });
   }
 
  private:

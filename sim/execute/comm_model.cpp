@@ -31,21 +31,31 @@ CommModel::CommModel(const Catalog& catalog, const Scenario& s, const Topology& 
   find_templates();
   // Path costs: effective bandwidths, with CPU processes' share of their cores.
   if (gpu_.cpu_process) process_.emplace(catalog, s);
-  index_edges();
+  index_edges(catalog, s);
   place_workers(s);
 }
 
-void CommModel::index_edges() {
+void CommModel::index_edges(const Catalog& catalog, const Scenario& s) {
   const TopologyGraph& g = topo_.graph();
   for (auto e : boost::make_iterator_range(boost::edges(g))) {
     edge_index_.emplace(e.get_property(), static_cast<int>(edges_.size()));
     edges_.push_back(e);
     const Link& l = g[e];
-    const PathProfile& p = is_fabric(l.kind)                        ? lib_.fabric(topo_.shape().fabric)
-                           : l.kind == LinkKind::SocketInterconnect ? lib_.socket_path()
-                                                                    : lib_.intra_node;
+    const PathProfile& p = is_fabric(l.kind) ? lib_.fabric(topo_.shape().fabric) : lib_.intra_node;
     const double bandwidth = l.bandwidth * p.bandwidth_fraction;
     edge_bw_.push_back(process_ ? process_->link_bandwidth(g, e, bandwidth) : bandwidth);
+  }
+  link_edges_ = static_cast<int>(edges_.size());
+  // GPU pairs across a socket link without peer access: the library's collectives pass through host memory,
+  // a path of their own beside the link's other traffic (NICs, host buffers, parameter servers' copies).
+  gpu_pair_twin_.assign(link_edges_, -1);
+  if (!lib_.cross_socket || gpu_.cpu_process || s.communication.strategy == Strategy::ParameterServer) return;
+  for (int i = 0; i < link_edges_; ++i) {
+    const Link& l = g[edges_[i]];
+    if (l.kind != LinkKind::SocketInterconnect || catalog.link(l.link_class).gpu_peer_access) continue;
+    gpu_pair_twin_[i] = static_cast<int>(edges_.size());
+    edges_.push_back(edges_[i]);
+    edge_bw_.push_back(l.bandwidth * lib_.cross_socket->bandwidth_fraction);
   }
 }
 
@@ -183,8 +193,12 @@ const Route& CommModel::fabric(VertexId nic_a, VertexId nic_b, int node_b) {
 Path CommModel::make_path(const Route& r) const {
   Path p;
   p.latency = r.latency;
+  const Device &a = topo_.device(r.src), &b = topo_.device(r.dst);
+  const bool gpu_pair = a.kind == DeviceKind::Gpu && b.kind == DeviceKind::Gpu && a.node == b.node;
   for (auto e : r.edges) {
-    p.edges.push_back(edge_index_.at(e.get_property()));
+    const int i = edge_index_.at(e.get_property());
+    p.edges.push_back(i);
+    if (gpu_pair && gpu_pair_twin_[i] >= 0) p.edges.push_back(gpu_pair_twin_[i]);
     if (is_fabric(topo_.link(e).kind)) p.crosses_fabric = true;
   }
   p.profile = p.crosses_fabric ? &lib_.fabric(topo_.shape().fabric) : &lib_.intra_node;
@@ -276,7 +290,7 @@ PathCost::Hop CommModel::hop(int a, int b) {
 std::string CommModel::edge_name(int i) const {
   const TopologyGraph& g = topo_.graph();
   const EdgeId e = edges_[i];
-  return g[boost::source(e, g)].name + "->" + g[boost::target(e, g)].name;
+  return g[boost::source(e, g)].name + "->" + g[boost::target(e, g)].name + (gpu_pair_edge(i) ? "/gpu-to-gpu" : "");
 }
 
 ComputeHold CommModel::compute_interference(const collective::Collective& c, double duration) const {

@@ -101,6 +101,9 @@ class CommModel final : public PathCost {
   EdgeId edge(int i) const { return edges_[i]; }
   int edge_index(EdgeId e) const { return edge_index_.at(e.get_property()); }
   double edge_bandwidth(int i) const override { return edge_bw_[i]; }  // effective for this library
+  // A socket link's GPU-to-GPU path through host memory (LibraryProfile::cross_socket): edge(i) is the link.
+  bool gpu_pair_edge(int i) const { return i >= link_edges_; }
+  double edge_latency(int i) const { return gpu_pair_edge(i) ? 0 : topo_.link(edges_[i]).latency; }
   // Worker a to worker b in the data space: the path's edges and latency.
   Hop hop(int a, int b) override;
   int sampled_node() const override {  // the last node of the first rack-scale NVLink domain, when there are two
@@ -157,8 +160,8 @@ class CommModel final : public PathCost {
   ComputeHold compute_interference(const collective::Collective& c, double duration) const;
 
  private:
-  void index_edges();     // dense edge indices, effective bandwidths
-  void find_templates();  // node templates
+  void index_edges(const Catalog& catalog, const Scenario& s);  // dense edge indices, effective bandwidths
+  void find_templates();                                        // node templates
   void place_workers(const Scenario& s);
   Path make_path(const Route& r) const;
   const Route& intra(VertexId a, VertexId b);                       // a, b in the same node
@@ -179,8 +182,10 @@ class CommModel final : public PathCost {
   int workers_ = 0;
   int ranks_per_node_ = 0;
   std::vector<MemberPlace> places_;
-  std::vector<EdgeId> edges_;
+  std::vector<EdgeId> edges_;  // the graph's links, then GPU-pair twins of socket links
   std::vector<double> edge_bw_;
+  int link_edges_ = 0;                               // edges_ that are the graph's links
+  std::vector<int> gpu_pair_twin_;                   // per link edge: its GPU-to-GPU twin's index, or -1
   std::unordered_map<const void*, int> edge_index_;  // edge property address -> dense index
   std::vector<std::size_t> node_base_;               // first vertex of each node
   std::size_t node_size_ = 0;

@@ -25,9 +25,7 @@ std::vector<sg4::LinkInRoute> PlatformBuilder::route_links(const Path& p, bool o
   std::vector<sg4::LinkInRoute> route;
   for (int e : p.edges) {
     if (!links_[e])
-      links_[e] = zone_->create_link(cm_.edge_name(e), cm_.edge_bandwidth(e))
-                      ->set_latency(cm_.topology().link(cm_.edge(e)).latency)
-                      ->seal();
+      links_[e] = zone_->create_link(cm_.edge_name(e), cm_.edge_bandwidth(e))->set_latency(cm_.edge_latency(e))->seal();
     route.emplace_back(links_[e]);
   }
   if (overhead_as_latency && p.overhead > 0) {

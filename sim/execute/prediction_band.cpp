@@ -98,7 +98,7 @@ BandRatios band_ratios(const Catalog& catalog, const Scenario& s, const CatalogO
   // The roofline's efficiency moves only a rate the roofline gives (not a measured or given one).
   const bool roofline = build_compute_model(catalog, s, false).source == "roofline";
   for (const auto& p : catalog.uncertain())
-    if (applies_to(p, s) && !overlay_sets(catalog, calibration, p) &&
+    if (applies_to(p, s, catalog) && !overlay_sets(catalog, calibration, p) &&
         (roofline || p.figure != "compute.roofline_efficiency_scale")) {
       params.push_back(&p);
       band.parameters.push_back(p.name);

@@ -761,7 +761,14 @@ Prediction TrainingRun::run() {
   for (int e = 0; e < cm_.edge_count(); ++e) {
     if (edge_bytes_[e] <= 0) continue;
     const Link& l = topo_.link(cm_.edge(e));
-    LinkLoad ll{cm_.edge_name(e), l.link_class, std::string(to_string(l.kind)), l.bandwidth, edge_bytes_[e], 0};
+    // A GPU-to-GPU path through host memory: loaded against the rate the library reaches on it.
+    const bool pair = cm_.gpu_pair_edge(e);
+    LinkLoad ll{cm_.edge_name(e),
+                l.link_class + (pair ? "/gpu-to-gpu" : ""),
+                std::string(to_string(l.kind)),
+                pair ? cm_.edge_bandwidth(e) : l.bandwidth,
+                edge_bytes_[e],
+                0};
     ll.utilisation = ll.bytes / (ll.bandwidth * p.iteration_time_s);
     p.links.push_back(std::move(ll));
   }

@@ -77,6 +77,23 @@ class LinkLoads {
     }
     touched_.clear();
   }
+  void totals(double& mx, double& sq) const {
+    mx = max_load_;
+    sq = sum_sq_;
+  }
+  void remove(const std::vector<int>& order) {  // a committed ring; the maximum and sum are recounted
+    stage(order);
+    for (int e : touched_) {
+      load_[e] = std::max(0.0, load_[e] - delta_[e]);
+      delta_[e] = 0;
+    }
+    touched_.clear();
+    max_load_ = sum_sq_ = 0;
+    for (double l : load_) {
+      max_load_ = std::max(max_load_, l);
+      sum_sq_ += l * l;
+    }
+  }
 
  private:
   PathCost& cost_;
@@ -147,13 +164,19 @@ std::vector<std::vector<int>> RingSearch::ring_orders(int channels) {
   const std::vector<std::vector<int>> cycles = candidate_cycles(n, local);
   LinkLoads loads(cost_);  // over `sampled` nodes' worth of ring
   loads.commit(ring_of(local, n, sampled, first));
-  for (int c = 1; c < channels; ++c) {
+  // The best candidate given the rings committed: the most loaded link least loaded, then the loads most
+  // even, then the first. Paired: each with its reverse, which takes every link's other direction.
+  auto reversed = [](std::vector<int> l) {
+    std::reverse(l.begin(), l.end());
+    return l;
+  };
+  auto best_candidate = [&](double& best_max, double& best_sq, bool paired) {
     std::vector<int> best;
-    double best_max = 0, best_sq = 0;
     for (const auto& cycle : cycles)
       for (int r = 0; r < (sampled > 1 ? n : 1); ++r) {
         std::vector<int> l = entered_at(cycle, r);
         loads.stage(ring_of(l, n, sampled, first));
+        if (paired) loads.stage(ring_of(reversed(l), n, sampled, first));
         double mx = 0, sq = 0;
         loads.evaluate(mx, sq);
         if (best.empty() || mx < best_max * (1 - 1e-9) || (mx <= best_max * (1 + 1e-9) && sq < best_sq * (1 - 1e-9))) {
@@ -162,9 +185,39 @@ std::vector<std::vector<int>> RingSearch::ring_orders(int channels) {
           best_sq = sq;
         }
       }
-    loads.commit(ring_of(best, n, sampled, first));
-    rings.push_back(ring_of(best, n, nodes));
+    return best;
+  };
+  // Rings in pairs, a ring and its reverse (the first's reverse second), as NCCL's search finds them on
+  // NVLink meshes; an odd last one alone.
+  std::vector<std::vector<int>> chosen{local};
+  double mx = 0, sq = 0;
+  for (int c = 1; c < channels; ++c) {
+    if (c % 2 == 1)
+      chosen.push_back(reversed(chosen[c - 1]));
+    else
+      chosen.push_back(best_candidate(mx, sq, c + 1 < channels));
+    loads.commit(ring_of(chosen.back(), n, sampled, first));
   }
+  loads.totals(mx, sq);
+  // Greedy choices can leave two rings on one link where another set shares none: choose each ring again
+  // given all the others, while that lowers the loads (NCCL's search backtracks; a few rounds here).
+  for (int round = 0, improved = 1; round < 4 && improved; ++round) {
+    improved = 0;
+    for (int c = 1; c < channels; ++c) {
+      const double before_max = mx, before_sq = sq;
+      loads.remove(ring_of(chosen[c], n, sampled, first));
+      std::vector<int> again = best_candidate(mx, sq, false);
+      if (mx < before_max * (1 - 1e-9) || (mx <= before_max * (1 + 1e-9) && sq < before_sq * (1 - 1e-9))) {
+        chosen[c] = std::move(again);
+        improved = 1;
+      } else {
+        mx = before_max;
+        sq = before_sq;
+      }
+      loads.commit(ring_of(chosen[c], n, sampled, first));
+    }
+  }
+  for (int c = 1; c < channels; ++c) rings.push_back(ring_of(chosen[c], n, nodes));
   return rings;
 }
 

@@ -40,11 +40,13 @@ class RingSearch {
   // The ring through every rank: nodes in index order, each node's ranks in local_ring_order(). Index
   // order when the ranks do not fill whole nodes.
   std::vector<int> ring_order();
-  // `channels` rings through every rank, the first ring_order(). Each further ring visits the nodes in
-  // index order and every node's ranks along one cycle (any cycle up to 8 ranks per node, else the local
-  // ring or its reverse) entered at any rank: the candidate that leaves the most loaded link (per-step
-  // transfers over effective bandwidth, over two nodes' worth of ring) least loaded, then the loads most
-  // even, then the first. So rings spread over NVLinks and leave by different NICs, as NCCL's do on a DGX-1.
+  // `channels` rings through every rank, the first ring_order(), the second its reverse. Each further ring
+  // visits the nodes in index order and every node's ranks along one cycle (any cycle up to 8 ranks per
+  // node, else the local ring or its reverse) entered at any rank, in pairs with its reverse (each link the
+  // other way): the candidate pair that leaves the most loaded link (per-step transfers over effective
+  // bandwidth, over two nodes' worth of ring) least loaded, then the loads most even, then the first; then
+  // each ring after the first is searched again alone given the others while that lowers the loads. So
+  // rings spread over NVLinks and leave by different NICs, as NCCL's do on a DGX-1.
   std::vector<std::vector<int>> ring_orders(int channels);
 
  private:

@@ -171,13 +171,17 @@ std::string Catalog::require_link(const YamlField& f, std::optional<LinkKind> ki
 void Catalog::load_links(const fs::path& base) {
   YamlField root = open_root(base / "links.yaml", {"link_classes"});
   for (auto& [name, f] : root.get("link_classes").entries()) {
-    f.require_map({"kind", "description", "bandwidth", "latency"});
+    f.require_map({"kind", "description", "bandwidth", "latency", "gpu_peer_access"});
     LinkClass l;
     l.name = name;
     l.kind = parse_link_kind(f.get("kind"));
     l.description = f.get("description").str();
     l.bandwidth = f.get("bandwidth").positive_quantity(Quantity::Bandwidth);
     l.latency = f.get("latency").nonnegative_quantity(Quantity::Time);
+    if (auto peer = f.find("gpu_peer_access")) {
+      if (l.kind != LinkKind::SocketInterconnect) peer->fail("gpu_peer_access is for links of kind socket");
+      l.gpu_peer_access = peer->boolean();
+    }
     links_.emplace(name, l);
     link_order_.push_back(name);
   }

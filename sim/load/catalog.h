@@ -53,6 +53,9 @@ struct LinkClass {
   std::string description;
   double bandwidth = 0;  // bytes/s, per direction
   double latency = 0;    // seconds, one way
+  // Socket links: whether GPUs on its two sides reach each other peer to peer. Without, a library moves their
+  // data through host memory, at its paths.cross_socket figures.
+  bool gpu_peer_access = false;
 };
 
 struct FabricSpec {
@@ -362,8 +365,8 @@ struct LibraryProfile {
   double host_reduction_rate_for(double bytes) const { return host_reduction_regimes.at(bytes, host_reduction_rate); }
   RingOrder ring_order = RingOrder::Searched;
   PathProfile intra_node, infiniband, ethernet;
-  // Device data crossing the CPU interconnect between sockets (paths.cross_socket), where the library moves
-  // it differently from its other in-node paths; without one, intra_node's figures.
+  // GPU-to-GPU data of the library's collectives between sockets whose link gives no peer access
+  // (paths.cross_socket): it goes through host memory; without one, intra_node's figures.
   std::optional<PathProfile> cross_socket;
   const PathProfile& fabric(FabricKind kind) const { return kind == FabricKind::InfiniBand ? infiniband : ethernet; }
   const PathProfile& socket_path() const { return cross_socket ? *cross_socket : intra_node; }

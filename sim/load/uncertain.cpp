@@ -131,7 +131,29 @@ CatalogOverlay uncertain_overlay(const Catalog& c, const UncertainParameter& p, 
   return o;
 }
 
-bool applies_to(const UncertainParameter& p, const Scenario& s) {
+namespace {
+// The socket a layout's GPU hangs from: its parent, or its PCIe switch's, is cpu<k>.
+int gpu_socket(const NodeLayout& l, int gpu) {
+  std::string parent = l.gpus.at(static_cast<std::size_t>(gpu)).parent;
+  for (const auto& sw : l.pcie_switches)
+    if (sw.name == parent) parent = sw.uplink.parent;
+  return parent.rfind("cpu", 0) == 0 ? std::atoi(parent.c_str() + 3) : 0;
+}
+
+// A collective's GPU pairs may go through host memory between the sockets (LibraryProfile::cross_socket).
+bool gpus_across_sockets(const Scenario& s, const Catalog& c) {
+  if (s.communication.strategy == Strategy::ParameterServer) return false;
+  const SkuSpec& sku = c.sku(s.cluster.sku);
+  const NodeLayout& l = c.layout(sku.layout);
+  if (l.sockets < 2 || sku.socket_link.empty() || c.link(sku.socket_link).gpu_peer_access) return false;
+  const int gpus = std::min(s.cluster.gpus_per_node, static_cast<int>(l.gpus.size()));
+  for (int g = 1; g < gpus; ++g)
+    if (gpu_socket(l, g) != gpu_socket(l, 0)) return true;
+  return false;
+}
+}  // namespace
+
+bool applies_to(const UncertainParameter& p, const Scenario& s, const Catalog& catalog) {
   const std::vector<std::string> f = split(p.figure);
   const bool several_nodes = s.cluster.nodes > 1 || s.communication.strategy == Strategy::ParameterServer;
   const bool ethernet = several_nodes && s.cluster.fabric == FabricKind::Ethernet;
@@ -149,7 +171,8 @@ bool applies_to(const UncertainParameter& p, const Scenario& s) {
   if (f.size() == 3 && f[2] == "host_reduction_rate")
     return s.communication.library == CommLibrary::Mpi || s.communication.server_members() > 0;
   if (f.size() == 3) return true;
-  if (f[3] == "intra_node" || f[3] == "cross_socket") return s.cluster.gpus_per_node > 1;
+  if (f[3] == "intra_node") return s.cluster.gpus_per_node > 1;
+  if (f[3] == "cross_socket") return s.cluster.gpus_per_node > 1 && gpus_across_sockets(s, catalog);
   return several_nodes && f[3] == to_string(s.cluster.fabric);
 }
 

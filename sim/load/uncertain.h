@@ -25,8 +25,9 @@ double value_at(const UncertainParameter& p, double u);
 CatalogOverlay uncertain_overlay(const Catalog& catalog, const UncertainParameter& p, double x);
 
 // Whether the parameter's figure takes part in the scenario's prediction: its library, a path it uses
-// (inside a node with several GPUs, its fabric with several nodes), its SKU's Ethernet, several ranks.
-bool applies_to(const UncertainParameter& p, const Scenario& s);
+// (inside a node with several GPUs, its fabric with several nodes; across the sockets, GPUs of the library's
+// collectives on two sockets without peer access between them), its SKU's Ethernet, several ranks.
+bool applies_to(const UncertainParameter& p, const Scenario& s, const Catalog& catalog);
 
 // Whether an overlay (a calibration) sets the parameter's figure, which then is no longer uncertain.
 bool overlay_sets(const Catalog& catalog, const CatalogOverlay& overlay, const UncertainParameter& p);
