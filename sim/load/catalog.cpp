@@ -179,7 +179,8 @@ void Catalog::load_links(const fs::path& base) {
     l.bandwidth = f.get("bandwidth").positive_quantity(Quantity::Bandwidth);
     l.latency = f.get("latency").nonnegative_quantity(Quantity::Time);
     if (auto peer = f.find("gpu_peer_access")) {
-      if (l.kind != LinkKind::SocketInterconnect) peer->fail("gpu_peer_access is for links of kind socket");
+      if (l.kind != LinkKind::SocketInterconnect)
+        peer->fail("only links of kind socket take it; this one is of kind " + std::string(to_string(l.kind)));
       l.gpu_peer_access = peer->boolean();
     }
     links_.emplace(name, l);
