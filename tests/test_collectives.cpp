@@ -421,6 +421,22 @@ TEST_CASE("ring and hierarchical allreduce follow a given ring order", "[collect
   require_allreduce(*hier, 37, Space::Device);
   hier->rank_step(5, 0, st);  // node 1, local 1: position 3, sends to position 0 = local 0
   REQUIRE(st.sends[0].dst == 4);
+  // The gather to local 0 and the scatter from it also go from each position to the next, as NCCL's ring
+  // reduce and broadcast: a link outside the ring (across a DGX-1's sockets) carries none of it.
+  int local_steps = 0;
+  for (const auto& run : hier->runs()) {
+    if (run.phase != Phase::LocalGather && run.phase != Phase::LocalScatter) continue;
+    ++local_steps;
+    for (int m = 0; m < hier->members(); ++m) {
+      hier->rank_step(m, run.first, st);
+      for (const auto& t : st.sends) {
+        const std::vector<int> ring = {0, 2, 3, 1};
+        const auto at = std::find(ring.begin(), ring.end(), t.src % 4) - ring.begin();
+        CHECK(t.dst == t.src / 4 * 4 + ring[(at + 1) % 4]);
+      }
+    }
+  }
+  CHECK(local_steps == 2 * 3);
   REQUIRE_THROWS(make_ring_allreduce(3, 12, 4, Space::Device, {0, 0, 1}));
   REQUIRE_THROWS(make_hierarchical_allreduce(1, 3, 12, 4, Space::Device, {1, 0, 2}));
 }

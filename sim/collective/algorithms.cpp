@@ -341,7 +341,7 @@ class HierarchicalAllreduce final : public PhasedCollective {
     const bool staged = space == Space::Host && nodes * local > 1;
     if (staged) phases_.add(Phase::CopyToHost, 1);
     phases_.add(Phase::LocalReduceScatter, local - 1);
-    phases_.add(Phase::LocalGather, local > 1 ? 1 : 0);
+    for (int j = 0; j + 1 < local; ++j) phases_.add(Phase::LocalGather, 1, j);  // each step its own pairs
     if (cross == CrossNode::Ring) {
       phases_.add(Phase::CrossReduceScatter, nodes - 1);
       phases_.add(Phase::CrossAllgather, nodes - 1);
@@ -349,7 +349,7 @@ class HierarchicalAllreduce final : public PhasedCollective {
       add_halving_doubling_phases(phases_, hd_, Phase::CrossFold, Phase::CrossReduceScatter, Phase::CrossAllgather,
                                   Phase::CrossUnfold);
     }
-    phases_.add(Phase::LocalScatter, local > 1 ? 1 : 0);
+    for (int j = 0; j + 1 < local; ++j) phases_.add(Phase::LocalScatter, 1, j);
     phases_.add(Phase::LocalAllgather, local - 1);
     if (staged) phases_.add(Phase::CopyToDevice, 1);
   }
@@ -368,20 +368,26 @@ class HierarchicalAllreduce final : public PhasedCollective {
     if (phase == Phase::LocalAllgather)
       return ring_allreduce_step(l, L, (L - 1) + i, local_chunks_, space_, local_member, out);
     if (phase == Phase::LocalGather || phase == Phase::LocalScatter) {
-      // After the local reduce-scatter, local member k holds chunk (k + 1) mod L; the gather brings every
-      // chunk to local member 0, the scatter hands them back before the allgather.
+      // After the local reduce-scatter, ring position k holds chunk (k + 1) mod L. The gather brings every
+      // chunk to position 0 along the ring (k -> k+1 -> ... -> 0), pipelined: in step j position p forwards
+      // the chunk of position p - j. The scatter runs it backwards: in step j position p passes on the chunk
+      // of position L-1-j+p. As NCCL's ring reduce and broadcast, every hop is a ring link.
       const bool gather = phase == Phase::LocalGather;
-      const int root = local_member(0);
-      auto xfer = [&](int k) {
-        const int c = mod(k + 1, L);
-        const int from = gather ? local_member(k) : root, to = gather ? root : local_member(k);
-        return Transfer{from, to, space_, space_, local_chunks_.offset(c), local_chunks_.size(c), false};
+      auto chunk_transfer = [&](int from_pos, int owner_pos) {
+        const int c = mod(owner_pos + 1, L);
+        return Transfer{local_member(from_pos),
+                        local_member(mod(from_pos + 1, L)),
+                        space_,
+                        space_,
+                        local_chunks_.offset(c),
+                        local_chunks_.size(c),
+                        false};
       };
-      if (l == 0) {
-        for (int k = 1; k < L; ++k) (gather ? out.recvs : out.sends).push_back(xfer(k));
-      } else {
-        (gather ? out.sends : out.recvs).push_back(xfer(l));
-      }
+      auto owner = [&](int p) { return gather ? p - i : L - 1 - i + p; };  // whose chunk position p sends
+      auto sends = [&](int p) { return gather ? p - i >= 1 : p <= i; };    // position p sends in step i
+      if (sends(l)) out.sends.push_back(chunk_transfer(l, owner(l)));
+      const int prev = mod(l - 1, L);
+      if (sends(prev)) out.recvs.push_back(chunk_transfer(prev, owner(prev)));
       return;
     }
     // Cross-node ring (or halving-doubling) among the local roots.

@@ -178,8 +178,8 @@ int tree_chunks(std::uint64_t bytes, int channels, int depth);
 enum class CrossNode : std::uint8_t { Ring, HalvingDoubling };
 
 // Hierarchical allreduce over `nodes` x `local` members (node-major): reduce within each node to its local
-// member 0 (ring reduce-scatter, then gather), allreduce among the local roots (a ring or halving-doubling),
-// broadcast within each node (scatter, then ring allgather).
+// member 0 (ring reduce-scatter, then a gather along the ring), allreduce among the local roots (a ring or
+// halving-doubling), broadcast within each node (a scatter along the ring, then ring allgather).
 // `local_order` (optional): the ring inside every node over local indices, starting with local index 0
 // (the node's root).
 std::unique_ptr<Collective> make_hierarchical_allreduce(int nodes, int local, std::uint64_t bytes, int element_bytes,
