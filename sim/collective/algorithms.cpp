@@ -370,8 +370,9 @@ class HierarchicalAllreduce final : public PhasedCollective {
     if (phase == Phase::LocalGather || phase == Phase::LocalScatter) {
       // After the local reduce-scatter, ring position k holds chunk (k + 1) mod L. The gather brings every
       // chunk to position 0 along the ring (k -> k+1 -> ... -> 0), pipelined: in step j position p forwards
-      // the chunk of position p - j. The scatter runs it backwards: in step j position p passes on the chunk
-      // of position L-1-j+p. As NCCL's ring reduce and broadcast, every hop is a ring link.
+      // the chunk of position p - j. The scatter leaves position 0 the same way round, the farthest chunk
+      // first: in step j position p passes on the chunk for position L-1-j+p. As NCCL's ring reduce and
+      // broadcast, every hop is a ring link.
       const bool gather = phase == Phase::LocalGather;
       auto chunk_transfer = [&](int from_pos, int owner_pos) {
         const int c = mod(owner_pos + 1, L);
