@@ -374,6 +374,7 @@ class HierarchicalAllreduce final : public PhasedCollective {
       // first: in step j position p passes on the chunk for position L-1-j+p. As NCCL's ring reduce and
       // broadcast, every hop is a ring link.
       const bool gather = phase == Phase::LocalGather;
+      const int j = i;  // clang 14 cannot capture a structured binding
       auto chunk_transfer = [&](int from_pos, int owner_pos) {
         const int c = mod(owner_pos + 1, L);
         return Transfer{local_member(from_pos),
@@ -384,8 +385,8 @@ class HierarchicalAllreduce final : public PhasedCollective {
                         local_chunks_.size(c),
                         false};
       };
-      auto owner = [&](int p) { return gather ? p - i : L - 1 - i + p; };  // whose chunk position p sends
-      auto sends = [&](int p) { return gather ? p - i >= 1 : p <= i; };    // position p sends in step i
+      auto owner = [&](int p) { return gather ? p - j : L - 1 - j + p; };  // whose chunk position p sends
+      auto sends = [&](int p) { return gather ? p - j >= 1 : p <= j; };    // position p sends in step j
       if (sends(l)) out.sends.push_back(chunk_transfer(l, owner(l)));
       const int prev = mod(l - 1, L);
       if (sends(prev)) out.recvs.push_back(chunk_transfer(prev, owner(prev)));
