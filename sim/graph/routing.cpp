@@ -8,6 +8,7 @@
 #include <limits>
 #include <stdexcept>
 #include <unordered_map>
+#include <vector>
 
 namespace ringsim {
 
@@ -63,6 +64,11 @@ struct RouteFilter {
   VertexId src{}, dst{};
   int src_node = -1, dst_node = -1;
   int spine = -1;  // allowed spine index, -1: any
+  // The edge switches (leaves, or a star's one switch) under the two end nodes' NICs; empty: any. A
+  // two-level fabric's shortest route never detours through a third leaf, and leaving the others out keeps
+  // a search from scanning every NIC port of the fabric (the cost of a route grew with the cluster).
+  // A pointer: Boost copies the filter into every edge iterator.
+  const std::vector<VertexId>* edge_switches = nullptr;
   bool operator()(VertexId v) const {
     if (v == src || v == dst) return true;
     const Device& d = t->device(v);
@@ -76,7 +82,9 @@ struct RouteFilter {
         return d.node == src_node || d.node == dst_node;
       case DeviceKind::FabricSwitch:
         if (src_node == dst_node) return false;
-        return d.name.rfind("spine", 0) != 0 || spine < 0 || d.local_index == spine;
+        if (d.name.rfind("spine", 0) == 0) return spine < 0 || d.local_index == spine;
+        return !edge_switches || edge_switches->empty() ||
+               std::find(edge_switches->begin(), edge_switches->end(), v) != edge_switches->end();
       default:
         return d.node == src_node || d.node == dst_node;
     }
@@ -136,6 +144,14 @@ Route Router::route(VertexId src, VertexId dst) const {
   RouteFilter filter{&t_, src, dst, t_.device(src).node, t_.device(dst).node, -1};
   if (filter.src_node != filter.dst_node && t_.spines() > 0 && filter.dst_node >= 0)
     filter.spine = filter.dst_node % t_.spines();
+  std::vector<VertexId> edge_switches;
+  if (filter.src_node != filter.dst_node && filter.src_node >= 0 && filter.dst_node >= 0)
+    for (int node : {filter.src_node, filter.dst_node})
+      for (VertexId nic : t_.fabric_nics(node))
+        for (auto e : boost::make_iterator_range(boost::out_edges(nic, g)))
+          if (t_.device(boost::target(e, g)).kind == DeviceKind::FabricSwitch)
+            edge_switches.push_back(boost::target(e, g));
+  filter.edge_switches = &edge_switches;
   boost::filtered_graph<TopologyGraph, boost::keep_all, RouteFilter> fg(g, boost::keep_all(), filter);
 
   // Only the vertices the search reaches (the two nodes and the fabric) get a distance, a predecessor
