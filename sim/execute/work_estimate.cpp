@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <set>
 
 #include "collective/collective.h"
 #include "collective/fusion.h"
@@ -126,9 +127,15 @@ WorkEstimate estimate_work(const Catalog& catalog, const Scenario& s, Fidelity f
     std::vector<collective::FusionTensor> ft;
     for (const auto& t : model.tensors)
       ft.push_back({static_cast<std::uint64_t>(t.numel) * s.model.gradient_bytes, s.model.gradient_bytes});
-    e.fusion_buffers = static_cast<int>(collective::ddp_buckets(ft, static_cast<std::uint64_t>(c.first_bucket_bytes),
-                                                                static_cast<std::uint64_t>(c.bucket_bytes))
-                                            .size());
+    std::set<std::uint64_t> sizes;
+    for (const auto& bucket : collective::ddp_buckets(ft, static_cast<std::uint64_t>(c.first_bucket_bytes),
+                                                      static_cast<std::uint64_t>(c.bucket_bytes))) {
+      std::uint64_t bytes = 0;
+      for (int t : bucket) bytes += ft[t].bytes;
+      sizes.insert(bytes);
+      ++e.fusion_buffers;
+    }
+    e.distinct_buffers = static_cast<int>(sizes.size());
   } else if (c.fusion_threshold_bytes <= 0) {
     e.fusion_buffers = tensors;
   } else {
@@ -170,6 +177,7 @@ WorkEstimate estimate_work(const Catalog& catalog, const Scenario& s, Fidelity f
     e.transfers_per_iteration += e.negotiations_per_iteration * p * 2 * std::ceil(std::log2(std::max(2.0, p)));
   }
   if (fidelity != Fidelity::Emulated) e.iterations = simulated_iterations(catalog, s);
+  if (e.distinct_buffers == 0) e.distinct_buffers = e.fusion_buffers * e.iterations;
 
   e.memory_bytes = kBaseBytes + kBytesPerElement * static_cast<double>(e.graph_elements);
   switch (fidelity) {
@@ -184,9 +192,8 @@ WorkEstimate estimate_work(const Catalog& catalog, const Scenario& s, Fidelity f
     case Fidelity::Step:
     case Fidelity::Measured:
       e.seconds = kStepSecondsPerElement * static_cast<double>(e.graph_elements) +
-                  (kStepSecondsPerRankBuffer * static_cast<double>(e.ranks) +
-                   kStepSecondsPerStepTransfer * e.step_transfers_per_buffer) *
-                      e.fusion_buffers * e.iterations;
+                  kStepSecondsPerRankBuffer * static_cast<double>(e.ranks) * e.fusion_buffers * e.iterations +
+                  kStepSecondsPerStepTransfer * e.step_transfers_per_buffer * e.distinct_buffers;
       break;
   }
   return e;
@@ -196,7 +203,7 @@ std::string describe(const WorkEstimate& e, Fidelity fidelity) {
   std::string out = std::string(fidelity_name(fidelity)) + ": ";
   if (fidelity == Fidelity::Step)
     out += sci(static_cast<double>(e.graph_elements)) + " graph vertices and edges, " +
-           sci(e.step_transfers_per_buffer * e.fusion_buffers) + " transfers in distinct steps";
+           sci(e.step_transfers_per_buffer * e.distinct_buffers) + " transfers in distinct steps";
   else
     out += sci(e.transfers_per_iteration) + " transfers per iteration (" + std::to_string(e.fusion_buffers) +
            " fusion buffers x " + sci(e.transfers_per_buffer) + ", " + sci(e.negotiations_per_iteration) +

@@ -16,6 +16,10 @@ struct WorkEstimate {
   std::int64_t ranks = 0;           // workers plus parameter servers
   std::int64_t graph_elements = 0;  // devices plus links of the topology graph
   int fusion_buffers = 0;           // collectives per iteration (an estimate: fusion depends on timing)
+  // Collectives the step fidelity evaluates in the whole run: it evaluates each buffer size once
+  // (TrainingRun::step_cost), so DDP's fixed buckets count by distinct size; Horovod's fused buffers,
+  // whose sizes follow the timing, each count.
+  int distinct_buffers = 0;
   double transfers_per_buffer = 0;  // messages of one collective, every member's sends summed
   // The step fidelity's work: the sends of each distinct step (a run of equal steps is evaluated once).
   double step_transfers_per_buffer = 0;
