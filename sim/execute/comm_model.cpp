@@ -49,10 +49,12 @@ void CommModel::index_edges(const Catalog& catalog, const Scenario& s) {
   // GPU pairs across a socket link without peer access: the library's collectives pass through host memory,
   // a path of their own beside the link's other traffic (NICs, host buffers, parameter servers' copies).
   gpu_pair_twin_.assign(link_edges_, -1);
-  if (!lib_.cross_socket || gpu_.cpu_process || s.communication.strategy == Strategy::ParameterServer) return;
+  const bool servers = s.communication.strategy == Strategy::ParameterServer;
   for (int i = 0; i < link_edges_; ++i) {
     const Link& l = g[edges_[i]];
-    if (l.kind != LinkKind::SocketInterconnect || catalog.link(l.link_class).gpu_peer_access) continue;
+    if (l.kind != LinkKind::SocketInterconnect ||
+        !gpu_pairs_through_host(lib_, gpu_, servers, catalog.link(l.link_class)))
+      continue;
     gpu_pair_twin_[i] = static_cast<int>(edges_.size());
     edges_.push_back(edges_[i]);
     edge_bw_.push_back(l.bandwidth * lib_.cross_socket->bandwidth_fraction);

@@ -387,6 +387,14 @@ struct LibraryProfile {
   }
 };
 
+// Whether a library's collectives move GPU-to-GPU data across a socket link through host memory, at its
+// paths.cross_socket figures: not where the link gives peer access, not for GPUs that are CPU processes
+// (their data is in host memory already), not for parameter servers' copies.
+inline bool gpu_pairs_through_host(const LibraryProfile& lib, const GpuSpec& gpu, bool parameter_servers,
+                                   const LinkClass& socket_link) {
+  return lib.cross_socket && !gpu.cpu_process && !parameter_servers && !socket_link.gpu_peer_access;
+}
+
 class YamlField;
 struct CatalogOverlay;
 // A figure the catalog assumes rather than measures, and the range evidence leaves it (load/uncertain.h).

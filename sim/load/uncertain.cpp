@@ -142,10 +142,12 @@ int gpu_socket(const NodeLayout& l, int gpu) {
 
 // A collective's GPU pairs may go through host memory between the sockets (LibraryProfile::cross_socket).
 bool gpus_across_sockets(const Scenario& s, const Catalog& c) {
-  if (s.communication.strategy == Strategy::ParameterServer) return false;
   const SkuSpec& sku = c.sku(s.cluster.sku);
   const NodeLayout& l = c.layout(sku.layout);
-  if (l.sockets < 2 || sku.socket_link.empty() || c.link(sku.socket_link).gpu_peer_access) return false;
+  if (l.sockets < 2 || sku.socket_link.empty() ||
+      !gpu_pairs_through_host(c.library(std::string(to_string(s.communication.library))), c.gpu(sku.gpu),
+                              s.communication.strategy == Strategy::ParameterServer, c.link(sku.socket_link)))
+    return false;
   const int gpus = std::min(s.cluster.gpus_per_node, static_cast<int>(l.gpus.size()));
   for (int g = 1; g < gpus; ++g)
     if (gpu_socket(l, g) != gpu_socket(l, 0)) return true;
