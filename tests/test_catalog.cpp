@@ -157,3 +157,17 @@ TEST_CASE("catalog: ND40rs_v2 NVLink wiring is the DGX-1V hybrid cube-mesh", "[c
   for (int g = 0; g < 8; ++g) CHECK(bricks[g] == 6);  // six NVLink 2.0 bricks per V100
   CHECK(l.nvlinks.size() == 16);
 }
+
+TEST_CASE("catalog: a device's PCIe chain goes up through nested switches to its socket", "[catalog]") {
+  NodeLayout l;
+  l.sockets = 2;
+  l.pcie_switches = {
+      {"root1", {"cpu1", "pcie3_x16"}}, {"leaf1", {"root1", "pcie3_x16"}}, {"sw0", {"cpu0", "pcie3_x16"}}};
+  CHECK(l.pcie_chain("leaf1") == std::vector<std::string>{"leaf1", "root1", "cpu1"});
+  CHECK(l.pcie_chain("sw0") == std::vector<std::string>{"sw0", "cpu0"});
+  CHECK(l.pcie_chain("cpu0") == std::vector<std::string>{"cpu0"});
+  // The DGX-1's GPUs sit under one switch each, two switches per socket.
+  const NodeLayout& dgx = test::catalog().layout("nvlink_hybrid_cube_mesh_dgx1v");
+  CHECK(dgx.pcie_chain(dgx.gpus[0].parent).back() == "cpu0");
+  CHECK(dgx.pcie_chain(dgx.gpus[7].parent).back() == "cpu1");
+}

@@ -257,13 +257,7 @@ static void assign_rails(NodeLayout& l) {
   // The NIC whose PCIe path from the GPU meets it soonest; of NICs as close, the one fewest GPUs use so far
   // (two GPUs and two NICs on one switch: a NIC each, as NCCL pairs them). A device's chain is its parent, the
   // parent's parent, ... up to its CPU socket; devices under different sockets meet past the socket link.
-  std::map<std::string, std::string> parent_of;
-  for (const auto& sw : l.pcie_switches) parent_of[sw.name] = sw.uplink.parent;
-  auto chain = [&](const std::string& parent) {
-    std::vector<std::string> c{parent};
-    while (parent_of.count(c.back())) c.push_back(parent_of.at(c.back()));
-    return c;
-  };
+  auto chain = [&](const std::string& parent) { return l.pcie_chain(parent); };
   std::vector<int> users(l.infiniband_nics.size(), 0);  // GPUs on each rail so far: ties go to the least used
   for (const auto& g : l.gpus) {
     const auto cg = chain(g.parent);
@@ -961,6 +955,20 @@ const ModelSpec* Catalog::find_model(const std::string& name) const {
   auto file = model_files_.find(name);
   if (file == model_files_.end()) return nullptr;
   return &models_.emplace(name, read_model(file->second)).first->second;
+}
+
+std::vector<std::string> NodeLayout::pcie_chain(const std::string& parent) const {
+  std::vector<std::string> c{parent};
+  for (bool up = true; up;) {
+    up = false;
+    for (const auto& sw : pcie_switches)
+      if (sw.name == c.back()) {
+        c.push_back(sw.uplink.parent);  // the loader only accepts parents defined before, so this ends
+        up = true;
+        break;
+      }
+  }
+  return c;
 }
 
 int NodeLayout::rails_of_first(int gpus) const {

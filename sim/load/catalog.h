@@ -124,6 +124,8 @@ struct NodeLayout {
   std::vector<int> gpu_rail;
   // Distinct rails of GPUs [0, gpus): how many NICs that many GPUs of a node use.
   int rails_of_first(int gpus) const;
+  // A device's way up the PCIe tree from its parent: the parent, the parent's uplink, ... to its cpu<k>.
+  std::vector<std::string> pcie_chain(const std::string& parent) const;
   std::string nvlink_class;  // link class of one NVLink brick, when nvlinks is not empty
   std::vector<NvLinkSpec> nvlinks;
   // NVSwitch systems: every GPU's NVLinks go to the node's switches, modelled as one non-blocking switch

@@ -132,12 +132,10 @@ CatalogOverlay uncertain_overlay(const Catalog& c, const UncertainParameter& p, 
 }
 
 namespace {
-// The socket a layout's GPU hangs from: its parent, or its PCIe switch's, is cpu<k>.
+// The socket a layout's GPU hangs from: the cpu<k> its chain of PCIe switches ends at.
 int gpu_socket(const NodeLayout& l, int gpu) {
-  std::string parent = l.gpus.at(static_cast<std::size_t>(gpu)).parent;
-  for (const auto& sw : l.pcie_switches)
-    if (sw.name == parent) parent = sw.uplink.parent;
-  return parent.rfind("cpu", 0) == 0 ? std::atoi(parent.c_str() + 3) : 0;
+  const std::string top = l.pcie_chain(l.gpus.at(static_cast<std::size_t>(gpu)).parent).back();
+  return top.rfind("cpu", 0) == 0 ? std::atoi(top.c_str() + 3) : 0;
 }
 
 // A collective's GPU pairs may go through host memory between the sockets (LibraryProfile::cross_socket).
