@@ -193,6 +193,40 @@ TEST_CASE("one parameter server: its link carries 2 n S and bounds the exchange"
   }
 }
 
+TEST_CASE("a parameter server as a process: its exchanges pass through its RPC stack at the library's rpc_rate",
+          "[sim]") {
+  // As the test above, the server a process of its own (TensorFlow's gRPC): n pushes share its stack's way in
+  // and n pulls its way out, each at rpc_rate when that is below the server's link.
+  const int n = 4;
+  const std::uint64_t S = std::uint64_t{32} << 20;
+  const Scenario s = one_gpu_per_node(n,
+                                      "communication: {strategy: parameter_server, parameter_servers: 1, "
+                                      "parameter_server_placement: dedicated, parameter_server_transport: rpc}\n");
+  auto ps = collective::make_parameter_server_exchange(n, {S}, Space::Device);
+  const PathFacts f = facts(
+      s, [](const Topology& t) { return t.gpu(0, 0); }, [](const Topology& t) { return t.host_memory(4, 0); });
+  const double rpc = test::catalog().library("nccl").rpc_rate,
+               host_rate = test::catalog().library("nccl").host_reduction_rate;
+  REQUIRE(rpc < f.bandwidth);
+  const double expected = 2 * (n * S / rpc + f.alpha) + (n + 1) * S / host_rate;
+  for (Fidelity fid : {Fidelity::Flow, Fidelity::Step}) {
+    CAPTURE(to_string(fid));
+    std::map<std::string, double> bytes;
+    const double d = timed(s, *ps, fid, &bytes);
+    CHECK(d == Approx(expected).epsilon(0.01));
+    CHECK(bytes["ps0/rpc-in"] == Approx(n * S));
+    CHECK(bytes["ps0/rpc-out"] == Approx(n * S));
+    CHECK(bytes["switch0->n4.ib0"] == Approx(n * S));  // the links carry the same bytes as in process
+  }
+  // In one process (the default) nothing passes through a stack.
+  std::map<std::string, double> bytes;
+  timed(one_gpu_per_node(n,
+                         "communication: {strategy: parameter_server, parameter_servers: 1, "
+                         "parameter_server_placement: dedicated}\n"),
+        *ps, Fidelity::Step, &bytes);
+  CHECK(bytes.count("ps0/rpc-in") == 0);
+}
+
 TEST_CASE("parameter servers on the GPUs: n-1 pushes into the serving GPU, reduced and updated there", "[sim]") {
   const int n = 4;
   const std::uint64_t S = std::uint64_t{32} << 20;
@@ -770,11 +804,11 @@ TEST_CASE("work estimate: DDP's buckets count once per distinct size, as the ste
   // GPT-2 XL bf16 under DDP on 128 x ND96isr_H100_v5 with the tree: 145 buckets of 4 sizes (25 MiB
   // buckets of FP32 gradients; the first 1 MiB). Measured without the band on the 2-core development
   // machine: 1.4 s (sim/HISTORY.md); counting every bucket, the estimate had said about 2 min.
-  const Scenario s = load_scenario(std::string(RINGSIM_TEST_SCENARIOS) + "/bert_large_bf16_plan.yaml", test::catalog(),
-                                   {parse_override("cluster.nodes=128"), parse_override("model.name=gpt2_xl"),
-                                    parse_override("model.seq_len=1024"), parse_override("model.batch_per_gpu=8"),
-                                    parse_override("communication.framework=pytorch_ddp"),
-                                    parse_override("communication.strategy=tree")});
+  const Scenario s = load_scenario(
+      std::string(RINGSIM_TEST_SCENARIOS) + "/bert_large_bf16_plan.yaml", test::catalog(),
+      {parse_override("cluster.nodes=128"), parse_override("model.name=gpt2_xl"), parse_override("model.seq_len=1024"),
+       parse_override("model.batch_per_gpu=8"), parse_override("communication.framework=pytorch_ddp"),
+       parse_override("communication.strategy=tree")});
   const WorkEstimate e = estimate_work(test::catalog(), s, Fidelity::Step);
   CHECK(e.fusion_buffers == 145);
   CHECK(e.distinct_buffers == 4);
@@ -1496,6 +1530,23 @@ TEST_CASE("uncertain: a device library's host sums are in the band only where pa
                          test::catalog()));
   CHECK_FALSE(
       applies_to(*p, scenario(node + "communication: {library: mpi, strategy: parameter_server}\n"), test::catalog()));
+}
+
+TEST_CASE("uncertain: the RPC rate is in the band only where parameter servers are processes of their own", "[model]") {
+  const auto* p = [&]() -> const UncertainParameter* {
+    for (const auto& u : test::catalog().uncertain())
+      if (u.figure == "libraries.nccl.rpc_rate") return &u;
+    return nullptr;
+  }();
+  REQUIRE(p != nullptr);
+  const std::string node =
+      "cluster: {sku: AWS-p2.8xlarge, nodes: 2}\nmodel: {name: resnet50, batch_per_gpu: 32}\n"
+      "training: {epochs: 1}\n";
+  CHECK(applies_to(*p,
+                   scenario(node + "communication: {strategy: parameter_server, parameter_server_transport: rpc}\n"),
+                   test::catalog()));
+  CHECK_FALSE(applies_to(*p, scenario(node + "communication: {strategy: parameter_server}\n"), test::catalog()));
+  CHECK_FALSE(applies_to(*p, scenario(node + "communication: {strategy: ring}\n"), test::catalog()));
 }
 
 TEST_CASE("band: it holds the prediction, and a calibration that measures a figure narrows it", "[model]") {

@@ -94,6 +94,7 @@ std::string what_to_measure(const UncertainParameter& p) {
   if (f.find(".intra_node.") != std::string::npos) return "runs with several GPUs in one node";
   if (f.find("ethernet") != std::string::npos) return "runs across two or more nodes over Ethernet";
   if (f.find("infiniband") != std::string::npos) return "runs across two or more nodes over InfiniBand";
+  if (f.ends_with(".rpc_rate")) return "runs whose parameter servers' exchanges are not hidden by the compute";
   return "runs with the library and paths it applies to";
 }
 

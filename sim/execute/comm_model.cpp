@@ -32,6 +32,9 @@ CommModel::CommModel(const Catalog& catalog, const Scenario& s, const Topology& 
   // Path costs: effective bandwidths, with CPU processes' share of their cores.
   if (gpu_.cpu_process) process_.emplace(catalog, s);
   index_edges(catalog, s);
+  rpc_ = s.communication.strategy == Strategy::ParameterServer && s.communication.ps_transport == PsTransport::Rpc &&
+         lib_.rpc_rate > 0;
+  rpc_endpoint_base_ = boost::num_vertices(topo.graph());
   place_workers(s);
 }
 
@@ -59,6 +62,7 @@ void CommModel::index_edges(const Catalog& catalog, const Scenario& s) {
     edges_.push_back(edges_[i]);
     edge_bw_.push_back(l.bandwidth * lib_.cross_socket->bandwidth_fraction);
   }
+  pair_edges_end_ = static_cast<int>(edges_.size());
 }
 
 void CommModel::find_templates() {
@@ -119,6 +123,23 @@ void CommModel::place_workers(const Scenario& s) {
 void CommModel::set_servers(const std::vector<MemberPlace>& servers) {
   places_.resize(workers_);
   places_.insert(places_.end(), servers.begin(), servers.end());
+  if (!rpc_) return;
+  // Each server process's RPC stack: an edge in, an edge out, at the library's rate.
+  edges_.resize(pair_edges_end_);
+  edge_bw_.resize(pair_edges_end_);
+  for (std::size_t j = 0; j < servers.size(); ++j) {
+    places_[workers_ + j].rpc = true;
+    for (int way = 0; way < 2; ++way) {
+      edges_.push_back(EdgeId{});
+      edge_bw_.push_back(lib_.rpc_rate);
+    }
+  }
+  paths_.clear();
+}
+
+std::string CommModel::endpoint_name(VertexId v) const {
+  if (v < rpc_endpoint_base_) return topo_.device(v).name;
+  return "ps" + std::to_string(v - rpc_endpoint_base_) + "/rpc";
 }
 
 VertexId CommModel::to_template(VertexId v) const {
@@ -227,6 +248,15 @@ bool CommModel::over_nvlink_domain(VertexId src, VertexId dst) const {
 const Path& CommModel::path(VertexId src, VertexId dst) {
   const std::uint64_t key = (static_cast<std::uint64_t>(src) << 32) | static_cast<std::uint64_t>(dst);
   if (auto it = paths_.find(key); it != paths_.end()) return it->second;
+  if (src >= rpc_endpoint_base_ || dst >= rpc_endpoint_base_) {
+    // A server process: the path between the memories, then out through its RPC stack or in.
+    auto server = [&](VertexId v) { return static_cast<int>(v - rpc_endpoint_base_); };
+    auto memory = [&](VertexId v) { return v < rpc_endpoint_base_ ? v : places_.at(workers_ + server(v)).host; };
+    Path p = path(memory(src), memory(dst));
+    if (src != dst && src >= rpc_endpoint_base_) p.edges.push_back(pair_edges_end_ + 2 * server(src) + 1);
+    if (src != dst && dst >= rpc_endpoint_base_) p.edges.push_back(pair_edges_end_ + 2 * server(dst));
+    return paths_.emplace(key, std::move(p)).first->second;
+  }
   const TopologyGraph& g = topo_.graph();
   Route r;
   if (src == dst) {
@@ -290,6 +320,10 @@ PathCost::Hop CommModel::hop(int a, int b) {
 }
 
 std::string CommModel::edge_name(int i) const {
+  if (rpc_edge(i)) {
+    const int j = (i - pair_edges_end_) / 2;
+    return endpoint_name(rpc_endpoint_base_ + j) + ((i - pair_edges_end_) % 2 ? "-out" : "-in");
+  }
   const TopologyGraph& g = topo_.graph();
   const EdgeId e = edges_[i];
   return g[boost::source(e, g)].name + "->" + g[boost::target(e, g)].name + (gpu_pair_edge(i) ? "/gpu-to-gpu" : "");

@@ -28,6 +28,7 @@ struct MemberPlace {
   VertexId host{};    // host memory of the member's socket
   bool gpu = true;
   bool in_switch = false;  // an NVSwitch that reduces as data passes: its reductions cost nothing
+  bool rpc = false;        // a server process behind its RPC stack (LibraryProfile::rpc_rate)
 };
 
 // Where collectives keep their data: host memory for a host-staged library on GPUs. Ranks that are CPU
@@ -87,9 +88,14 @@ class CommModel final : public PathCost {
   int ranks_per_node() const override { return ranks_per_node_; }
   void set_servers(const std::vector<MemberPlace>& servers);
   const MemberPlace& member(int m) const { return places_.at(m); }
+  // Where member m's data in space s is: a vertex of the topology, or, for a server process behind its RPC
+  // stack, an endpoint of its own past the graph's vertices (its host memory and that stack's two edges).
   VertexId endpoint(int m, collective::Space s) const {
+    if (places_.at(m).rpc) return rpc_endpoint_base_ + static_cast<VertexId>(m - workers_);
     return s == collective::Space::Device ? places_.at(m).device : places_.at(m).host;
   }
+  std::size_t endpoint_count() const { return rpc_endpoint_base_ + (places_.size() - workers_) * rpc_; }
+  std::string endpoint_name(VertexId v) const;
 
   const Path& path(VertexId src, VertexId dst);
   const Path& path(const collective::Transfer& t) {
@@ -102,8 +108,10 @@ class CommModel final : public PathCost {
   int edge_index(EdgeId e) const { return edge_index_.at(e.get_property()); }
   double edge_bandwidth(int i) const override { return edge_bw_[i]; }  // effective for this library
   // A socket link's GPU-to-GPU path through host memory (LibraryProfile::cross_socket): edge(i) is the link.
-  bool gpu_pair_edge(int i) const { return i >= link_edges_; }
-  double edge_latency(int i) const { return gpu_pair_edge(i) ? 0 : topo_.link(edges_[i]).latency; }
+  bool gpu_pair_edge(int i) const { return i >= link_edges_ && i < pair_edges_end_; }
+  // A server process's RPC stack, one edge each way (LibraryProfile::rpc_rate): no link of the graph.
+  bool rpc_edge(int i) const { return i >= pair_edges_end_; }
+  double edge_latency(int i) const { return i >= link_edges_ ? 0 : topo_.link(edges_[i]).latency; }
   // Worker a to worker b in the data space: the path's edges and latency.
   Hop hop(int a, int b) override;
   int sampled_node() const override {  // the last node of the first rack-scale NVLink domain, when there are two
@@ -185,6 +193,9 @@ class CommModel final : public PathCost {
   std::vector<EdgeId> edges_;  // the graph's links, then GPU-pair twins of socket links
   std::vector<double> edge_bw_;
   int link_edges_ = 0;                               // edges_ that are the graph's links
+  int pair_edges_end_ = 0;                           // edges_ up to here: links, then GPU-pair twins
+  bool rpc_ = false;                                 // servers are processes behind the library's RPC stack
+  VertexId rpc_endpoint_base_ = 0;                   // the first server process's endpoint
   std::vector<int> gpu_pair_twin_;                   // per link edge: its GPU-to-GPU twin's index, or -1
   std::unordered_map<const void*, int> edge_index_;  // edge property address -> dense index
   std::vector<std::size_t> node_base_;               // first vertex of each node

@@ -380,12 +380,12 @@ void TrainingRun::apply_data_pipeline(Prediction& p, double images) {
 void TrainingRun::build_platform(const Collective* c, bool with_loader) {
   const TopologyGraph& g = topo_.graph();
   auto* zone = sg4::create_full_zone("cluster");
-  host_of_vertex_.assign(boost::num_vertices(g), nullptr);
+  host_of_vertex_.assign(cm_.endpoint_count(), nullptr);  // the graph's vertices, then server processes
   const double gpu_speed = catalog_.gpu(catalog_.sku(s_.cluster.sku).gpu).fp32_peak_flops;
   auto host = [&](VertexId v) -> sg4::Host* {
     if (!host_of_vertex_[v]) {
-      const bool gpu = topo_.device(v).kind == DeviceKind::Gpu;
-      host_of_vertex_[v] = zone->create_host(topo_.device(v).name, gpu ? gpu_speed : 1e9);
+      const bool gpu = v < boost::num_vertices(g) && topo_.device(v).kind == DeviceKind::Gpu;
+      host_of_vertex_[v] = zone->create_host(cm_.endpoint_name(v), gpu ? gpu_speed : 1e9);
     }
     return host_of_vertex_[v];
   };
@@ -396,8 +396,9 @@ void TrainingRun::build_platform(const Collective* c, bool with_loader) {
   if (fidelity_ == Fidelity::Flow) {
     const int members = cm_.workers() + s_.communication.server_members();
     for (int m = 0; m < members; ++m) {
-      host(cm_.member(m).device);
+      host(cm_.member(m).device);  // where its actor runs
       host(cm_.member(m).host);
+      host(cm_.endpoint(m, collective::Space::Host));  // a server process's own endpoint
     }
     // Every (source, destination) pair any collective of this scenario uses: the pattern depends on the
     // algorithm and its members, not on the buffer size, so a template buffer of every tensor enumerates
@@ -760,6 +761,12 @@ Prediction TrainingRun::run() {
   p.compute_spans = std::move(spans_);
   for (int e = 0; e < cm_.edge_count(); ++e) {
     if (edge_bytes_[e] <= 0) continue;
+    if (cm_.rpc_edge(e)) {
+      LinkLoad ll{cm_.edge_name(e), "rpc", "process", cm_.edge_bandwidth(e), edge_bytes_[e], 0};
+      ll.utilisation = ll.bytes / (ll.bandwidth * p.iteration_time_s);
+      p.links.push_back(std::move(ll));
+      continue;
+    }
     const Link& l = topo_.link(cm_.edge(e));
     // A GPU-to-GPU path through host memory: loaded against the rate the library reaches on it.
     const bool pair = cm_.gpu_pair_edge(e);

@@ -455,8 +455,8 @@ void Catalog::load_libraries(const fs::path& base) {
   YamlField root = open_root(base / "libraries.yaml", {"libraries"});
   for (auto& [name, f] : root.get("libraries").entries()) {
     f.require_map({"description", "data_path", "collective_overhead", "host_reduction_rate", "host_copy_rate",
-                   "kernel_channels", "reduce_slice", "nvls_efficiency", "nvls_channels", "tuning", "ring_order",
-                   "paths"});
+                   "rpc_rate", "kernel_channels", "reduce_slice", "nvls_efficiency", "nvls_channels", "tuning",
+                   "ring_order", "paths"});
     LibraryProfile l;
     l.name = name;
     l.description = f.get("description").str();
@@ -465,6 +465,7 @@ void Catalog::load_libraries(const fs::path& base) {
     l.host_reduction_rate = f.get("host_reduction_rate").positive_quantity(Quantity::Bandwidth);
     if (l.data_path == DataPath::Host || f.find("host_copy_rate"))
       l.host_copy_rate = f.get("host_copy_rate").positive_quantity(Quantity::Bandwidth);
+    if (auto r = f.find("rpc_rate")) l.rpc_rate = r->positive_quantity(Quantity::Bandwidth);
     if (auto k = f.find("kernel_channels")) l.kernel_channels = k->number(0, 64);
     if (auto r = f.find("reduce_slice")) l.reduce_slice = r->positive_quantity(Quantity::Bytes);
     if (auto e = f.find("nvls_efficiency")) nvls_efficiency(*e, l);
@@ -799,12 +800,13 @@ PathOverlay read_path_overlay(const YamlField& p) {
 }
 
 LibraryOverlay read_library_overlay(const YamlField& f) {
-  f.require_map({"collective_overhead", "host_reduction_rate", "host_copy_rate", "kernel_channels",
+  f.require_map({"collective_overhead", "host_reduction_rate", "host_copy_rate", "rpc_rate", "kernel_channels",
                  "host_reduction_regimes", "host_reduction_regimes_by", "paths"});
   LibraryOverlay o;
   if (auto v = f.find("collective_overhead")) o.collective_overhead = v->nonnegative_quantity(Quantity::Time);
   if (auto v = f.find("host_reduction_rate")) o.host_reduction_rate = v->positive_quantity(Quantity::Bandwidth);
   if (auto v = f.find("host_copy_rate")) o.host_copy_rate = v->positive_quantity(Quantity::Bandwidth);
+  if (auto v = f.find("rpc_rate")) o.rpc_rate = v->positive_quantity(Quantity::Bandwidth);
   if (auto v = f.find("kernel_channels")) o.kernel_channels = v->number(0, 64);
   if (auto v = f.find("host_reduction_regimes")) o.host_reduction_regimes = rate_steps(*v, "regimes");
   if (auto v = f.find("host_reduction_regimes_by")) o.host_reduction_regimes_by = regime_key(*v);
@@ -850,6 +852,7 @@ void apply_library(const LibraryOverlay& o, LibraryProfile& l) {
   if (o.collective_overhead) l.collective_overhead = *o.collective_overhead;
   if (o.host_reduction_rate) l.host_reduction_rate = *o.host_reduction_rate;
   if (o.host_copy_rate) l.host_copy_rate = *o.host_copy_rate;
+  if (o.rpc_rate) l.rpc_rate = *o.rpc_rate;
   if (o.kernel_channels) l.kernel_channels = *o.kernel_channels;
   if (o.host_reduction_regimes) l.host_reduction_regimes.points = *o.host_reduction_regimes;
   if (o.host_reduction_regimes_by) l.host_reduction_regimes_by = *o.host_reduction_regimes_by;

@@ -344,6 +344,9 @@ struct LibraryProfile {
   // One core's memcpy, bytes/s (host data path only; 0 elsewhere): the fusion buffer's copies on Horovod's
   // background thread, and the shared-memory copy of each message between ranks of one node.
   double host_copy_rate = 0;
+  // Parameter servers as processes of their own (communication.parameter_server_transport: rpc): each
+  // server's exchanges pass through its RPC stack at this rate, bytes/s each way; 0: no such limit.
+  double rpc_rate = 0;
   // Device data path: the thread blocks a collective's kernels keep while they run, one SM each, which
   // compute kernels cannot use meanwhile (NCCL's channels; 0 for a host data path).
   double kernel_channels = 0;

@@ -122,6 +122,7 @@ class Writer {
     figure("collective_overhead", l.collective_overhead, "s");
     figure("host_reduction_rate", l.host_reduction_rate, "B/s");
     figure("host_copy_rate", l.host_copy_rate, "B/s");
+    figure("rpc_rate", l.rpc_rate, "B/s");
     figure("kernel_channels", l.kernel_channels, "");
     if (l.host_reduction_regimes_by)
       y_ << YAML::Key << "host_reduction_regimes_by" << YAML::Value << to_yaml(*l.host_reduction_regimes_by);
@@ -159,6 +160,7 @@ void CatalogOverlay::merge(const CatalogOverlay& o) {
     take(to.collective_overhead, l.collective_overhead);
     take(to.host_reduction_rate, l.host_reduction_rate);
     take(to.host_copy_rate, l.host_copy_rate);
+    take(to.rpc_rate, l.rpc_rate);
     take(to.kernel_channels, l.kernel_channels);
     take(to.host_reduction_regimes, l.host_reduction_regimes);
     take(to.host_reduction_regimes_by, l.host_reduction_regimes_by);

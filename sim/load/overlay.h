@@ -26,6 +26,7 @@ struct LibraryOverlay {
   std::optional<double> collective_overhead;                                     // seconds per call
   std::optional<double> host_reduction_rate;                                     // bytes/s
   std::optional<double> host_copy_rate;                                          // bytes/s
+  std::optional<double> rpc_rate;                                                // bytes/s
   std::optional<double> kernel_channels;                                         // SMs a collective keeps
   std::optional<std::vector<std::pair<double, double>>> host_reduction_regimes;  // (from bytes, bytes/s)
   std::optional<RegimeKey> host_reduction_regimes_by;

@@ -53,6 +53,7 @@ std::string_view to_string(PsPlacement v) {
   return "?";
 }
 std::string_view to_string(PsAggregation v) { return v == PsAggregation::None ? "none" : "node"; }
+std::string_view to_string(PsTransport v) { return v == PsTransport::InProcess ? "in_process" : "rpc"; }
 std::string_view to_string(CommLibrary v) {
   return v == CommLibrary::Nccl ? "nccl" : v == CommLibrary::Nccl1 ? "nccl1" : "mpi";
 }
@@ -81,6 +82,7 @@ const std::vector<std::string> kCommKeys = {"strategy",
                                             "parameter_server_placement",
                                             "parameter_server_assignment",
                                             "parameter_server_aggregation",
+                                            "parameter_server_transport",
                                             "cross_node",
                                             "fusion_threshold",
                                             "cycle_time",
@@ -446,6 +448,13 @@ void parse_parameter_server_keys(const YamlField& co, Scenario& s) {
       f->fail(
           "node aggregation pushes to servers in host memory; it does not apply to parameter_server_placement: gpus");
   }
+  if (auto f = co.find("parameter_server_transport")) {
+    if (!ps) f->fail("applies only to strategy: parameter_server");
+    s.communication.ps_transport =
+        f->choice({"in_process", "rpc"}) == "rpc" ? PsTransport::Rpc : PsTransport::InProcess;
+    if (s.communication.ps_transport == PsTransport::Rpc && s.communication.ps_placement == PsPlacement::Gpus)
+      f->fail("rpc is between server processes in host memory; it does not apply to parameter_server_placement: gpus");
+  }
 }
 
 // communication.framework: Horovod's keys (fusion_threshold, cycle_time) or DDP's (bucket sizes).
@@ -669,6 +678,8 @@ std::string to_yaml(const Scenario& s) {
         << std::string(to_string(s.communication.ps_assignment));
     out << YAML::Key << "parameter_server_aggregation" << YAML::Value
         << std::string(to_string(s.communication.ps_aggregation));
+    out << YAML::Key << "parameter_server_transport" << YAML::Value
+        << std::string(to_string(s.communication.ps_transport));
   }
   if (s.communication.strategy == Strategy::Hierarchical)
     out << YAML::Key << "cross_node" << YAML::Value

@@ -16,6 +16,7 @@ enum class FabricTopology { Star, FatTree, RailOptimized };
 enum class Strategy { Ring, Hierarchical, HalvingDoubling, ParameterServer, Nvls, Tree, Auto };
 enum class PsPlacement { Colocated, Dedicated, Gpus };
 enum class PsAggregation { None, Node };
+enum class PsTransport { InProcess, Rpc };
 enum class CommLibrary { Nccl, Nccl1, Mpi };  // libraries.yaml: nccl, nccl1 (NCCL 1.x), mpi
 enum class Framework { Horovod, PytorchDdp };
 
@@ -24,6 +25,7 @@ FabricTopology fabric_topology_named(const std::string& name);  // star, fat_tre
 std::string_view to_string(Strategy v);
 std::string_view to_string(PsPlacement v);
 std::string_view to_string(PsAggregation v);
+std::string_view to_string(PsTransport v);
 std::string_view to_string(collective::ServerAssignment v);
 std::string_view to_string(CommLibrary v);
 std::string_view to_string(Framework v);
@@ -60,7 +62,9 @@ struct CommunicationConfig {
   int parameter_servers = 0;                          // parameter_server only
   PsPlacement ps_placement = PsPlacement::Colocated;  // gpus: the servers are the worker GPUs themselves
   collective::ServerAssignment ps_assignment = collective::ServerAssignment::Greedy;
-  PsAggregation ps_aggregation = PsAggregation::None;              // node: a node's GPUs sum before they push
+  PsAggregation ps_aggregation = PsAggregation::None;  // node: a node's GPUs sum before they push
+  // rpc: the servers are processes of their own, each exchange through the library's RPC (rpc_rate)
+  PsTransport ps_transport = PsTransport::InProcess;
   collective::CrossNode cross_node = collective::CrossNode::Ring;  // hierarchical only: among the node roots
   double fusion_threshold_bytes = 64.0 * 1024 * 1024;              // 0 disables fusion
   double cycle_time_s = 5e-3;                                      // pytorch_ddp: 0 (no negotiation)

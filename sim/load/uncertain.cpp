@@ -41,6 +41,7 @@ constexpr Figure<LibraryProfile, LibraryOverlay> kLibraryFigures[] = {
     {"collective_overhead", &LibraryProfile::collective_overhead, &LibraryOverlay::collective_overhead},
     {"host_reduction_rate", &LibraryProfile::host_reduction_rate, &LibraryOverlay::host_reduction_rate},
     {"host_copy_rate", &LibraryProfile::host_copy_rate, &LibraryOverlay::host_copy_rate},
+    {"rpc_rate", &LibraryProfile::rpc_rate, &LibraryOverlay::rpc_rate},
     {"kernel_channels", &LibraryProfile::kernel_channels, &LibraryOverlay::kernel_channels}};
 
 // The entry of `table` called `name`; nullptr where there is none.
@@ -92,7 +93,7 @@ std::string check_figure(const Catalog& c, const std::string& figure) {
       "expected compute.{step_time_cv,gpu_to_gpu_cv,co_run_slowdown,roofline_efficiency_scale}, "
       "skus.PATTERN.ethernet_bandwidth, "
       "link_classes.NAME.{bandwidth,latency}, "
-      "libraries.NAME.{collective_overhead,host_reduction_rate,host_copy_rate,kernel_channels} or "
+      "libraries.NAME.{collective_overhead,host_reduction_rate,host_copy_rate,rpc_rate,kernel_channels} or "
       "libraries.NAME.paths.{intra_node,cross_socket,infiniband,ethernet}.{bandwidth_fraction,message_overhead}";
   try {
     if (f.size() == 2 && f[0] == "compute" && find_figure(kComputeFigures, f[1])) return "";
@@ -114,7 +115,7 @@ std::string check_figure(const Catalog& c, const std::string& figure) {
 
 std::optional<Quantity> figure_quantity(const std::string& figure) {
   const std::string last = split(figure).back();
-  if (one_of(last, {"bandwidth", "host_reduction_rate", "host_copy_rate", "ethernet_bandwidth"}))
+  if (one_of(last, {"bandwidth", "host_reduction_rate", "host_copy_rate", "rpc_rate", "ethernet_bandwidth"}))
     return Quantity::Bandwidth;
   if (one_of(last, {"latency", "collective_overhead", "message_overhead"})) return Quantity::Time;
   return std::nullopt;
@@ -170,6 +171,8 @@ bool applies_to(const UncertainParameter& p, const Scenario& s, const Catalog& c
   // Sums on the host: MPI's own reductions, or parameter servers on CPUs (a device library's only ones).
   if (f.size() == 3 && f[2] == "host_reduction_rate")
     return s.communication.library == CommLibrary::Mpi || s.communication.server_members() > 0;
+  if (f.size() == 3 && f[2] == "rpc_rate")
+    return s.communication.server_members() > 0 && s.communication.ps_transport == PsTransport::Rpc;
   if (f.size() == 3) return true;
   if (f[3] == "intra_node") return s.cluster.gpus_per_node > 1;
   if (f[3] == "cross_socket") return s.cluster.gpus_per_node > 1 && gpus_across_sockets(s, catalog);
