@@ -190,7 +190,7 @@ class CommModel final : public PathCost {
   int workers_ = 0;
   int ranks_per_node_ = 0;
   std::vector<MemberPlace> places_;
-  std::vector<EdgeId> edges_;  // the graph's links, then GPU-pair twins of socket links
+  std::vector<EdgeId> edges_;  // the graph's links, GPU-pair twins of socket links, servers' RPC stacks
   std::vector<double> edge_bw_;
   int link_edges_ = 0;                               // edges_ that are the graph's links
   int pair_edges_end_ = 0;                           // edges_ up to here: links, then GPU-pair twins

@@ -48,7 +48,7 @@ using collective::Transfer;
 // Builds the collective for one fusion buffer.
 class CollectiveFactory {
  public:
-  CollectiveFactory(const Scenario& s, const ModelSpec& model, CommModel& cm) : s_(s), cm_(cm) {
+  CollectiveFactory(const Scenario& s, const ModelSpec& model, CommModel& cm) : s_(s) {
     for (const auto& t : model.tensors)
       tensor_bytes_.push_back(static_cast<std::uint64_t>(t.numel) * s.model.gradient_bytes);
     if (s.communication.strategy == Strategy::ParameterServer) server_of_ = tensor_servers(s, tensor_bytes_);
@@ -89,7 +89,6 @@ class CollectiveFactory {
 
  private:
   const Scenario& s_;
-  CommModel& cm_;
   std::vector<std::uint64_t> tensor_bytes_;
   std::vector<int> server_of_;
   BufferCollectiveLayout layout_;
