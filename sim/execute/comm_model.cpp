@@ -253,8 +253,8 @@ const Path& CommModel::path(VertexId src, VertexId dst) {
     auto server = [&](VertexId v) { return static_cast<int>(v - rpc_endpoint_base_); };
     auto memory = [&](VertexId v) { return v < rpc_endpoint_base_ ? v : places_.at(workers_ + server(v)).host; };
     Path p = path(memory(src), memory(dst));
-    if (src != dst && src >= rpc_endpoint_base_) p.edges.push_back(pair_edges_end_ + 2 * server(src) + 1);
-    if (src != dst && dst >= rpc_endpoint_base_) p.edges.push_back(pair_edges_end_ + 2 * server(dst));
+    if (src != dst && src >= rpc_endpoint_base_) p.edges.push_back(rpc_edge_of(server(src), true));
+    if (src != dst && dst >= rpc_endpoint_base_) p.edges.push_back(rpc_edge_of(server(dst), false));
     return paths_.emplace(key, std::move(p)).first->second;
   }
   const TopologyGraph& g = topo_.graph();

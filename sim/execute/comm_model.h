@@ -177,6 +177,8 @@ class CommModel final : public PathCost {
   VertexId to_template(VertexId v) const;
   VertexId from_template(VertexId v, int node) const;
   bool over_nvlink_domain(VertexId src, VertexId dst) const;
+  // Server j's RPC stack: its edge in (2 j past the twins), then its edge out.
+  int rpc_edge_of(int server, bool out) const { return pair_edges_end_ + 2 * server + (out ? 1 : 0); }
 
   const Topology& topo_;
   const LibraryProfile& lib_;

@@ -178,6 +178,8 @@ class TrainingRun final : public collective::CycleRuntime, public collective::Bu
   }
 
   Prediction run();
+  // Each edge that carried bytes, its load over an iteration of `iteration_s`: busiest first.
+  std::vector<LinkLoad> link_loads(double iteration_s) const;
   CollectiveTiming run_alone(const Collective& c);
 
   double now() override { return sg4::Engine::get_clock(); }
@@ -664,6 +666,28 @@ struct EngineArgs {
 };
 }  // namespace
 
+std::vector<LinkLoad> TrainingRun::link_loads(double iteration_s) const {
+  std::vector<LinkLoad> links;
+  for (int e = 0; e < cm_.edge_count(); ++e) {
+    if (edge_bytes_[e] <= 0) continue;
+    LinkLoad ll{cm_.edge_name(e), "rpc", "process", cm_.edge_bandwidth(e), edge_bytes_[e], 0};
+    if (!cm_.rpc_edge(e)) {  // a server's RPC stack is no link of the graph
+      const Link& l = topo_.link(cm_.edge(e));
+      // A GPU-to-GPU path through host memory: loaded against the rate the library reaches on it.
+      const bool pair = cm_.gpu_pair_edge(e);
+      ll.link_class = l.link_class + (pair ? "/gpu-to-gpu" : "");
+      ll.kind = std::string(to_string(l.kind));
+      ll.bandwidth = pair ? cm_.edge_bandwidth(e) : l.bandwidth;
+    }
+    ll.utilisation = ll.bytes / (ll.bandwidth * iteration_s);
+    links.push_back(std::move(ll));
+  }
+  std::stable_sort(links.begin(), links.end(), [](const LinkLoad& a, const LinkLoad& b) {
+    return a.utilisation != b.utilisation ? a.utilisation > b.utilisation : a.name < b.name;
+  });
+  return links;
+}
+
 CollectiveTiming TrainingRun::run_alone(const Collective& c) {
   EngineArgs args;
   sg4::Engine engine(&args.argc, args.argv);
@@ -758,29 +782,7 @@ Prediction TrainingRun::run() {
     return a.rank != b.rank ? a.rank < b.rank : a.start < b.start;
   });
   p.compute_spans = std::move(spans_);
-  for (int e = 0; e < cm_.edge_count(); ++e) {
-    if (edge_bytes_[e] <= 0) continue;
-    if (cm_.rpc_edge(e)) {
-      LinkLoad ll{cm_.edge_name(e), "rpc", "process", cm_.edge_bandwidth(e), edge_bytes_[e], 0};
-      ll.utilisation = ll.bytes / (ll.bandwidth * p.iteration_time_s);
-      p.links.push_back(std::move(ll));
-      continue;
-    }
-    const Link& l = topo_.link(cm_.edge(e));
-    // A GPU-to-GPU path through host memory: loaded against the rate the library reaches on it.
-    const bool pair = cm_.gpu_pair_edge(e);
-    LinkLoad ll{cm_.edge_name(e),
-                l.link_class + (pair ? "/gpu-to-gpu" : ""),
-                std::string(to_string(l.kind)),
-                pair ? cm_.edge_bandwidth(e) : l.bandwidth,
-                edge_bytes_[e],
-                0};
-    ll.utilisation = ll.bytes / (ll.bandwidth * p.iteration_time_s);
-    p.links.push_back(std::move(ll));
-  }
-  std::stable_sort(p.links.begin(), p.links.end(), [](const LinkLoad& a, const LinkLoad& b) {
-    return a.utilisation != b.utilisation ? a.utilisation > b.utilisation : a.name < b.name;
-  });
+  p.links = link_loads(p.iteration_time_s);
   if (!p.links.empty()) p.bottleneck = p.links.front();
   p.simulated_activities = activities_ + (loader_ ? loader_->activities() : 0);
   for (const auto& r : p.collectives)
