@@ -77,6 +77,14 @@ class EmulatedTransport final : public MpiHostTransport {
                                                        : time_for(t.bytes, costs_.reduce_host_bytes_per_s));
   }
   void update(std::uint64_t bytes) override { sleep_for(time_for(bytes, costs_.update_bytes_per_s)); }
+  // The step's messages under the call's protocol: what it adds beyond the network's time, before sending.
+  void post(int index, const collective::RankStep& step) override {
+    double extra = 0;
+    for (const auto& t : step.sends) extra = std::max(extra, profile_.protocol_s(protocol, t));
+    sleep_for(extra);
+    MpiHostTransport::post(index, step);
+  }
+  collective::Protocol protocol;  // of the collective running (EmulatedBackend::charge_collective_call)
 
  protected:
   void* scratch(std::size_t i, std::size_t bytes) override { return scratch_.get(i, bytes); }
@@ -127,7 +135,10 @@ class EmulatedBackend final : public HostBackend {
   void host_copy(void*, const void*, std::size_t) override {}
   bool emulated() const override { return true; }
   collective::Space collective_space() const override { return profile_.space; }
-  void charge_collective_call() override { sleep_for(profile_.collective_overhead_s); }
+  void charge_collective_call(const collective::Protocol& protocol) override {
+    sleep_for(protocol.name.empty() ? profile_.collective_overhead_s : protocol.call_s);
+    transport_->protocol = protocol;
+  }
   void charge_fusion_copy(std::uint64_t bytes) override {
     sleep_for(time_for(bytes, profile_.fusion_copy_bytes_per_s));
   }

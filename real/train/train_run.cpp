@@ -252,13 +252,14 @@ void TrainLoop::start(const collective::FusionBuffer& b) {
   rec.negotiated_at = b.negotiated_at;
   rec.start = now();
   copy_in(b);
-  backend_->charge_collective_call();
-  rec.comm_start = now();
   // The exchange's buffer is laid out shard by shard; the fusion buffer is in tensor order, so the
   // server-side layout differs but every rank agrees on it and sizes match.
   const BufferShards shards = ps_ ? buffer_shards(s_, server_of_, tensor_bytes_, b.tensors) : BufferShards{};
   const auto c = make_buffer_collective(s_, layout_, b.bytes, 4, shards);
+  backend_->charge_collective_call(c->protocol);
+  rec.comm_start = now();
   rec.algorithm = std::string(c->algorithm());
+  rec.protocol = std::string(c->protocol.name);
   FaultyTransport t(backend_->transport(fusion_), o_.fault, rank_);
   collective::run_member(*c, rank_, t);
   backend_->synchronize();

@@ -59,8 +59,9 @@ class Backend {
   // real machines; under emulation the data space of the emulated library (host-staged for MPI).
   virtual collective::Space collective_space() const { return collective::Space::Device; }
   // Costs only an emulated run has to charge (on real hardware the operations themselves take the
-  // time): the library's per-collective overhead, and one fusion-buffer copy (in or out) of `bytes`.
-  virtual void charge_collective_call() {}
+  // time): a collective call's overhead (its protocol's, where the library's tuning picked one; that
+  // protocol then governs the call's messages), and one fusion-buffer copy (in or out) of `bytes`.
+  virtual void charge_collective_call(const collective::Protocol& protocol) { (void)protocol; }
   virtual void charge_fusion_copy(std::uint64_t bytes) { (void)bytes; }
 
  private:

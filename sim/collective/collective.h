@@ -76,6 +76,15 @@ struct StepRun {
   Phase phase = Phase::ReduceScatter;
 };
 
+// How a library moves a collective's messages where its tuning picks a protocol per message (NCCL's LL,
+// LL128, Simple): what the simulators charge for it. Real transports ignore it: their library picks.
+struct Protocol {
+  std::string_view name;    // empty: none picked (the library's plain figures)
+  double call_s = 0;        // per call, instead of the library's collective_overhead
+  double step_floor_s = 0;  // each message takes at least this long besides its bytes' time
+  double bandwidth = 1;     // the share of the paths' effective bandwidth the protocol reaches
+};
+
 class Collective {
  public:
   virtual ~Collective() = default;
@@ -87,6 +96,7 @@ class Collective {
   // Where member m keeps its buffer between steps (the space reductions run in).
   virtual Space home_space(int member) const = 0;
   std::uint64_t bytes() const { return bytes_; }
+  Protocol protocol;  // set by whoever picks one (execute/buffer_collective.h)
 
  protected:
   explicit Collective(std::uint64_t bytes) : bytes_(bytes) {}

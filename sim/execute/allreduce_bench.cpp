@@ -34,10 +34,14 @@ BenchPrediction predict_allreduce_bench(const Catalog& catalog, const Scenario& 
   out.bus_factor = collective::bus_bandwidth_factor(collective::BusOp::AllReduce, out.ranks);
   out.algorithm = std::string(to_string(s.communication.strategy));
   for (std::uint64_t bytes : list) {
-    BenchRow row{bytes, bytes / kFloatBytes, 0};
+    BenchRow row;
+    row.bytes = bytes;
+    row.count = bytes / kFloatBytes;
     if (bytes > 0) {
       const auto c = make_buffer_collective(s, layout, bytes, kFloatBytes);
-      row.time_s = collective_duration(*c, cm, nullptr) + cm.library().collective_overhead;
+      row.time_s = collective_duration(*c, cm, nullptr) + cm.call_overhead(*c);
+      row.algorithm = std::string(c->algorithm());
+      row.protocol = std::string(c->protocol.name);
     }
     out.rows.push_back(row);
   }

@@ -22,6 +22,8 @@ struct BenchRow {
   std::uint64_t bytes = 0;
   std::uint64_t count = 0;  // float elements
   double time_s = 0;
+  std::string algorithm;  // the allreduce run: "ring_allreduce", "tree_allreduce", ...
+  std::string protocol;   // the protocol the library's tuning picked ("ll", "ll128", "simple"); empty: none
   double algbw() const { return time_s > 0 ? static_cast<double>(bytes) / time_s : 0; }  // bytes/s
 };
 

@@ -45,33 +45,101 @@ std::unique_ptr<collective::Collective> make_tree(const Scenario& s, const Buffe
   return collective::make_tree_allreduce(nodes, gpn, bytes, element_bytes, layout.space, chains, chunks);
 }
 
-// The choice's inputs: NVLink inside the node, and the ring's bus bandwidth at 256 MiB.
+// The choice's inputs: NVLink inside the node, the GPUs, the fabric, and the ring's bus bandwidth at 256 MiB.
 AlgorithmChoice algorithm_choice(const Scenario& s, const BufferCollectiveLayout& l, CommModel& cm) {
-  AlgorithmChoice c{*cm.library().tuning, s.cluster.nodes, l.workers, cm.gpus_on_nvlink(), 0};
+  AlgorithmChoice c;
+  c.tuning = *cm.library().tuning;
+  // NCCL counts a rack-scale NVLink domain (GB200 NVL72) as one node: its GPUs talk over NVLink.
+  const int domain = std::max(1, cm.topology().nvlink_domain_nodes());
+  c.nodes = (s.cluster.nodes + domain - 1) / domain;
+  c.ranks = l.workers;
+  c.channels = std::max<int>(1, static_cast<int>(l.ring_orders.size()));
+  c.nvlink = cm.gpus_on_nvlink();
+  c.gpudirect = s.cluster.fabric == FabricKind::InfiniBand;
+  c.compute_capability = cm.gpu().compute_capability;
+  c.protocol = s.communication.protocol;
   constexpr std::uint64_t kProbe = 256ull << 20;
   const auto ring = make_ring(l, kProbe, 4);
   const double t = collective_duration(*ring, cm, nullptr);
   c.bus_bandwidth = t > 0 ? collective::bus_bandwidth_factor(collective::BusOp::AllReduce, l.workers) * kProbe / t : 0;
   return c;
 }
+
+bool enabled(const AlgorithmChoice& c, const ProtocolTuning& p) {
+  if (!c.protocol.empty()) return p.name == c.protocol;  // as NCCL_PROTO: whatever the defaults
+  const auto& caps = p.capabilities;
+  return (!p.needs_nvlink || c.nvlink) && (!p.needs_gpudirect || c.nodes == 1 || c.gpudirect) &&
+         (caps.empty() || std::find(caps.begin(), caps.end(), c.compute_capability) != caps.end());
+}
+
+// NCCL's bus bandwidth for a protocol: the ring's, times its share, within its limit.
+double protocol_bus_bandwidth(const AlgorithmChoice& c, const ProtocolTuning& p, double share) {
+  const double b = c.bus_bandwidth * share, most = p.max_bus_bandwidth(c.nodes, c.compute_capability);
+  return most > 0 ? std::min(b, most) : b;
+}
+
+double tree_share(const AlgorithmChoice& c, const ProtocolTuning& p) {
+  return c.nodes == 1 && p.tree_bandwidth_one_node > 0 ? p.tree_bandwidth_one_node : p.tree_bandwidth;
+}
+
+// NCCL's ring latency for a protocol, less its per-call part: 2 (n - 1) steps, 2 x nodes of them across
+// the network (at most all of them: with one GPU a node NCCL's count exceeds the steps).
+double ring_steps_latency(const AlgorithmChoice& c, const ProtocolTuning& p) {
+  const double steps = 2.0 * (c.ranks - 1), inter = c.nodes > 1 ? std::min(steps, 2.0 * c.nodes) : 0;
+  double intra = c.nvlink ? p.ring.nvlink : p.ring.pci;
+  if (c.nodes > 1) intra = std::max(intra, p.network_post);
+  return (steps - inter) * intra + inter * p.ring.network;
+}
+
+double ring_time(const AlgorithmChoice& c, const ProtocolTuning& p, double bytes) {
+  double latency = p.ring.base + ring_steps_latency(c, p);
+  if (p.name == "simple" && c.nodes > 1 && bytes >= 64.0 * c.channels * c.ranks)
+    latency *= c.tuning.ring_plateau.at(c.compute_capability);
+  const double algbw = protocol_bus_bandwidth(c, p, p.ring_bandwidth) * c.ranks / (2.0 * (c.ranks - 1));
+  return latency + bytes / algbw;
+}
+
+double tree_time(const AlgorithmChoice& c, const ProtocolTuning& p, std::uint64_t bytes) {
+  const double levels = static_cast<double>(c.ranks) / c.nodes - 1, net_levels = std::floor(std::log2(c.nodes));
+  const double latency =
+      p.tree.base + 2 * (levels * (c.nvlink ? p.tree.nvlink : p.tree.pci) + net_levels * p.tree.network);
+  double algbw = protocol_bus_bandwidth(c, p, c.tuning.tree_bandwidth * tree_share(c, p)) * 0.5;
+  std::size_t log_size = 0;  // NCCL's log2i(bytes >> 6)
+  for (std::uint64_t v = bytes >> 6; v > 1; v >>= 1) ++log_size;
+  if (log_size < p.tree_correction.size()) algbw *= p.tree_correction[log_size];
+  return latency + static_cast<double>(bytes) / algbw;
+}
 }  // namespace
 
-bool picks_tree(const AlgorithmChoice& c, std::uint64_t bytes) {
-  const AlgorithmTuning& t = c.tuning;
-  const double n = c.ranks, nodes = c.nodes, b = static_cast<double>(bytes);
-  if (c.ranks < 2 || c.bus_bandwidth <= 0) return false;
-  const double ring_steps = 2 * (n - 1), inter_steps = 2 * (nodes - 1);
-  double ring_latency =
-      t.ring.base + (ring_steps - inter_steps) * (c.nvlink ? t.ring.nvlink : t.ring.pci) + inter_steps * t.ring.network;
-  if (c.nodes > 1 && b >= n / 16 * 65536) ring_latency *= t.ring_plateau;
-  const double tree_latency = t.tree.base + 2 * ((n / nodes - 1) * (c.nvlink ? t.tree.nvlink : t.tree.pci) +
-                                                 std::floor(std::log2(nodes)) * t.tree.network);
-  double tree_bandwidth = c.bus_bandwidth * t.tree_bandwidth * 0.5;  // NCCL: a tree's algbw is busBw / 2
-  std::size_t log_size = 0;                                          // NCCL's log2i(bytes >> 6)
-  for (std::uint64_t v = bytes >> 6; v > 1; v >>= 1) ++log_size;
-  if (log_size < t.tree_correction.size()) tree_bandwidth *= t.tree_correction[log_size];
-  const double ring_bandwidth = c.bus_bandwidth * n / ring_steps;
-  return tree_latency + b / tree_bandwidth < ring_latency + b / ring_bandwidth;
+AlgorithmPick pick_algorithm(const AlgorithmChoice& c, std::uint64_t bytes, bool ring, bool tree) {
+  AlgorithmPick best;
+  if (c.ranks < 2 || c.bus_bandwidth <= 0) return best;
+  for (const bool is_tree : {false, true}) {
+    if (is_tree ? !tree : !ring) continue;
+    for (const auto& p : c.tuning.protocols) {
+      if (!enabled(c, p)) continue;
+      const double t = is_tree ? tree_time(c, p, bytes) : ring_time(c, p, static_cast<double>(bytes));
+      if (!best.protocol || t < best.time_s) best = {is_tree, &p, t};
+    }
+  }
+  return best;
+}
+
+collective::Protocol protocol_cost(const AlgorithmChoice& c, const AlgorithmPick& pick) {
+  collective::Protocol out;
+  if (!pick.protocol) return out;
+  const ProtocolTuning& p = *pick.protocol;
+  out.name = p.name;
+  if (pick.tree) {
+    out.call_s = p.tree.base;
+    const double simple = c.tuning.tree_bandwidth * c.bus_bandwidth;
+    out.bandwidth = protocol_bus_bandwidth(c, p, c.tuning.tree_bandwidth * tree_share(c, p)) / simple;
+  } else {
+    out.call_s = p.ring.base;
+    out.step_floor_s = ring_steps_latency(c, p) / (2.0 * (c.ranks - 1));
+    out.bandwidth = protocol_bus_bandwidth(c, p, p.ring_bandwidth) / c.bus_bandwidth;
+  }
+  return out;
 }
 
 BufferCollectiveLayout buffer_collective_layout(const Scenario& s, collective::Space space, CommModel& costs) {
@@ -88,15 +156,16 @@ BufferCollectiveLayout buffer_collective_layout(const Scenario& s, collective::S
   BufferCollectiveLayout l{
       costs.workers(), space, {}, device_order ? index_order(s.cluster.gpus_per_node) : search.local_ring_order(), {},
       std::nullopt};
-  if (st == Strategy::Ring || st == Strategy::Auto)
+  // The library's tuning model picks each message's protocol (and, for auto, its algorithm) by the rings'
+  // bus bandwidth, so the tree strategy searches its rings too.
+  const bool picks = costs.library().tuning && (st == Strategy::Ring || st == Strategy::Tree || st == Strategy::Auto);
+  if (st == Strategy::Ring || picks)
     l.ring_orders =
         device_order ? std::vector<std::vector<int>>(static_cast<std::size_t>(channels), index_order(costs.workers()))
                      : search.ring_orders(channels);
   if (st == Strategy::Tree) l.tree_chains = tree_chains(search, s.cluster.gpus_per_node, channels);
-  if (st == Strategy::Auto) {
-    l.tree_chains = tree_chains(search, s.cluster.gpus_per_node, 2 * channels);
-    l.choice = algorithm_choice(s, l, costs);
-  }
+  if (st == Strategy::Auto) l.tree_chains = tree_chains(search, s.cluster.gpus_per_node, 2 * channels);
+  if (picks) l.choice = algorithm_choice(s, l, costs);
   return l;
 }
 
@@ -124,22 +193,36 @@ BufferShards buffer_shards(const Scenario& s, const std::vector<int>& server_of,
   return b;
 }
 
+namespace {
+// Ring, tree or auto: the algorithm the strategy names or NCCL's model picks, with the protocol it picks.
+std::unique_ptr<collective::Collective> make_picked(const Scenario& s, const BufferCollectiveLayout& layout,
+                                                    std::uint64_t bytes, int element_bytes) {
+  const Strategy st = s.communication.strategy;
+  const int channels = s.communication.channels;
+  AlgorithmPick pick{st == Strategy::Tree, nullptr, 0};
+  if (layout.choice)
+    if (auto p = pick_algorithm(*layout.choice, bytes, st != Strategy::Tree, st != Strategy::Ring); p.protocol)
+      pick = p;
+  auto c = !pick.tree             ? make_ring(layout, bytes, element_bytes)
+           : st == Strategy::Auto ? make_tree(s, layout, bytes, element_bytes, 2 * channels)
+                                  : make_tree(s, layout, bytes, element_bytes, channels);
+  if (layout.choice) c->protocol = protocol_cost(*layout.choice, pick);
+  return c;
+}
+}  // namespace
+
 std::unique_ptr<collective::Collective> make_buffer_collective(const Scenario& s, const BufferCollectiveLayout& layout,
                                                                std::uint64_t bytes, int element_bytes,
                                                                const BufferShards& shards) {
   const auto& c = s.communication;
   switch (c.strategy) {
     case Strategy::Ring:
-      return make_ring(layout, bytes, element_bytes);
+    case Strategy::Tree:
+    case Strategy::Auto:
+      return make_picked(s, layout, bytes, element_bytes);
     case Strategy::Hierarchical:
       return collective::make_hierarchical_allreduce(s.cluster.nodes, s.cluster.gpus_per_node, bytes, element_bytes,
                                                      layout.space, layout.local_order, c.cross_node);
-    case Strategy::Tree:
-      return make_tree(s, layout, bytes, element_bytes, c.channels);
-    case Strategy::Auto:
-      if (layout.choice && picks_tree(*layout.choice, bytes))
-        return make_tree(s, layout, bytes, element_bytes, 2 * c.channels);
-      return make_ring(layout, bytes, element_bytes);
     case Strategy::HalvingDoubling:
       return collective::make_halving_doubling_allreduce(layout.workers, bytes, element_bytes, layout.space);
     case Strategy::Nvls: {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "collective/collective.h"
@@ -15,15 +16,34 @@
 
 namespace ringsim {
 
-// Strategy auto: what NCCL's tuning model (libraries.yaml `tuning`) weighs to pick ring or tree for a message.
+// What NCCL's tuning model (libraries.yaml `tuning`) weighs to pick an algorithm (strategy auto) and a
+// protocol (auto, ring, tree) for a message.
 struct AlgorithmChoice {
   AlgorithmTuning tuning;
-  int nodes = 1, ranks = 1;
-  bool nvlink = false;       // a node's GPUs talk over NVLink (NCCL's NVLINK latencies; else PCI's)
+  int nodes = 1, ranks = 1, channels = 1;
+  bool nvlink = false;     // a node's GPUs talk over NVLink (NCCL's NVLINK latencies; else PCI's)
+  bool gpudirect = false;  // the fabric's NICs reach the GPUs directly (InfiniBand)
+  double compute_capability = 0;
   double bus_bandwidth = 0;  // bytes/s: the ring's bus bandwidth on this cluster (NCCL's busBw)
+  std::string protocol;      // communication.protocol: one protocol only; empty: NCCL picks
 };
-// Whether NCCL's model finds the tree faster than the ring for `bytes` (ties: the ring).
-bool picks_tree(const AlgorithmChoice& c, std::uint64_t bytes);
+// NCCL's pick for one message: the algorithm, the protocol and the time its model gives them.
+struct AlgorithmPick {
+  bool tree = false;
+  const ProtocolTuning* protocol = nullptr;
+  double time_s = 0;
+};
+// The fastest by NCCL's model among the ring (ring), the tree (tree) and the protocols enabled here
+// (ties: the ring, then the protocol listed first).
+AlgorithmPick pick_algorithm(const AlgorithmChoice& c, std::uint64_t bytes, bool ring, bool tree);
+// Whether NCCL's model finds the tree faster than the ring for `bytes`.
+inline bool picks_tree(const AlgorithmChoice& c, std::uint64_t bytes) {
+  return pick_algorithm(c, bytes, true, true).tree;
+}
+// What the simulators charge for a pick's protocol (collective::Protocol): its per-call latency; for the
+// ring, NCCL's mean latency per step as a floor for each step's messages; its share of the Simple
+// protocol's bandwidth.
+collective::Protocol protocol_cost(const AlgorithmChoice& c, const AlgorithmPick& p);
 
 struct BufferCollectiveLayout {
   int workers = 0;                                      // GPU ranks, node-major
@@ -31,7 +51,7 @@ struct BufferCollectiveLayout {
   std::vector<std::vector<int>> ring_orders;            // ring: one ring through every worker per channel
   std::vector<int> local_order;                         // hierarchical: the ring inside each node (empty: index order)
   std::vector<std::vector<int>> tree_chains;            // tree: each channel's chain inside a node (local indices)
-  std::optional<AlgorithmChoice> choice;                // auto: absent, the ring
+  std::optional<AlgorithmChoice> choice;                // ring, tree, auto with a tuning model: NCCL's picks
 };
 
 class CommModel;
@@ -40,8 +60,8 @@ class CommModel;
 // 0's segment of searched ring c / 2 for channel c: both trees of a pair leave by one NIC, the pairs by
 // different ones, over different links), from the same ring search (graph/ring_search.h) over the same
 // path costs.
-// Auto: rings, trees (twice the channels) and the choice, whose bus bandwidth is the step model's for a
-// 256 MiB ring on these rings.
+// Auto: rings and trees (twice the channels). Ring, tree and auto with a library that has a tuning model:
+// the choice, whose bus bandwidth is the step model's for a 256 MiB ring on the rings.
 BufferCollectiveLayout buffer_collective_layout(const Scenario& s, collective::Space space, CommModel& costs);
 
 // The framework's gradient planner for one step (predict and ringsim-real train): Horovod's fusion by

@@ -79,6 +79,7 @@ class CommModel final : public PathCost {
 
   const Topology& topology() const { return topo_; }
   const LibraryProfile& library() const { return lib_; }
+  const GpuSpec& gpu() const { return gpu_; }
   // Whether a node's first two GPUs talk over NVLink (NCCL's tuning: NVLink or PCI latencies inside a node).
   bool gpus_on_nvlink();
   collective::Space data_space() const { return collective_data_space(lib_, gpu_); }
@@ -130,14 +131,22 @@ class CommModel final : public PathCost {
   static bool regime(const Path& p, double bytes, const CollectiveSize& c, SizeRegime& out) {
     return p.profile && p.profile->regime(regime_size(p.profile->regimes_by, bytes, c), out);
   }
-  static double wire_bytes(const Path& p, double bytes, const CollectiveSize& c) {
+  // Under the collective's protocol `pr` (collective::Protocol), which reaches a share of the bandwidth
+  // and makes each message take at least its step floor besides its bytes' time.
+  static double wire_bytes(const Path& p, double bytes, const CollectiveSize& c, const collective::Protocol& pr) {
     SizeRegime r;
-    return (regime(p, bytes, c, r) ? bytes / r.bandwidth_scale : bytes) * p.bytes_scale;
+    return (regime(p, bytes, c, r) ? bytes / r.bandwidth_scale : bytes) * p.bytes_scale / pr.bandwidth;
   }
-  static double message_overhead(const Path& p, double bytes, const CollectiveSize& c) {
+  // Besides the route's latency (p.latency less p.overhead).
+  static double message_overhead(const Path& p, double bytes, const CollectiveSize& c, const collective::Protocol& pr) {
     SizeRegime r;
     const double protocol = p.profile ? p.profile->protocol_overhead(bytes) : 0;
-    return protocol + (regime(p, bytes, c, r) ? r.message_overhead + p.handoff : p.overhead);
+    const double own = protocol + (regime(p, bytes, c, r) ? r.message_overhead + p.handoff : p.overhead);
+    return std::max(own, pr.step_floor_s - (p.latency - p.overhead));
+  }
+  // What one call of collective `c` costs besides its messages: its protocol's, or the library's.
+  double call_overhead(const collective::Collective& c) const {
+    return c.protocol.name.empty() ? lib_.collective_overhead : c.protocol.call_s;
   }
 
   // Seconds to reduce `bytes` received into a buffer in `space` of member m (part of collective `c`, whose

@@ -36,11 +36,18 @@ EmulationProfile EmulationProfile::from(CommModel& cm, int members) {
       x.reduce_device_slice_bytes = after;
     p.members.push_back(x);
   }
+  for (int a = 0; a < members; ++a)
+    for (int b = 0; b < members; ++b) {
+      const Path& path = cm.path(cm.endpoint(a, p.space), cm.endpoint(b, p.space));
+      double bw = std::numeric_limits<double>::infinity();
+      for (int e : path.edges) bw = std::min(bw, cm.edge_bandwidth(e));
+      p.pairs.push_back({path.latency, path.edges.empty() ? 0 : bw});
+    }
   return p;
 }
 
 std::string EmulationProfile::to_json() const {
-  nlohmann::ordered_json j = {{"schema", "ringsim.emulation-profile/3"},
+  nlohmann::ordered_json j = {{"schema", "ringsim.emulation-profile/4"},
                               {"library", library},
                               {"space", std::string(collective::to_string(space))},
                               {"collective_overhead_s", collective_overhead_s},
@@ -55,13 +62,15 @@ std::string EmulationProfile::to_json() const {
                   {"node", m.node},
                   {"receive_copy_bytes_per_s", m.receive_copy_bytes_per_s},
                   {"reduce_device_slice_bytes", m.reduce_device_slice_bytes}});
+  auto& ps = j["pairs"] = nlohmann::ordered_json::array();
+  for (const auto& x : pairs) ps.push_back({x.latency_s, x.bytes_per_s});
   return j.dump(1) + "\n";
 }
 
 EmulationProfile EmulationProfile::parse(const std::string& text, const std::string& file) {
   try {
     const auto j = nlohmann::json::parse(text);
-    if (j.at("schema") != "ringsim.emulation-profile/3") throw std::runtime_error("unknown schema");
+    if (j.at("schema") != "ringsim.emulation-profile/4") throw std::runtime_error("unknown schema");
     EmulationProfile p;
     p.library = j.at("library").get<std::string>();
     p.space = j.at("space") == "host" ? collective::Space::Host : collective::Space::Device;
@@ -73,10 +82,20 @@ EmulationProfile EmulationProfile::parse(const std::string& text, const std::str
                            m.at("staging_latency_s").get<double>(), m.at("staging_bytes_per_s").get<double>(),
                            m.at("node").get<int>(), m.at("receive_copy_bytes_per_s").get<double>(),
                            m.at("reduce_device_slice_bytes").get<std::uint64_t>()});
+    for (const auto& x : j.at("pairs")) p.pairs.push_back({x.at(0).get<double>(), x.at(1).get<double>()});
+    if (p.pairs.size() != p.members.size() * p.members.size())
+      throw std::runtime_error("pairs: expected members x members entries");
     return p;
   } catch (const std::exception& e) {
     throw std::runtime_error(file + ": not an emulation profile written by `ringsim emulate`: " + e.what());
   }
+}
+
+double EmulationProfile::protocol_s(const collective::Protocol& p, const collective::Transfer& t) const {
+  if (p.name.empty() || t.src == t.dst) return 0;
+  const Pair& x = pairs.at(static_cast<std::size_t>(t.src) * members.size() + t.dst);
+  const double bytes = x.bytes_per_s > 0 ? static_cast<double>(t.bytes) * (1 / p.bandwidth - 1) / x.bytes_per_s : 0;
+  return std::max(0.0, p.step_floor_s - x.latency_s) + bytes;
 }
 
 double EmulationProfile::Member::reduce_device_s(std::uint64_t bytes) const {

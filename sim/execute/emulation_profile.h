@@ -29,15 +29,25 @@ struct EmulationProfile {
     std::uint64_t reduce_device_slice_bytes = 0;
     double reduce_device_s(std::uint64_t bytes) const;
   };
+  // A message between two members in the data space: its path's latency (overhead included) and its
+  // narrowest effective bandwidth, which a protocol's step floor and bandwidth share are charged against.
+  struct Pair {
+    double latency_s = 0;
+    double bytes_per_s = 0;
+  };
   std::string library;
   collective::Space space = collective::Space::Device;  // where the library keeps collective data
   double collective_overhead_s = 0;
+  std::vector<Pair> pairs;             // members x members, row = sender
   double fusion_copy_bytes_per_s = 0;  // one fusion-buffer copy (in or out)
   std::vector<Member> members;
 
   static EmulationProfile from(CommModel& cm, int members);
   // What member `dst` spends copying the message `t` out of shared memory (CommModel::receive_copy_time).
   double receive_copy_s(const collective::Transfer& t) const;
+  // What the collective's protocol adds to message `t` beyond the emulated network's time: the rest of its
+  // step floor past the path's latency, and its bytes' time beyond the protocol's bandwidth share.
+  double protocol_s(const collective::Protocol& p, const collective::Transfer& t) const;
   std::string to_json() const;
   // Throws std::runtime_error naming `file` on anything malformed.
   static EmulationProfile parse(const std::string& text, const std::string& file);

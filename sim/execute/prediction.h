@@ -32,6 +32,7 @@ struct CollectivePhase {
 struct CollectiveRecord {
   int index = 0;
   std::string algorithm;  // "ring_allreduce", "hierarchical_allreduce", "parameter_server"
+  std::string protocol;   // what the library's tuning picked for it ("ll", "ll128", "simple"); empty: none
   std::uint64_t bytes = 0;
   std::vector<int> tensors;
   double negotiated_at = 0;  // the coordinator cycle that formed the buffer

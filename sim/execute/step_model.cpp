@@ -154,8 +154,8 @@ double collective_duration(const collective::Collective& c, CommModel& cm, std::
       for (const auto& t : st.sends) {
         const Path& p = cm.path(t);
         const double b = static_cast<double>(t.bytes);
-        flows.push_back(
-            {&p, CommModel::wire_bytes(p, b, size), CommModel::message_overhead(p, b, size) - p.overhead, b});
+        flows.push_back({&p, CommModel::wire_bytes(p, b, size, c.protocol),
+                         CommModel::message_overhead(p, b, size, c.protocol) - p.overhead, b});
       }
       double copying = 0, local = 0;
       for (const auto& r : st.recvs) {

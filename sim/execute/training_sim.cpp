@@ -104,22 +104,37 @@ struct FlowRendezvous {
 
 class SimgridTransport final : public collective::Transport {
  public:
-  // `size`: the collective's sizes, which pick size regimes keyed by buffer or footprint.
-  SimgridTransport(int member, const CollectiveSize& size, CommModel& cm, FlowRendezvous& rv,
-                   const std::vector<sg4::Host*>& host_of_vertex, std::int64_t& activities)
-      : me_(member), size_(size), cm_(cm), rv_(rv), hosts_(host_of_vertex), activities_(activities) {}
+  // `size`: the collective's sizes, which pick size regimes keyed by buffer or footprint; `protocol`: its
+  // protocol's costs.
+  SimgridTransport(int member, const CollectiveSize& size, const collective::Protocol& protocol, CommModel& cm,
+                   FlowRendezvous& rv, const std::vector<sg4::Host*>& host_of_vertex, std::int64_t& activities)
+      : me_(member),
+        size_(size),
+        protocol_(protocol),
+        cm_(cm),
+        rv_(rv),
+        hosts_(host_of_vertex),
+        activities_(activities) {}
 
+  // Each message leaves after its own overhead (the shortest first), so one message's overhead does not
+  // delay the member's others.
   void post(int, const RankStep& step) override {
-    double overhead = 0;
-    for (const auto& t : step.sends)
-      overhead = std::max(overhead, CommModel::message_overhead(cm_.path(t), static_cast<double>(t.bytes), size_));
-    if (overhead > 0) sleep(overhead);
+    order_.clear();
+    for (std::size_t i = 0; i < step.sends.size(); ++i) {
+      const auto& t = step.sends[i];
+      order_.emplace_back(CommModel::message_overhead(cm_.path(t), static_cast<double>(t.bytes), size_, protocol_), i);
+    }
+    std::stable_sort(order_.begin(), order_.end());
     comms_.clear();
-    for (const auto& t : step.sends) {
+    double waited = 0;
+    for (const auto& [overhead, i] : order_) {
+      if (overhead > waited) sleep(overhead - waited);
+      waited = std::max(waited, overhead);
+      const auto& t = step.sends[i];
       sg4::Host* from = hosts_[cm_.endpoint(t.src, t.src_space)];
       sg4::Host* to = hosts_[cm_.endpoint(t.dst, t.dst_space)];
-      comms_.push_back(
-          sg4::Comm::sendto_async(from, to, CommModel::wire_bytes(cm_.path(t), static_cast<double>(t.bytes), size_)));
+      comms_.push_back(sg4::Comm::sendto_async(
+          from, to, CommModel::wire_bytes(cm_.path(t), static_cast<double>(t.bytes), size_, protocol_)));
       ++activities_;
     }
   }
@@ -146,11 +161,13 @@ class SimgridTransport final : public collective::Transport {
   }
   int me_;
   CollectiveSize size_;
+  collective::Protocol protocol_;
   CommModel& cm_;
   FlowRendezvous& rv_;
   const std::vector<sg4::Host*>& hosts_;
   std::int64_t& activities_;
   std::vector<sg4::CommPtr> comms_;
+  std::vector<std::pair<double, std::size_t>> order_;  // (overhead, send) of the step posted
 };
 
 // The simulated run. It is Horovod's cycle runtime (collective/horovod_cycle.h): its ranks announce their
@@ -512,7 +529,8 @@ void TrainingRun::run_buffer(const collective::FusionBuffer& b) {
   rec.comm_start = sg4::Engine::get_clock();
   auto c = factory_.make(b);
   rec.algorithm = std::string(c->algorithm());
-  sleep(cm_.library().collective_overhead);
+  rec.protocol = std::string(c->protocol.name);
+  sleep(cm_.call_overhead(*c));
   const int nic = loader_ && fidelity_ == Fidelity::Step ? nic_edge(0) : -1;
   const double nic_before = nic >= 0 ? edge_bytes_[nic] : 0;
   const StepCost& cost = step_cost(b, *c);
@@ -571,7 +589,7 @@ void TrainingRun::run_members(const Collective& c, int tag) {
   for (int m = 0; m < c.members(); ++m) {
     sg4::Host* h = host_of_vertex_[cm_.member(m).device];
     actors.push_back(sg4::Actor::create("c" + std::to_string(tag) + "." + std::to_string(m), h, [&, m] {
-      SimgridTransport t(m, size, cm_, rv, host_of_vertex_, activities_);
+      SimgridTransport t(m, size, c.protocol, cm_, rv, host_of_vertex_, activities_);
       collective::run_member(c, m, t);
     }));
   }

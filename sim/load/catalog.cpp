@@ -193,7 +193,7 @@ void Catalog::load_gpus(const fs::path& base) {
   YamlField root = open_root(base / "gpus.yaml", {"gpus"});
   for (auto& [name, f] : root.get("gpus").entries()) {
     f.require_map({"description", "kind", "fp32_peak", "peaks", "memory_bandwidth", "memory", "gpus_per_board",
-                   "multiprocessors", "core_handoff", "cross_core_handoff"});
+                   "multiprocessors", "compute_capability", "core_handoff", "cross_core_handoff"});
     GpuSpec g;
     g.name = name;
     if (auto k = f.find("kind")) g.cpu_process = k->choice({"gpu", "cpu_process"}) == "cpu_process";
@@ -213,6 +213,7 @@ void Catalog::load_gpus(const fs::path& base) {
     g.memory_bytes = f.get("memory").positive_quantity(Quantity::Bytes);
     g.gpus_per_board = static_cast<int>(f.get("gpus_per_board").integer(1, 2));
     if (auto m = f.find("multiprocessors")) g.multiprocessors = static_cast<int>(m->integer(1, 1024));
+    if (auto c = f.find("compute_capability")) g.compute_capability = c->number(1, 100);
     gpus_.emplace(name, g);
     gpu_order_.push_back(name);
   }
@@ -413,25 +414,74 @@ void Catalog::load_skus(const YamlField& skus) {
 }
 
 namespace {
-// libraries.yaml `tuning`: NCCL's algorithm-picking model.
+// A map from compute capability to a figure: {0: X, 8.0: Y}.
+template <class Value>
+ByCapability by_capability(const YamlField& f, Value value) {
+  ByCapability out;
+  for (auto& [key, v] : f.entries()) {
+    char* end = nullptr;
+    const double cc = std::strtod(key.c_str(), &end);
+    if (end == key.c_str() || *end != '\0' || cc < 0)
+      v.fail("expected a compute capability (0, 7.0, 8.0, ...) as the key");
+    out.points.emplace_back(cc, value(v));
+  }
+  std::sort(out.points.begin(), out.points.end());
+  return out;
+}
+
+std::vector<double> numbers(const YamlField& f, double lo, double hi) {
+  std::vector<double> out;
+  for (const auto& item : f.items()) out.push_back(item.number(lo, hi));
+  return out;
+}
+
+ProtocolTuning::Latency tuning_latency(const YamlField& l) {
+  l.require_map({"base", "nvlink", "pci", "network"});
+  ProtocolTuning::Latency out;
+  out.base = l.get("base").nonnegative_quantity(Quantity::Time);
+  out.nvlink = l.get("nvlink").nonnegative_quantity(Quantity::Time);
+  out.pci = l.get("pci").nonnegative_quantity(Quantity::Time);
+  out.network = l.get("network").nonnegative_quantity(Quantity::Time);
+  return out;
+}
+
+// libraries.yaml `tuning.protocols.NAME`.
+ProtocolTuning protocol_tuning(const std::string& name, const YamlField& f) {
+  f.require_map({"ring_latency", "tree_latency", "ring_bandwidth", "tree_bandwidth", "tree_bandwidth_one_node",
+                 "network_post", "max_bus_bandwidth", "needs_nvlink", "needs_gpudirect", "compute_capabilities",
+                 "tree_correction"});
+  ProtocolTuning p;
+  p.name = name;
+  p.ring = tuning_latency(f.get("ring_latency"));
+  p.tree = tuning_latency(f.get("tree_latency"));
+  p.ring_bandwidth = f.get("ring_bandwidth").number(0.01, 1);
+  p.tree_bandwidth = f.get("tree_bandwidth").number(0.01, 1);
+  if (auto t = f.find("tree_bandwidth_one_node")) p.tree_bandwidth_one_node = t->number(0.01, 1);
+  if (auto n = f.find("network_post")) p.network_post = n->nonnegative_quantity(Quantity::Time);
+  if (auto m = f.find("max_bus_bandwidth")) {
+    m->require_map({"one_node", "two_nodes", "more_nodes"});
+    p.max_bus_one_node =
+        by_capability(m->get("one_node"), [](const YamlField& v) { return v.positive_quantity(Quantity::Bandwidth); });
+    p.max_bus_two_nodes = m->get("two_nodes").positive_quantity(Quantity::Bandwidth);
+    p.max_bus_more_nodes = m->get("more_nodes").positive_quantity(Quantity::Bandwidth);
+  }
+  if (auto n = f.find("needs_nvlink")) p.needs_nvlink = n->boolean();
+  if (auto n = f.find("needs_gpudirect")) p.needs_gpudirect = n->boolean();
+  if (auto c = f.find("compute_capabilities")) p.capabilities = numbers(*c, 0, 100);
+  p.tree_correction = numbers(f.get("tree_correction"), 0.01, 1);
+  return p;
+}
+
+// libraries.yaml `tuning`: NCCL's model for picking algorithm and protocol.
 AlgorithmTuning algorithm_tuning(const YamlField& f) {
-  f.require_map({"ring_latency", "tree_latency", "ring_plateau", "tree_bandwidth", "tree_correction"});
-  auto latency = [&](const char* key) {
-    YamlField l = f.get(key);
-    l.require_map({"base", "nvlink", "pci", "network"});
-    AlgorithmTuning::Latency out;
-    out.base = l.get("base").nonnegative_quantity(Quantity::Time);
-    out.nvlink = l.get("nvlink").nonnegative_quantity(Quantity::Time);
-    out.pci = l.get("pci").nonnegative_quantity(Quantity::Time);
-    out.network = l.get("network").nonnegative_quantity(Quantity::Time);
-    return out;
-  };
+  f.require_map({"ring_plateau", "tree_bandwidth", "protocols"});
   AlgorithmTuning t;
-  t.ring = latency("ring_latency");
-  t.tree = latency("tree_latency");
-  t.ring_plateau = f.get("ring_plateau").number(1, 10);
+  t.ring_plateau = by_capability(f.get("ring_plateau"), [](const YamlField& v) { return v.number(1, 10); });
   t.tree_bandwidth = f.get("tree_bandwidth").number(0.01, 1);
-  for (const auto& item : f.get("tree_correction").items()) t.tree_correction.push_back(item.number(0.01, 1));
+  YamlField protocols = f.get("protocols");
+  protocols.require_map({"ll", "ll128", "simple"});
+  for (auto& [name, p] : protocols.entries()) t.protocols.push_back(protocol_tuning(name, p));
+  if (!t.protocol("simple")) protocols.fail("protocol 'simple' is missing (NCCL's default protocol)");
   return t;
 }
 }  // namespace

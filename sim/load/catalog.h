@@ -30,8 +30,9 @@ struct GpuSpec {
   double peak_flops(const std::string& arithmetic) const;  // fp32 or a `peaks` key; 0 when absent
   double memory_bandwidth = 0;                             // bytes/s
   double memory_bytes = 0;
-  int gpus_per_board = 1;   // K80/M60 boards carry two GPUs behind an on-board PCIe switch
-  int multiprocessors = 0;  // SMs; 0 where not known (a collective's kernels then take none of them)
+  int gpus_per_board = 1;         // K80/M60 boards carry two GPUs behind an on-board PCIe switch
+  int multiprocessors = 0;        // SMs; 0 where not known (a collective's kernels then take none of them)
+  double compute_capability = 0;  // CUDA's (7.0 Volta, 8.0 Ampere, 9.0 Hopper); 0 where none (not NVIDIA)
   // A CPU-only host's rank: an MPI process on a core, its buffers in host memory, reductions on the CPU.
   // Its layout attaches it with a memory-kind link (the process's copies through shared memory).
   bool cpu_process = false;
@@ -323,16 +324,55 @@ struct PathProfile {
     return true;
   }
 };
-// NCCL's own cost model for picking an algorithm (src/graph/tuning.cc, Simple protocol), which strategy auto
-// follows: an algorithm's time is its latency plus bytes over its bandwidth.
-struct AlgorithmTuning {
+// A figure NCCL's tuning tables give by GPU architecture: the value listed at the highest compute
+// capability at or below the GPU's (the first value below the first listed).
+struct ByCapability {
+  std::vector<std::pair<double, double>> points;  // (compute capability, value), ascending
+  double at(double capability) const {
+    double v = points.empty() ? 0 : points.front().second;
+    for (const auto& [cc, value] : points)
+      if (cc <= capability) v = value;
+    return v;
+  }
+};
+
+// One protocol of NCCL's tuning model (src/graph/tuning.cc): LL, LL128 or Simple. Its latency per call
+// and per step (ring) or tree level, by the hardware a step crosses, and the share of the Simple protocol's
+// bandwidth it reaches.
+struct ProtocolTuning {
   struct Latency {
-    double base = 0, nvlink = 0, pci = 0, network = 0;  // seconds: per call, then per step (ring) or level (tree)
+    double base = 0, nvlink = 0, pci = 0, network = 0;  // seconds: per call, then per step or level
   };
+  std::string name;
   Latency ring, tree;
-  double ring_plateau = 1;              // ring latency x this across nodes from ranks / 16 x 64 KiB up
-  double tree_bandwidth = 1;            // tree bus bandwidth over the ring's
+  double ring_bandwidth = 1, tree_bandwidth = 1;  // of the Simple protocol's
+  double tree_bandwidth_one_node = 0;             // a one-node tree's instead; 0: tree_bandwidth
+  double network_post = 0;  // across nodes, each ring step costs at least this (NCCL's netOverhead)
+  // The bus bandwidth the protocol reaches at most (LL): on one node by GPU architecture, on two nodes, on
+  // more; 0: no limit.
+  ByCapability max_bus_one_node;
+  double max_bus_two_nodes = 0, max_bus_more_nodes = 0;
+  bool needs_nvlink = false;            // only where a node's GPUs talk over NVLink (LL128)
+  bool needs_gpudirect = false;         // across nodes, only with NICs the GPUs reach directly (InfiniBand)
+  std::vector<double> capabilities;     // only on GPUs of these compute capabilities; empty: all
   std::vector<double> tree_correction;  // tree bandwidth x this, by log2(bytes / 64); beyond the list: 1
+  double max_bus_bandwidth(int nodes, double capability) const {
+    return nodes == 1 ? max_bus_one_node.at(capability) : nodes == 2 ? max_bus_two_nodes : max_bus_more_nodes;
+  }
+};
+
+// NCCL's own cost model for picking an algorithm and a protocol per message (src/graph/tuning.cc), which
+// strategy auto follows (and ring and tree, for the protocol): a choice's time is its latency plus bytes
+// over its bandwidth.
+struct AlgorithmTuning {
+  std::vector<ProtocolTuning> protocols;
+  ByCapability ring_plateau;  // Simple ring latency x this across nodes from ranks x channels x 64 B up
+  double tree_bandwidth = 1;  // tree bus bandwidth over the ring's
+  const ProtocolTuning* protocol(const std::string& name) const {
+    for (const auto& p : protocols)
+      if (p.name == name) return &p;
+    return nullptr;
+  }
 };
 
 struct LibraryProfile {
@@ -363,7 +403,7 @@ struct LibraryProfile {
     return it == nvls_efficiency_by_gpu.end() ? nvls_efficiency : it->second;
   }
   double nvls_channels = 0;               // strategy nvls: the SMs its kernels hold instead of kernel_channels
-  std::optional<AlgorithmTuning> tuning;  // strategy auto: how the library picks ring or tree
+  std::optional<AlgorithmTuning> tuning;  // how the library picks algorithm and protocol
   // Calibrated rates by size (below the first: host_reduction_rate), keyed by host_reduction_regimes_by.
   SizeCurve host_reduction_regimes;
   RegimeKey host_reduction_regimes_by = RegimeKey::Message;

@@ -84,6 +84,7 @@ const std::vector<std::string> kCommKeys = {"strategy",
                                             "parameter_server_aggregation",
                                             "parameter_server_transport",
                                             "cross_node",
+                                            "protocol",
                                             "fusion_threshold",
                                             "cycle_time",
                                             "concurrent_collectives",
@@ -421,6 +422,21 @@ void check_auto(const YamlField& co, const Catalog& catalog, const Scenario& s) 
               " has no tuning in libraries.yaml: set communication.library: nccl, or strategy ring");
 }
 
+// communication.protocol: one of the library's tuning protocols for every message (as NCCL_PROTO), or auto.
+void parse_protocol(const YamlField& co, const Catalog& catalog, Scenario& s) {
+  const auto f = co.find("protocol");
+  if (!f) return;
+  const std::string v = f->choice({"auto", "ll", "ll128", "simple"});
+  if (v == "auto") return;
+  const Strategy st = s.communication.strategy;
+  if (st != Strategy::Ring && st != Strategy::Tree && st != Strategy::Auto)
+    f->fail("a protocol applies only to strategy: ring, tree or auto (NCCL's algorithms that have protocols)");
+  const std::string lib(to_string(s.communication.library));
+  if (!catalog.library(lib).tuning)
+    f->fail("library " + lib + " has no protocols (no tuning in libraries.yaml): set communication.library: nccl");
+  s.communication.protocol = v;
+}
+
 // communication: the parameter servers' keys (they apply to that strategy only).
 void parse_parameter_server_keys(const YamlField& co, Scenario& s) {
   const bool ps = s.communication.strategy == Strategy::ParameterServer;
@@ -578,6 +594,7 @@ Scenario parse(std::shared_ptr<YamlDocument> doc, const Catalog& catalog, const 
     parse_parameter_server_count(*co, s);
     check_nvls(*co, catalog, sku, s);
     check_auto(*co, catalog, s);
+    parse_protocol(*co, catalog, s);
     check_ring_only(*co, catalog, s);
   }
   s.communication.channels = channels;

@@ -66,8 +66,11 @@ struct CommunicationConfig {
   // rpc: the servers are processes of their own, each exchange through the library's RPC (rpc_rate)
   PsTransport ps_transport = PsTransport::InProcess;
   collective::CrossNode cross_node = collective::CrossNode::Ring;  // hierarchical only: among the node roots
-  double fusion_threshold_bytes = 64.0 * 1024 * 1024;              // 0 disables fusion
-  double cycle_time_s = 5e-3;                                      // pytorch_ddp: 0 (no negotiation)
+  // NCCL's protocol for every message (ll, ll128, simple), as NCCL_PROTO sets it; empty: the library's tuning
+  // model picks one per message (ring, tree and auto with a library that has one).
+  std::string protocol;
+  double fusion_threshold_bytes = 64.0 * 1024 * 1024;  // 0 disables fusion
+  double cycle_time_s = 5e-3;                          // pytorch_ddp: 0 (no negotiation)
   // The framework's gradient loop: Horovod's negotiated fusion, or PyTorch DDP's fixed buckets (in reverse
   // registration order: the first `first_bucket_bytes`, then `bucket_bytes` each).
   Framework framework = Framework::Horovod;

@@ -5,6 +5,33 @@
 
 namespace ringsim {
 
+namespace {
+std::string size_label(std::uint64_t bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (u < 4 && bytes >= 1024 && bytes % 1024 == 0) {
+    bytes /= 1024;
+    ++u;
+  }
+  return std::to_string(bytes) + " " + units[u];
+}
+
+// What each run of sizes ran, where the library's tuning picked: "ring_allreduce/ll 8 B-1 MiB, ...".
+std::string picks_line(const BenchPrediction& b) {
+  std::string out;
+  for (std::size_t i = 0; i < b.rows.size();) {
+    const BenchRow& r = b.rows[i];
+    std::size_t j = i;
+    while (j + 1 < b.rows.size() && b.rows[j + 1].algorithm == r.algorithm && b.rows[j + 1].protocol == r.protocol) ++j;
+    if (!r.protocol.empty())
+      out += std::string(out.empty() ? "" : ", ") + r.algorithm + "/" + r.protocol + " " + size_label(r.bytes) +
+             (j > i ? "-" + size_label(b.rows[j].bytes) : "");
+    i = j + 1;
+  }
+  return out.empty() ? "" : "# picked by the library's tuning model: " + out + "\n";
+}
+}  // namespace
+
 std::string bench_table(const BenchPrediction& b, const std::string& title) {
   std::string out = "# ringsim bench (predicted): allreduce, " + std::to_string(b.ranks) + " ranks, " + title +
                     ", algorithm " + b.algorithm + ", type float\n";
@@ -19,7 +46,7 @@ std::string bench_table(const BenchPrediction& b, const std::string& title) {
                   r.time_s * 1e6, algbw, algbw * b.bus_factor, "N/A");
     out += line;
   }
-  return out;
+  return out + picks_line(b);
 }
 
 std::string bench_json(const BenchPrediction& b, const std::string& title) {
@@ -33,6 +60,11 @@ std::string bench_json(const BenchPrediction& b, const std::string& title) {
                     {"algbw_gbps", r.algbw() / 1e9},
                     {"busbw_gbps", r.algbw() / 1e9 * b.bus_factor},
                     {"wrong", nullptr}});
+  for (std::size_t i = 0; i < b.rows.size(); ++i)  // what the library's tuning picked, where it did
+    if (!b.rows[i].protocol.empty()) {
+      rows[i]["algorithm"] = b.rows[i].algorithm;
+      rows[i]["protocol"] = b.rows[i].protocol;
+    }
   nlohmann::ordered_json j = {
       {"schema", "ringsim.bench/1"}, {"ranks", b.ranks},         {"transport", "predicted"}, {"cluster", title},
       {"op", "allreduce"},           {"algorithm", b.algorithm}, {"type", "float"},          {"rows", std::move(rows)}};

@@ -183,6 +183,7 @@ std::string result_json(const Prediction& p, const std::string& source) {
     ordered_json c;
     c["index"] = r.index;
     c["algorithm"] = r.algorithm;
+    if (!r.protocol.empty()) c["protocol"] = r.protocol;
     c["bytes"] = r.bytes;
     c["tensors"] = r.tensors.size();
     c["negotiated_at_s"] = r.negotiated_at;
