@@ -155,7 +155,7 @@ BufferCollectiveLayout buffer_collective_layout(const Scenario& s, collective::S
   };
   BufferCollectiveLayout l{
       costs.workers(), space, {}, device_order ? index_order(s.cluster.gpus_per_node) : search.local_ring_order(), {},
-      std::nullopt};
+      std::nullopt,    0};
   // The library's tuning model picks each message's protocol (and, for auto, its algorithm) by the rings'
   // bus bandwidth, so the tree strategy searches its rings too.
   const bool picks = costs.library().tuning && (st == Strategy::Ring || st == Strategy::Tree || st == Strategy::Auto);
@@ -166,6 +166,7 @@ BufferCollectiveLayout buffer_collective_layout(const Scenario& s, collective::S
   if (st == Strategy::Tree) l.tree_chains = tree_chains(search, s.cluster.gpus_per_node, channels);
   if (st == Strategy::Auto) l.tree_chains = tree_chains(search, s.cluster.gpus_per_node, 2 * channels);
   if (picks) l.choice = algorithm_choice(s, l, costs);
+  if (st == Strategy::Nvls && costs.library().tuning) l.nvls_latency = costs.library().tuning->nvls_latency;
   return l;
 }
 
@@ -230,7 +231,9 @@ std::unique_ptr<collective::Collective> make_buffer_collective(const Scenario& s
       // fill and drain under 2 % of it and the flow fidelity's steps few.
       constexpr std::uint64_t kSlice = 1 << 20;
       const auto slices = static_cast<int>(std::clamp<std::uint64_t>(bytes / kSlice, 1, 256));
-      return collective::make_nvls_allreduce(layout.workers, bytes, element_bytes, slices);
+      auto nvls = collective::make_nvls_allreduce(layout.workers, bytes, element_bytes, slices);
+      if (layout.nvls_latency > 0) nvls->protocol = {"simple", layout.nvls_latency, 0, 1};  // NCCL's NVLS call
+      return nvls;
     }
     case Strategy::ParameterServer:
       // Workers push from and pull into their GPU buffers; servers reduce in host memory, or on the GPUs.

@@ -52,6 +52,7 @@ struct BufferCollectiveLayout {
   std::vector<int> local_order;                         // hierarchical: the ring inside each node (empty: index order)
   std::vector<std::vector<int>> tree_chains;            // tree: each channel's chain inside a node (local indices)
   std::optional<AlgorithmChoice> choice;                // ring, tree, auto with a tuning model: NCCL's picks
+  double nvls_latency = 0;                              // nvls: the call's latency by the tuning model
 };
 
 class CommModel;
