@@ -20,6 +20,7 @@
 #include "execute/child_process.h"
 #include "execute/comm_model.h"
 #include "execute/prediction_band.h"
+#include "execute/step_model.h"
 #include "execute/training_sim.h"
 #include "execute/work_estimate.h"
 #include "graph/ring_search.h"
@@ -1987,6 +1988,37 @@ TEST_CASE("strategy auto: ring or tree per message, as NCCL's tuning model picks
                   {parse_override("communication.strategy=auto"), parse_override("communication.library=mpi")});
   });
   CHECK_THAT(mpi, Catch::Contains("library mpi has no tuning"));
+}
+
+TEST_CASE("step model: flows sharing no edge are solved apart and equal groups once (same result)", "[sim]") {
+  // 40 H100 nodes: in every node GPU 0 sends to GPU 1; in node 0 GPU 2 also sends to GPU 1, so node 0's
+  // two flows share GPU 1's port and take twice as long. Each node is a component of its own; nodes 1-39
+  // are alike.
+  const Catalog& c = ringsim::test::catalog();
+  const Scenario s = load_scenario(std::string(RINGSIM_TEST_SCENARIOS) + "/nccl_tests_nd96isr_h100_v5.yaml", c,
+                                   {parse_override("cluster.nodes=40")});
+  const Topology topo = Topology::build(c, cluster_shape(s.cluster));
+  CommModel cm(c, s, topo);
+  const double bytes = 64e6;
+  auto flow = [&](int node, int from, int to) {
+    const Path& p = cm.path(cm.endpoint(8 * node + from, collective::Space::Device),
+                            cm.endpoint(8 * node + to, collective::Space::Device));
+    return Flow{&p, bytes, 0, bytes};
+  };
+  std::vector<Flow> all, node0 = {flow(0, 0, 1), flow(0, 2, 1)}, node1 = {flow(1, 0, 1)};
+  all = node0;
+  for (int n = 1; n < 40; ++n) all.push_back(flow(n, 0, 1));
+  REQUIRE(all.size() >= 40);
+  const double alone = flows_duration(node0, cm), one = flows_duration(node1, cm);
+  CHECK(alone == Approx(2 * one).epsilon(0.01));  // the shared port halves each flow's rate
+  CHECK(flows_duration(all, cm) == Approx(alone).epsilon(1e-12));
+  // More flows than the split's threshold: node 0 last changes nothing.
+  std::vector<Flow> twice;
+  for (int k = 0; k < 2; ++k)
+    for (int n = 1; n < 40; ++n) twice.push_back(flow(n, k == 0 ? 0 : 3, 1 + k * 3));
+  twice.insert(twice.end(), node0.begin(), node0.end());
+  CHECK(twice.size() >= 64);
+  CHECK(flows_duration(twice, cm) == alone);
 }
 
 TEST_CASE("protocols: NCCL's LL, LL128 and Simple per message size, and what each costs", "[bench]") {

@@ -14,8 +14,8 @@ namespace ringsim {
 namespace {
 // Channel c's chain: node 0's ranks in the order ring c / 2 visits them (entering at the chain's head), so
 // the trees spread over the links and NICs as the searched rings do; both trees of a pair share it.
-std::vector<std::vector<int>> tree_chains(RingSearch& search, int gpus_per_node, int channels) {
-  const auto rings = search.ring_orders((channels + 1) / 2);
+std::vector<std::vector<int>> tree_chains(const std::vector<std::vector<int>>& rings, int gpus_per_node,
+                                          int channels) {
   std::vector<std::vector<int>> chains;
   for (int c = 0; c < channels; ++c) {
     std::vector<int> chain;
@@ -159,12 +159,15 @@ BufferCollectiveLayout buffer_collective_layout(const Scenario& s, collective::S
   // The library's tuning model picks each message's protocol (and, for auto, its algorithm) by the rings'
   // bus bandwidth, so the tree strategy searches its rings too.
   const bool picks = costs.library().tuning && (st == Strategy::Ring || st == Strategy::Tree || st == Strategy::Auto);
+  // A tree's channels come in pairs on one searched ring each.
+  const int rings = st == Strategy::Tree ? (channels + 1) / 2 : channels;
   if (st == Strategy::Ring || picks)
     l.ring_orders =
-        device_order ? std::vector<std::vector<int>>(static_cast<std::size_t>(channels), index_order(costs.workers()))
-                     : search.ring_orders(channels);
-  if (st == Strategy::Tree) l.tree_chains = tree_chains(search, s.cluster.gpus_per_node, channels);
-  if (st == Strategy::Auto) l.tree_chains = tree_chains(search, s.cluster.gpus_per_node, 2 * channels);
+        device_order ? std::vector<std::vector<int>>(static_cast<std::size_t>(rings), index_order(costs.workers()))
+                     : search.ring_orders(rings);
+  if (st == Strategy::Tree)
+    l.tree_chains = tree_chains(picks ? l.ring_orders : search.ring_orders(rings), s.cluster.gpus_per_node, channels);
+  if (st == Strategy::Auto) l.tree_chains = tree_chains(l.ring_orders, s.cluster.gpus_per_node, 2 * channels);
   if (picks) l.choice = algorithm_choice(s, l, costs);
   if (st == Strategy::Nvls && costs.library().tuning) l.nvls_latency = costs.library().tuning->nvls_latency;
   return l;

@@ -5,6 +5,7 @@
 #include <limits>
 #include <span>
 #include <stdexcept>
+#include <string>
 #include <unordered_map>
 
 namespace ringsim {
@@ -47,9 +48,8 @@ struct FlowGraph {
   std::size_t edges() const { return edge_ids.size(); }
 };
 
-}  // namespace
-
-double flows_duration(const std::vector<Flow>& flows, const CommModel& cm) {
+// One set of flows, all of them at once (progressive filling, event by event).
+double max_min_end(const std::vector<Flow>& flows, const CommModel& cm) {
   const std::size_t n = flows.size();
   if (n == 0) return 0;
   // Edges touched by the step, densely renumbered (a step touches few of the cluster's edges).
@@ -137,6 +137,89 @@ double flows_duration(const std::vector<Flow>& flows, const CommModel& cm) {
   }
   double end = 0;
   for (std::size_t i = 0; i < n; ++i) end = std::max(end, finish[i] + flows[i].path->latency + flows[i].extra_latency);
+  return end;
+}
+
+// Flows sharing no edge with the rest of a step are a problem of their own: their rates never depend on the
+// others'. Components by union-find over shared edges, each in ascending flow order.
+std::vector<std::vector<int>> components(const std::vector<Flow>& flows, int cluster_edges) {
+  thread_local std::vector<int> owner;  // cluster edge -> a flow on it, -1 none
+  if (owner.size() != static_cast<std::size_t>(cluster_edges)) owner.assign(cluster_edges, -1);
+  std::vector<int> parent(flows.size());
+  for (std::size_t i = 0; i < flows.size(); ++i) parent[i] = static_cast<int>(i);
+  auto find = [&](int x) {
+    while (parent[x] != x) x = parent[x] = parent[parent[x]];
+    return x;
+  };
+  for (std::size_t i = 0; i < flows.size(); ++i)
+    for (int e : flows[i].path->edges) {
+      if (owner[e] < 0) {
+        owner[e] = static_cast<int>(i);
+        continue;
+      }
+      const int a = find(static_cast<int>(i)), b = find(owner[e]);
+      if (a != b) parent[std::max(a, b)] = std::min(a, b);
+    }
+  for (const Flow& f : flows)
+    for (int e : f.path->edges) owner[e] = -1;  // clean for the next step
+  std::vector<std::vector<int>> out;
+  std::vector<int> slot(flows.size(), -1);
+  for (std::size_t i = 0; i < flows.size(); ++i) {
+    const int r = find(static_cast<int>(i));
+    if (slot[r] < 0) {
+      slot[r] = static_cast<int>(out.size());
+      out.emplace_back();
+    }
+    out[slot[r]].push_back(static_cast<int>(i));
+  }
+  return out;
+}
+
+// What a component's result depends on, exactly: each flow's bytes, latencies and edges (numbered by first
+// appearance) and each edge's bandwidth. Components with equal keys (a node's flows in every node alike)
+// are solved once.
+std::string component_key(const std::vector<Flow>& flows, const std::vector<int>& members, const CommModel& cm) {
+  thread_local std::vector<int> local;  // cluster edge -> its number in the component, -1 none yet
+  if (local.size() != static_cast<std::size_t>(cm.edge_count())) local.assign(cm.edge_count(), -1);
+  std::string key;
+  auto put = [&](const auto& v) { key.append(reinterpret_cast<const char*>(&v), sizeof v); };
+  int numbered = 0;
+  for (int i : members) {
+    const Flow& f = flows[i];
+    put(f.bytes);
+    put(f.path->latency);
+    put(f.extra_latency);
+    put(f.path->edges.size());
+    for (int e : f.path->edges) {
+      const bool fresh = local[e] < 0;
+      if (fresh) local[e] = numbered++;
+      put(local[e]);
+      if (fresh) put(cm.edge_bandwidth(e));
+    }
+  }
+  for (int i : members)
+    for (int e : flows[i].path->edges) local[e] = -1;  // clean for the next component
+  return key;
+}
+}  // namespace
+
+double flows_duration(const std::vector<Flow>& flows, const CommModel& cm) {
+  constexpr std::size_t kSplitFrom = 64;  // fewer flows: one problem is cheaper than finding components
+  if (flows.size() < kSplitFrom) return max_min_end(flows, cm);
+  const auto parts = components(flows, cm.edge_count());
+  if (parts.size() == 1) return max_min_end(flows, cm);
+  std::unordered_map<std::string, double> solved;
+  std::vector<Flow> part;
+  double end = 0;
+  for (const auto& members : parts) {
+    auto [it, fresh] = solved.emplace(component_key(flows, members, cm), 0.0);
+    if (fresh) {
+      part.clear();
+      for (int i : members) part.push_back(flows[i]);
+      it->second = max_min_end(part, cm);
+    }
+    end = std::max(end, it->second);
+  }
   return end;
 }
 
