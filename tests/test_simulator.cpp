@@ -2050,6 +2050,39 @@ TEST_CASE("protocols: NCCL's LL, LL128 and Simple per message size, and what eac
   CHECK(simple.bandwidth == 1);
 }
 
+TEST_CASE("strategy auto weighs NVLS where the switch reduces (as NCCL does)", "[bench]") {
+  const Catalog& c = ringsim::test::catalog();
+  const std::string file = std::string(RINGSIM_TEST_SCENARIOS) + "/nccl_tests_nd96isr_h100_v5.yaml";
+  auto rows = [&](std::vector<std::string> sets) {
+    std::vector<Override> o = {parse_override("communication.strategy=auto")};
+    for (const auto& x : sets) o.push_back(parse_override(x));
+    return predict_allreduce_bench(c, load_scenario(file, c, o), {64 << 10, 1ull << 30, 16384}).rows;
+  };
+  // One H100 node: the ring's LL at 64 KiB (NVLS's 23 us call is more than LL's whole allreduce); NVLS at
+  // 1 GiB, the time strategy nvls takes.
+  const auto h100 = rows({});
+  REQUIRE(h100.size() == 2);
+  CHECK(h100[0].algorithm == "ring_allreduce");
+  CHECK(h100[0].protocol == "ll");
+  CHECK(h100[1].algorithm == "nvls_allreduce");
+  const Scenario nvls = load_scenario(file, c, {parse_override("communication.strategy=nvls")});
+  CHECK(h100[1].time_s == predict_allreduce_bench(c, nvls, {1ull << 30, 1ull << 30, 2}).rows.at(0).time_s);
+  // No NVLS where the switch does not reduce (A100), across nodes, or with another protocol forced.
+  CHECK(rows({"cluster.sku=ND96asr_v4"})[1].algorithm == "ring_allreduce");
+  CHECK(rows({"cluster.nodes=2"})[1].algorithm != "nvls_allreduce");
+  CHECK(rows({"communication.protocol=ll128"})[1].algorithm == "ring_allreduce");
+  // ringsim-real's transports have no multicast: its layout leaves NVLS out.
+  const Scenario s = load_scenario(file, c, {parse_override("communication.strategy=auto")});
+  const Topology topo = Topology::build(c, cluster_shape(s.cluster));
+  CommModel cm(c, s, topo);
+  const auto real = buffer_collective_layout(s, cm.data_space(), cm, false);
+  CHECK(make_buffer_collective(s, real, 1ull << 30, 4)->algorithm() == "ring_allreduce");
+  // An NVLS collective holds NVLS's 16 SMs of the H100's 132, a ring the library's 2.
+  const auto layout = buffer_collective_layout(s, cm.data_space(), cm);
+  CHECK(cm.compute_interference(*make_buffer_collective(s, layout, 1ull << 30, 4), 1.0).sms == Approx(16.0 / 132));
+  CHECK(cm.compute_interference(*make_buffer_collective(s, layout, 64 << 10, 4), 1.0).sms == Approx(2.0 / 132));
+}
+
 TEST_CASE("protocols: the bench charges the protocol it picks, and communication.protocol forces one", "[bench]") {
   const Catalog& c = ringsim::test::catalog();
   const std::string file = std::string(RINGSIM_TEST_SCENARIOS) + "/nccl_tests_nd96isr_h100_v5.yaml";

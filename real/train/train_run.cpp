@@ -162,7 +162,7 @@ TrainLoop::TrainLoop(const TrainOptions& o, MPI_Comm comm, const Catalog& catalo
   // costs (CommModel's, on the same graph); the data space is the transport's (host-staged CUDA, NCCL, host).
   const Topology topology = Topology::build(catalog, cluster_shape(s.cluster));
   CommModel path_costs(catalog, s, topology);
-  layout_ = buffer_collective_layout(s, backend_->collective_space(), path_costs);
+  layout_ = buffer_collective_layout(s, backend_->collective_space(), path_costs, false);  // no multicast here
   // Gradients, values that make the allreduce checkable (servers hold none).
   grads_ = std::make_unique<Gradients>(*backend_, worker_ ? tensor_bytes_ : std::vector<std::uint64_t>(n, 0));
   std::uint64_t largest = 0;

@@ -14,8 +14,7 @@ namespace ringsim {
 namespace {
 // Channel c's chain: node 0's ranks in the order ring c / 2 visits them (entering at the chain's head), so
 // the trees spread over the links and NICs as the searched rings do; both trees of a pair share it.
-std::vector<std::vector<int>> tree_chains(const std::vector<std::vector<int>>& rings, int gpus_per_node,
-                                          int channels) {
+std::vector<std::vector<int>> tree_chains(const std::vector<std::vector<int>>& rings, int gpus_per_node, int channels) {
   std::vector<std::vector<int>> chains;
   for (int c = 0; c < channels; ++c) {
     std::vector<int> chain;
@@ -43,6 +42,15 @@ std::unique_ptr<collective::Collective> make_tree(const Scenario& s, const Buffe
   auto chains = layout.tree_chains.empty() ? std::vector<std::vector<int>>(channels) : layout.tree_chains;
   const int chunks = std::min(1024, collective::tree_chunks(bytes, static_cast<int>(chains.size()), depth));
   return collective::make_tree_allreduce(nodes, gpn, bytes, element_bytes, layout.space, chains, chunks);
+}
+
+// NCCL's NVLS over the GPUs and the switch (member `gpus`). NCCL moves an allreduce in 1 MiB slices
+// (libraries.yaml [ncclslice]); at most 256 keep the pipeline's fill and drain under 2 % of it and the flow
+// fidelity's steps few.
+std::unique_ptr<collective::Collective> make_nvls(int gpus, std::uint64_t bytes, int element_bytes) {
+  constexpr std::uint64_t kSlice = 1 << 20;
+  const auto slices = static_cast<int>(std::clamp<std::uint64_t>(bytes / kSlice, 1, 256));
+  return collective::make_nvls_allreduce(gpus, bytes, element_bytes, slices);
 }
 
 // The choice's inputs: NVLink inside the node, the GPUs, the fabric, and the ring's bus bandwidth at 256 MiB.
@@ -114,13 +122,19 @@ double tree_time(const AlgorithmChoice& c, const ProtocolTuning& p, std::uint64_
 AlgorithmPick pick_algorithm(const AlgorithmChoice& c, std::uint64_t bytes, bool ring, bool tree) {
   AlgorithmPick best;
   if (c.ranks < 2 || c.bus_bandwidth <= 0) return best;
-  for (const bool is_tree : {false, true}) {
-    if (is_tree ? !tree : !ring) continue;
+  for (const Algorithm a : {Algorithm::Ring, Algorithm::Tree}) {
+    if (a == Algorithm::Tree ? !tree : !ring) continue;
     for (const auto& p : c.tuning.protocols) {
       if (!enabled(c, p)) continue;
-      const double t = is_tree ? tree_time(c, p, bytes) : ring_time(c, p, static_cast<double>(bytes));
-      if (!best.protocol || t < best.time_s) best = {is_tree, &p, t};
+      const double t = a == Algorithm::Tree ? tree_time(c, p, bytes) : ring_time(c, p, static_cast<double>(bytes));
+      if (!best.protocol || t < best.time_s) best = {a, &p, t};
     }
+  }
+  // NVLS runs the Simple protocol only (NCCL: other protocols have no NVLS bandwidth).
+  const ProtocolTuning* simple = c.tuning.protocol("simple");
+  if (c.nvls_bandwidth > 0 && simple && (c.protocol.empty() || c.protocol == "simple")) {
+    const double t = c.nvls_latency + static_cast<double>(bytes) / c.nvls_bandwidth;
+    if (!best.protocol || t < best.time_s) best = {Algorithm::Nvls, simple, t};
   }
   return best;
 }
@@ -130,7 +144,9 @@ collective::Protocol protocol_cost(const AlgorithmChoice& c, const AlgorithmPick
   if (!pick.protocol) return out;
   const ProtocolTuning& p = *pick.protocol;
   out.name = p.name;
-  if (pick.tree) {
+  if (pick.algorithm == Algorithm::Nvls) {
+    out.call_s = c.nvls_latency;
+  } else if (pick.algorithm == Algorithm::Tree) {
     out.call_s = p.tree.base;
     const double simple = c.tuning.tree_bandwidth * c.bus_bandwidth;
     out.bandwidth = protocol_bus_bandwidth(c, p, c.tuning.tree_bandwidth * tree_share(c, p)) / simple;
@@ -142,7 +158,8 @@ collective::Protocol protocol_cost(const AlgorithmChoice& c, const AlgorithmPick
   return out;
 }
 
-BufferCollectiveLayout buffer_collective_layout(const Scenario& s, collective::Space space, CommModel& costs) {
+BufferCollectiveLayout buffer_collective_layout(const Scenario& s, collective::Space space, CommModel& costs,
+                                                bool multicast) {
   RingSearch search(costs);
   const Strategy st = s.communication.strategy;
   const int channels = s.communication.channels;
@@ -162,13 +179,19 @@ BufferCollectiveLayout buffer_collective_layout(const Scenario& s, collective::S
   // A tree's channels come in pairs on one searched ring each.
   const int rings = st == Strategy::Tree ? (channels + 1) / 2 : channels;
   if (st == Strategy::Ring || picks)
-    l.ring_orders =
-        device_order ? std::vector<std::vector<int>>(static_cast<std::size_t>(rings), index_order(costs.workers()))
-                     : search.ring_orders(rings);
+    l.ring_orders = device_order
+                        ? std::vector<std::vector<int>>(static_cast<std::size_t>(rings), index_order(costs.workers()))
+                        : search.ring_orders(rings);
   if (st == Strategy::Tree)
     l.tree_chains = tree_chains(picks ? l.ring_orders : search.ring_orders(rings), s.cluster.gpus_per_node, channels);
   if (st == Strategy::Auto) l.tree_chains = tree_chains(l.ring_orders, s.cluster.gpus_per_node, 2 * channels);
   if (picks) l.choice = algorithm_choice(s, l, costs);
+  if (st == Strategy::Auto && multicast && costs.has_switch_member()) {
+    l.choice->nvls_latency = costs.library().tuning->nvls_latency;
+    constexpr std::uint64_t kProbe = 256ull << 20;
+    const double t = collective_duration(*make_nvls(l.workers, kProbe, 4), costs, nullptr);
+    l.choice->nvls_bandwidth = t > 0 ? kProbe / t : 0;
+  }
   if (st == Strategy::Nvls && costs.library().tuning) l.nvls_latency = costs.library().tuning->nvls_latency;
   return l;
 }
@@ -203,13 +226,14 @@ std::unique_ptr<collective::Collective> make_picked(const Scenario& s, const Buf
                                                     std::uint64_t bytes, int element_bytes) {
   const Strategy st = s.communication.strategy;
   const int channels = s.communication.channels;
-  AlgorithmPick pick{st == Strategy::Tree, nullptr, 0};
+  AlgorithmPick pick{st == Strategy::Tree ? Algorithm::Tree : Algorithm::Ring, nullptr, 0};
   if (layout.choice)
     if (auto p = pick_algorithm(*layout.choice, bytes, st != Strategy::Tree, st != Strategy::Ring); p.protocol)
       pick = p;
-  auto c = !pick.tree             ? make_ring(layout, bytes, element_bytes)
-           : st == Strategy::Auto ? make_tree(s, layout, bytes, element_bytes, 2 * channels)
-                                  : make_tree(s, layout, bytes, element_bytes, channels);
+  auto c = pick.algorithm == Algorithm::Nvls   ? make_nvls(layout.workers, bytes, element_bytes)
+           : pick.algorithm == Algorithm::Ring ? make_ring(layout, bytes, element_bytes)
+           : st == Strategy::Auto              ? make_tree(s, layout, bytes, element_bytes, 2 * channels)
+                                               : make_tree(s, layout, bytes, element_bytes, channels);
   if (layout.choice) c->protocol = protocol_cost(*layout.choice, pick);
   return c;
 }
@@ -230,11 +254,7 @@ std::unique_ptr<collective::Collective> make_buffer_collective(const Scenario& s
     case Strategy::HalvingDoubling:
       return collective::make_halving_doubling_allreduce(layout.workers, bytes, element_bytes, layout.space);
     case Strategy::Nvls: {
-      // NCCL moves an allreduce in 1 MiB slices (libraries.yaml [ncclslice]); at most 256 keep the pipeline's
-      // fill and drain under 2 % of it and the flow fidelity's steps few.
-      constexpr std::uint64_t kSlice = 1 << 20;
-      const auto slices = static_cast<int>(std::clamp<std::uint64_t>(bytes / kSlice, 1, 256));
-      auto nvls = collective::make_nvls_allreduce(layout.workers, bytes, element_bytes, slices);
+      auto nvls = make_nvls(layout.workers, bytes, element_bytes);
       if (layout.nvls_latency > 0) nvls->protocol = {"simple", layout.nvls_latency, 0, 1};  // NCCL's NVLS call
       return nvls;
     }

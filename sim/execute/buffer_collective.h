@@ -26,19 +26,22 @@ struct AlgorithmChoice {
   double compute_capability = 0;
   double bus_bandwidth = 0;  // bytes/s: the ring's bus bandwidth on this cluster (NCCL's busBw)
   std::string protocol;      // communication.protocol: one protocol only; empty: NCCL picks
+  // Auto where the switch reduces: NVLS's call latency and its algorithm bandwidth (bytes/s; 0: no NVLS).
+  double nvls_latency = 0, nvls_bandwidth = 0;
 };
 // NCCL's pick for one message: the algorithm, the protocol and the time its model gives them.
+enum class Algorithm { Ring, Tree, Nvls };
 struct AlgorithmPick {
-  bool tree = false;
-  const ProtocolTuning* protocol = nullptr;
+  Algorithm algorithm = Algorithm::Ring;
+  const ProtocolTuning* protocol = nullptr;  // NVLS: Simple
   double time_s = 0;
 };
-// The fastest by NCCL's model among the ring (ring), the tree (tree) and the protocols enabled here
-// (ties: the ring, then the protocol listed first).
+// The fastest by NCCL's model among the ring (ring), the tree (tree), NVLS where the choice has it, and
+// the protocols enabled here (ties: the ring, then the tree, then the protocol listed first).
 AlgorithmPick pick_algorithm(const AlgorithmChoice& c, std::uint64_t bytes, bool ring, bool tree);
 // Whether NCCL's model finds the tree faster than the ring for `bytes`.
 inline bool picks_tree(const AlgorithmChoice& c, std::uint64_t bytes) {
-  return pick_algorithm(c, bytes, true, true).tree;
+  return pick_algorithm(c, bytes, true, true).algorithm == Algorithm::Tree;
 }
 // What the simulators charge for a pick's protocol (collective::Protocol): its per-call latency; for the
 // ring, NCCL's mean latency per step as a floor for each step's messages; its share of the Simple
@@ -63,7 +66,10 @@ class CommModel;
 // path costs.
 // Auto: rings and trees (twice the channels). Ring, tree and auto with a library that has a tuning model:
 // the choice, whose bus bandwidth is the step model's for a 256 MiB ring on the rings.
-BufferCollectiveLayout buffer_collective_layout(const Scenario& s, collective::Space space, CommModel& costs);
+// `multicast`: whether the caller's transports can run NVLS (predict's can; ringsim-real's cannot), which
+// auto then weighs where the switch reduces: its bandwidth is the step model's for a 256 MiB NVLS.
+BufferCollectiveLayout buffer_collective_layout(const Scenario& s, collective::Space space, CommModel& costs,
+                                                bool multicast = true);
 
 // The framework's gradient planner for one step (predict and ringsim-real train): Horovod's fusion by
 // fusion_threshold, or PyTorch DDP's fixed buckets.

@@ -19,9 +19,14 @@ CommModel::CommModel(const Catalog& catalog, const Scenario& s, const Topology& 
   // The library's profile: regimes keyed by footprint make collective_size compute it.
   footprint_keyed_ = lib_.host_reduction_regimes_by == RegimeKey::Footprint;
   // Allreduces run in the library's kernels; parameter servers' exchanges are copies (copy engines).
-  kernel_channels_ = s.communication.strategy == Strategy::ParameterServer ? 0
-                     : s.communication.strategy == Strategy::Nvls          ? lib_.nvls_channels
-                                                                           : lib_.kernel_channels;
+  kernel_channels_ = s.communication.strategy == Strategy::ParameterServer ? 0 : lib_.kernel_channels;
+  // A switch that reduces (NVLS): strategy nvls runs on it, and auto may pick it (NCCL's tuning model
+  // weighs NVLS beside the ring and the tree inside one NVLink domain).
+  const auto& sw = catalog.layout(catalog.sku(s.cluster.sku).layout).nvswitch;
+  const bool auto_nvls = s.communication.strategy == Strategy::Auto && sw && sw->reduction &&
+                         s.cluster.nodes <= sw->domain_nodes && lib_.data_path == DataPath::Device &&
+                         lib_.nvls_efficiency_for(gpu_.name) > 0 && lib_.tuning && lib_.tuning->nvls_latency > 0;
+  switch_member_ = s.communication.strategy == Strategy::Nvls || auto_nvls;
   reduce_slice_ = s.communication.strategy == Strategy::ParameterServer ? 0 : lib_.reduce_slice;
   for (const PathProfile* p : {&lib_.intra_node, &lib_.infiniband, &lib_.ethernet})
     footprint_keyed_ = footprint_keyed_ || p->regimes_by == RegimeKey::Footprint;
@@ -115,9 +120,8 @@ void CommModel::place_workers(const Scenario& s) {
     places_.push_back(gpu_.cpu_process ? MemberPlace{dev, dev, false}
                                        : MemberPlace{dev, from_template(nearest[local], node), true});
   }
-  // Strategy nvls: the node's NVSwitch is the member after the GPUs.
-  if (s.communication.strategy == Strategy::Nvls)
-    places_.push_back({topo_.nvswitch(0), topo_.host_memory(0, 0), false, true});
+  // Strategy nvls (and auto where it may pick NVLS): the node's NVSwitch is the member after the GPUs.
+  if (switch_member_) places_.push_back({topo_.nvswitch(0), topo_.host_memory(0, 0), false, true});
 }
 
 void CommModel::set_servers(const std::vector<MemberPlace>& servers) {
@@ -346,7 +350,8 @@ ComputeHold CommModel::compute_interference(const collective::Collective& c, dou
       bytes[m] += b * run.count;
     }
   ComputeHold hold;
-  hold.sms = gpu_.multiprocessors > 0 ? std::min(ComputeHold::kMost, kernel_channels_ / gpu_.multiprocessors) : 0;
+  const double sms = c.algorithm() == "nvls_allreduce" ? lib_.nvls_channels : kernel_channels_;
+  hold.sms = gpu_.multiprocessors > 0 ? std::min(ComputeHold::kMost, sms / gpu_.multiprocessors) : 0;
   for (double b : bytes) hold.memory.push_back(std::min(ComputeHold::kMost, b / duration / gpu_.memory_bandwidth));
   return hold;
 }

@@ -88,6 +88,9 @@ class CommModel final : public PathCost {
   int workers() const override { return workers_; }
   int ranks_per_node() const override { return ranks_per_node_; }
   void set_servers(const std::vector<MemberPlace>& servers);
+  // Whether member workers() is the node's NVSwitch, reducing in the switch (strategy nvls; auto where NVLS
+  // is available).
+  bool has_switch_member() const { return switch_member_; }
   const MemberPlace& member(int m) const { return places_.at(m); }
   // Where member m's data in space s is: a vertex of the topology, or, for a server process behind its RPC
   // stack, an endpoint of its own past the graph's vertices (its host memory and that stack's two edges).
@@ -195,6 +198,7 @@ class CommModel final : public PathCost {
   std::optional<ProcessCosts> process_;  // ranks that are CPU processes only
   bool footprint_keyed_ = false;         // some regime is keyed by footprint (collective_size computes it)
   double kernel_channels_ = 0;           // SMs the collectives' kernels hold (LibraryProfile::kernel_channels)
+  bool switch_member_ = false;           // the NVSwitch is the member after the GPUs (NVLS)
   double reduce_slice_ = 0;              // LibraryProfile::reduce_slice for allreduces; 0 for parameter servers
   std::vector<int> gpu_rail_;            // InfiniBand fabrics: each local GPU's NIC (NodeLayout::gpu_rail)
   Router router_;
