@@ -1956,6 +1956,24 @@ AlgorithmChoice tuning_choice(int nodes, int ranks, bool nvlink, double bus_band
 }
 }  // namespace
 
+TEST_CASE("bench: the MI300X mesh runs a ring over every xGMI link each way (channels auto)", "[bench]") {
+  const Catalog& c = ringsim::test::catalog();
+  const std::string file = std::string(RINGSIM_TEST_SCENARIOS) + "/nccl_tests_nd96isr_h100_v5.yaml";
+  const Scenario s = load_scenario(file, c, {parse_override("cluster.sku=ND96isr_MI300X_v5")});
+  CHECK(s.communication.channels == 14);  // the layout's rings: seven links, each way
+  const BenchPrediction b = predict_allreduce_bench(c, s, {4ull << 30, 4ull << 30, 2});
+  const double busbw = b.rows.at(0).algbw() * b.bus_factor;
+  // Every link at the library's fraction (0.8 of 64 GB/s) each way: 358 GB/s at most; Azure's health check
+  // fails a VM below 314 (RCCL measured 312.9 at 4 GiB).
+  CHECK(busbw < 0.8 * 7 * 64e9);
+  CHECK(busbw > 314e9);
+  // One ring: one link each way per GPU.
+  const Scenario one = load_scenario(
+      file, c, {parse_override("cluster.sku=ND96isr_MI300X_v5"), parse_override("communication.channels=1")});
+  const BenchPrediction b1 = predict_allreduce_bench(c, one, {4ull << 30, 4ull << 30, 2});
+  CHECK(b1.rows.at(0).algbw() * b1.bus_factor == Approx(0.8 * 64e9).epsilon(0.01));
+}
+
 TEST_CASE("strategy auto: ring or tree per message, as NCCL's tuning model picks", "[bench]") {
   const Catalog& c = ringsim::test::catalog();
   // 32 nodes of 8 on NVLink (NCCL 2.18.5's figures), a GPU without LL128: at 8 B the ring's LL 6.6 + 446 x

@@ -287,7 +287,8 @@ static void assign_rails(NodeLayout& l) {
 // skus.yaml's node layouts: devices, their PCIe tree and NVLinks, NICs and each GPU's rail.
 void Catalog::load_layouts(const YamlField& layouts) {
   for (auto& [name, f] : layouts.entries()) {
-    f.require_map({"description", "sockets", "pcie_switches", "gpus", "nics", "nvlink_class", "nvlinks", "nvswitch"});
+    f.require_map(
+        {"description", "sockets", "pcie_switches", "gpus", "nics", "nvlink_class", "nvlinks", "nvswitch", "rings"});
     NodeLayout l;
     l.name = name;
     l.description = f.get("description").str();
@@ -356,6 +357,7 @@ void Catalog::load_layouts(const YamlField& layouts) {
           sw->find("reduction") && sw->get("reduction").boolean(),
           sw->find("domain_nodes") ? static_cast<int>(sw->get("domain_nodes").integer(1, 576)) : 1};
     }
+    if (auto r = f.find("rings")) l.rings = static_cast<int>(r->integer(1, 64));
     assign_rails(l);
     layouts_.emplace(name, l);
   }

@@ -563,8 +563,12 @@ void default_channels(const Catalog& catalog, const SkuSpec& sku, Scenario& s) {
   const bool device = catalog.library(std::string(to_string(s.communication.library))).data_path == DataPath::Device;
   // The rails the node's GPUs leave by: GPUs 0 and 1 of a DGX-1 share one NIC, four GPUs use two.
   const int rails = catalog.layout(sku.layout).rails_of_first(s.cluster.gpus_per_node);
-  const int per_rail =
-      device && s.cluster.nodes > 1 && s.cluster.fabric == FabricKind::InfiniBand ? std::max(1, rails) : 1;
+  const NodeLayout& layout = catalog.layout(sku.layout);
+  const bool searched =
+      catalog.library(std::string(to_string(s.communication.library))).ring_order == RingOrder::Searched;
+  int per_rail = device && s.cluster.nodes > 1 && s.cluster.fabric == FabricKind::InfiniBand ? std::max(1, rails) : 1;
+  // A mesh's rings: the library runs one over each link each way (RCCL on MI300X), trees as before.
+  if (device && searched && st != Strategy::Tree) per_rail = std::max(per_rail, layout.rings);
   s.communication.channels = st == Strategy::Tree                           ? 2 * per_rail
                              : st == Strategy::Ring || st == Strategy::Auto ? per_rail
                                                                             : 1;
