@@ -55,7 +55,10 @@ TEST_CASE("scenario: defaults are documented values, filled in visibly", "[scena
   CHECK(eth.cluster.fabric == FabricKind::Ethernet);  // no RDMA NIC on this size
 }
 
-TEST_CASE("scenario: channels: auto is one ring per InfiniBand NIC for NCCL across nodes, else one", "[scenario]") {
+TEST_CASE(
+    "scenario: channels: auto is one ring per InfiniBand NIC for NCCL across nodes, a mesh's rings on one node, else "
+    "one",
+    "[scenario]") {
   auto load = [](const std::string& cluster, const std::string& comm = "") {
     return load_scenario_text(
         "cluster: {" + cluster + "}\nmodel: {name: resnet50, batch_per_gpu: 64}\n" + "training: {epochs: 1}\n" + comm,
@@ -67,8 +70,12 @@ TEST_CASE("scenario: channels: auto is one ring per InfiniBand NIC for NCCL acro
   CHECK(load("sku: DGX-1-V100, nodes: 4, gpus_per_node: 4").communication.channels == 2);
   CHECK(test::catalog().layout("nvlink_hybrid_cube_mesh_dgx1v").gpu_rail == std::vector<int>{0, 0, 1, 1, 2, 2, 3, 3});
   CHECK(test::catalog().layout("nvlink_hybrid_cube_mesh_8gpu").gpu_rail == std::vector<int>(8, 0));
-  CHECK(load("sku: DGX-1-V100, nodes: 1").communication.channels == 1);  // no fabric to spread over
-  CHECK(load("sku: ND40rs_v2, nodes: 4").communication.channels == 1);   // one NIC
+  // One node: no fabric to spread over, but NCCL's rings over the V100 cube-mesh (the layout's `rings`);
+  // one where a node has no mesh.
+  CHECK(load("sku: DGX-1-V100, nodes: 1").communication.channels == 6);
+  CHECK(load("sku: NC24rs_v3, nodes: 1").communication.channels == 1);
+  CHECK(load("sku: DGX-1-V100, nodes: 1", "communication: {library: nccl1}\n").communication.channels == 1);
+  CHECK(load("sku: ND40rs_v2, nodes: 4").communication.channels == 1);  // one NIC
   CHECK(load("sku: DGX-1-V100, nodes: 4", "communication: {library: mpi}\n").communication.channels == 1);
   CHECK(load("sku: DGX-1-V100, nodes: 4, fabric: ethernet").communication.channels == 1);
   CHECK(load("sku: DGX-1-V100, nodes: 4", "communication: {strategy: hierarchical}\n").communication.channels == 1);

@@ -1791,23 +1791,26 @@ TEST_CASE("bench: a predicted allreduce over NVSwitch in closed form", "[bench]"
 TEST_CASE("bench: NCCL 1's one ring in device order crosses a DGX-1's sockets through host memory at 8 GPUs",
           "[bench]") {
   // GPUs 0-3 and 4-7 of a DGX-1 (P100) are NVLink cliques; 3-4 and 7-0 are not linked and sit on different
-  // sockets. NCCL 2's searched ring stays on NVLink (0.8 x 20 GB/s); NCCL 1's ring 0..7 crosses the QPI pair
-  // (38.4 GB/s) twice at its cross_socket fraction, one crossing each way. Four GPUs: one clique, alike.
+  // sockets. NCCL 2's searched ring stays on NVLink (0.8 x 20 GB/s), and by default it runs four of them (a
+  // DGX-1's `rings`); NCCL 1's ring 0..7 crosses the QPI pair (38.4 GB/s) twice at its cross_socket fraction,
+  // one crossing each way. Four GPUs: one clique, alike with one ring each.
   Catalog c = ringsim::test::catalog();
-  auto busbw = [&](int gpus, const char* library) {
+  auto busbw = [&](int gpus, const char* library, const char* channels = "auto") {
     const Scenario s =
         load_scenario(std::string(RINGSIM_TEST_VALIDATION_SCENARIOS) + "/dgx1_p100_tf_replicated_nccl.yaml", c,
                       {parse_override("cluster.gpus_per_node=" + std::to_string(gpus)),
-                       parse_override(std::string("communication.library=") + library)});
+                       parse_override(std::string("communication.library=") + library),
+                       parse_override(std::string("communication.channels=") + channels)});
     const BenchPrediction b = predict_allreduce_bench(c, s, {1ull << 30, 1ull << 30, 2});
     REQUIRE(b.rows.size() == 1);
     return b.rows[0].algbw() * b.bus_factor;
   };
   const double fraction = c.library("nccl1").cross_socket->bandwidth_fraction;
   CHECK(busbw(8, "nccl1") == Approx(fraction * 38.4e9).epsilon(0.01));
-  CHECK(busbw(8, "nccl") == Approx(0.8 * 20e9).epsilon(0.01));
+  CHECK(busbw(8, "nccl", "1") == Approx(0.8 * 20e9).epsilon(0.01));
+  CHECK(busbw(8, "nccl") == Approx(4 * 0.8 * 20e9).epsilon(0.01));
   // NCCL 2's Simple protocol: steps of at least its 3.4 us on NVLink, against microseconds of bytes.
-  CHECK(busbw(4, "nccl1") == Approx(busbw(4, "nccl")).epsilon(1e-3));
+  CHECK(busbw(4, "nccl1") == Approx(busbw(4, "nccl", "1")).epsilon(1e-3));
   CHECK(busbw(4, "nccl1") == Approx(0.8 * 20e9).epsilon(0.01));
   // An overlay sets the figure (one written for a library without one would start from intra_node's), and
   // NCCL 2's searched ring on NVLink does not cross the sockets, so it is unmoved.
@@ -1819,7 +1822,7 @@ TEST_CASE("bench: NCCL 1's one ring in device order crosses a DGX-1's sockets th
   CHECK(c.library("nccl1").cross_socket->bandwidth_fraction == 0.16);
   CHECK(c.library("nccl").cross_socket->message_overhead == c.library("nccl").intra_node.message_overhead);
   CHECK(busbw(8, "nccl1") == Approx(0.16 * 38.4e9).epsilon(0.01));
-  CHECK(busbw(8, "nccl") == Approx(0.8 * 20e9).epsilon(0.01));
+  CHECK(busbw(8, "nccl", "1") == Approx(0.8 * 20e9).epsilon(0.01));
 }
 
 TEST_CASE("bench: NVLS on one ND96isr_H100_v5 in closed form, and refused where the switch cannot reduce", "[bench]") {
@@ -1956,7 +1959,7 @@ AlgorithmChoice tuning_choice(int nodes, int ranks, bool nvlink, double bus_band
 }
 }  // namespace
 
-TEST_CASE("bench: the MI300X mesh runs a ring over every xGMI link each way (channels auto)", "[bench]") {
+TEST_CASE("bench: a mesh's rings on one node (channels auto): MI300X over every xGMI link each way", "[bench]") {
   const Catalog& c = ringsim::test::catalog();
   const std::string file = std::string(RINGSIM_TEST_SCENARIOS) + "/nccl_tests_nd96isr_h100_v5.yaml";
   const Scenario s = load_scenario(file, c, {parse_override("cluster.sku=ND96isr_MI300X_v5")});
@@ -1972,6 +1975,17 @@ TEST_CASE("bench: the MI300X mesh runs a ring over every xGMI link each way (cha
       file, c, {parse_override("cluster.sku=ND96isr_MI300X_v5"), parse_override("communication.channels=1")});
   const BenchPrediction b1 = predict_allreduce_bench(c, one, {4ull << 30, 4ull << 30, 2});
   CHECK(b1.rows.at(0).algbw() * b1.bus_factor == Approx(0.8 * 64e9).epsilon(0.01));
+  // NCCL's rings on one DGX-1 (P100: four) and on the V100 cube-mesh (a ring per NVLink brick: six); across
+  // nodes a ring per rail, as before.
+  auto channels = [&](const std::string& sku, int nodes) {
+    return load_scenario(
+               file, c,
+               {parse_override("cluster.sku=" + sku), parse_override("cluster.nodes=" + std::to_string(nodes))})
+        .communication.channels;
+  };
+  CHECK(channels("DGX-1-P100", 1) == 4);
+  CHECK(channels("ND40rs_v2", 1) == 6);
+  CHECK(channels("DGX-1-V100", 4) == 4);
 }
 
 TEST_CASE("strategy auto: ring or tree per message, as NCCL's tuning model picks", "[bench]") {

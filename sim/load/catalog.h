@@ -138,8 +138,8 @@ struct NodeLayout {
     int domain_nodes = 1;    // nodes (VMs) whose GPUs share the switch: 18 in a GB200 NVL72 rack
   };
   std::optional<NvSwitch> nvswitch;
-  // The rings a searched-ring library (NCCL, RCCL) runs at once inside the node where one ring uses few of
-  // its GPU links (a full mesh): `channels: auto` takes at least this many. 0: one.
+  // The rings a searched-ring library (NCCL, RCCL) runs at once on one node where one ring uses few of its
+  // GPU links (NVLink or xGMI meshes): `channels: auto` on one node takes at least this many. 0: one.
   int rings = 0;
 };
 

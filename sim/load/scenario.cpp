@@ -567,8 +567,9 @@ void default_channels(const Catalog& catalog, const SkuSpec& sku, Scenario& s) {
   const bool searched =
       catalog.library(std::string(to_string(s.communication.library))).ring_order == RingOrder::Searched;
   int per_rail = device && s.cluster.nodes > 1 && s.cluster.fabric == FabricKind::InfiniBand ? std::max(1, rails) : 1;
-  // A mesh's rings: the library runs one over each link each way (RCCL on MI300X), trees as before.
-  if (device && searched && st != Strategy::Tree) per_rail = std::max(per_rail, layout.rings);
+  // One node of a mesh: the rings its library's search finds there (NCCL on a DGX-1, RCCL on MI300X). Across
+  // nodes a ring per rail, as NCCL runs its network rings one per NIC.
+  if (device && searched && st != Strategy::Tree && s.cluster.nodes == 1) per_rail = std::max(per_rail, layout.rings);
   s.communication.channels = st == Strategy::Tree                           ? 2 * per_rail
                              : st == Strategy::Ring || st == Strategy::Auto ? per_rail
                                                                             : 1;
