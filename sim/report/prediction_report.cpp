@@ -42,6 +42,7 @@ ordered_json scenario_json(const Scenario& s) {
                         {"parameter_server_assignment", std::string(to_string(s.communication.ps_assignment))},
                         {"parameter_server_aggregation", std::string(to_string(s.communication.ps_aggregation))},
                         {"parameter_server_transport", std::string(to_string(s.communication.ps_transport))},
+                        {"protocol", s.communication.protocol.empty() ? "auto" : s.communication.protocol},
                         {"channels", s.communication.channels},
                         {"fusion_threshold_bytes", s.communication.fusion_threshold_bytes},
                         {"cycle_time_s", s.communication.cycle_time_s},
