@@ -22,10 +22,8 @@ CommModel::CommModel(const Catalog& catalog, const Scenario& s, const Topology& 
   kernel_channels_ = s.communication.strategy == Strategy::ParameterServer ? 0 : lib_.kernel_channels;
   // A switch that reduces (NVLS): strategy nvls runs on it, and auto may pick it (NCCL's tuning model
   // weighs NVLS beside the ring and the tree inside one NVLink domain).
-  const auto& sw = catalog.layout(catalog.sku(s.cluster.sku).layout).nvswitch;
-  const bool auto_nvls = s.communication.strategy == Strategy::Auto && sw && sw->reduction &&
-                         s.cluster.nodes <= sw->domain_nodes && lib_.data_path == DataPath::Device &&
-                         lib_.nvls_efficiency_for(gpu_.name) > 0 && lib_.tuning && lib_.tuning->nvls_latency > 0;
+  const bool auto_nvls = s.communication.strategy == Strategy::Auto && nvls_unavailable(catalog, s).empty() &&
+                         lib_.tuning && lib_.tuning->nvls_latency > 0;
   switch_member_ = s.communication.strategy == Strategy::Nvls || auto_nvls;
   reduce_slice_ = s.communication.strategy == Strategy::ParameterServer ? 0 : lib_.reduce_slice;
   for (const PathProfile* p : {&lib_.intra_node, &lib_.infiniband, &lib_.ethernet})

@@ -385,23 +385,9 @@ void parse_strategy(const YamlField& co, Scenario& s) {
 }
 
 // communication: strategy nvls reduces in the NVSwitch of one node (NCCL's NVLS), with NCCL.
-void check_nvls(const YamlField& co, const Catalog& catalog, const SkuSpec& sku, const Scenario& s) {
+void check_nvls(const YamlField& co, const Catalog& catalog, const Scenario& s) {
   if (s.communication.strategy != Strategy::Nvls) return;
-  const YamlField f = co.get("strategy");
-  const auto& sw = catalog.layout(sku.layout).nvswitch;
-  if (!sw || !sw->reduction)
-    f.fail(sku.name + " has no NVSwitch that reduces in the switch (NVLink SHARP: H100/H200 sizes); use ring");
-  // One NVLink domain: a node, or a rack whose nodes share the switch (GB200 NVL72: NCCL's multi-node NVLink
-  // treats its clique as one node).
-  if (s.cluster.nodes > sw->domain_nodes)
-    f.fail("nvls runs inside one NVLink domain (" + std::to_string(sw->domain_nodes) + " node" +
-           (sw->domain_nodes == 1 ? "" : "s") + " of " + sku.name +
-           "); across domains NCCL pairs it with a tree (NVLSTree), not modelled: use ring "
-           "or hierarchical, or cluster.nodes: " +
-           std::to_string(sw->domain_nodes) + " at most");
-  const LibraryProfile& lib = catalog.library(std::string(to_string(s.communication.library)));
-  if (lib.data_path != DataPath::Device || lib.nvls_efficiency <= 0)
-    f.fail("nvls is NCCL's (2.17 on): set communication.library: nccl");
+  if (const std::string why = nvls_unavailable(catalog, s); !why.empty()) co.get("strategy").fail(why);
 }
 
 // communication: a library that orders its one ring by device index (NCCL 1.x) runs rings only.
@@ -597,7 +583,7 @@ Scenario parse(std::shared_ptr<YamlDocument> doc, const Catalog& catalog, const 
     parse_parameter_server_keys(*co, s);
     channels = parse_buffers(*co, s);
     parse_parameter_server_count(*co, s);
-    check_nvls(*co, catalog, sku, s);
+    check_nvls(*co, catalog, s);
     check_auto(*co, catalog, s);
     parse_protocol(*co, catalog, s);
     check_ring_only(*co, catalog, s);
@@ -609,6 +595,25 @@ Scenario parse(std::shared_ptr<YamlDocument> doc, const Catalog& catalog, const 
 }
 
 }  // namespace
+
+std::string nvls_unavailable(const Catalog& catalog, const Scenario& s) {
+  const SkuSpec& sku = catalog.sku(s.cluster.sku);
+  const auto& sw = catalog.layout(sku.layout).nvswitch;
+  if (!sw || !sw->reduction)
+    return sku.name + " has no NVSwitch that reduces in the switch (NVLink SHARP: H100/H200 sizes); use ring";
+  // One NVLink domain: a node, or a rack whose nodes share the switch (GB200 NVL72: NCCL's multi-node NVLink
+  // treats its clique as one node).
+  if (s.cluster.nodes > sw->domain_nodes)
+    return "nvls runs inside one NVLink domain (" + std::to_string(sw->domain_nodes) + " node" +
+           (sw->domain_nodes == 1 ? "" : "s") + " of " + sku.name +
+           "); across domains NCCL pairs it with a tree (NVLSTree), not modelled: use ring "
+           "or hierarchical, or cluster.nodes: " +
+           std::to_string(sw->domain_nodes) + " at most";
+  const LibraryProfile& lib = catalog.library(std::string(to_string(s.communication.library)));
+  if (lib.data_path != DataPath::Device || lib.nvls_efficiency <= 0)
+    return "nvls is NCCL's (2.17 on): set communication.library: nccl";
+  return "";
+}
 
 const std::vector<std::string>& scenario_keys() {
   static const std::vector<std::string> keys = [] {

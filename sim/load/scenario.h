@@ -154,6 +154,10 @@ std::string to_yaml(const Scenario& s);
 // It runs one collective at a time.
 std::string real_run_refusal(const Scenario& s);
 
+// Why NCCL's NVLS cannot run this scenario's allreduces (no switch that reduces, more than one NVLink domain,
+// a library without NVLS); empty where it can. Strategy nvls refuses such a scenario; auto leaves NVLS out.
+std::string nvls_unavailable(const Catalog& catalog, const Scenario& s);
+
 // All valid scenario keys as dotted paths ("cluster.nodes", ...), for docs and suggestions.
 const std::vector<std::string>& scenario_keys();
 
