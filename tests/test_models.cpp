@@ -1,4 +1,6 @@
 // Issue 29: transformers beside the CNNs, precision, sequence length and gradient accumulation.
+#include <algorithm>
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "collective/fusion.h"
@@ -234,4 +236,61 @@ TEST_CASE("pytorch_ddp: an allreduce per bucket as it fills, overlapping the bac
   }
   CHECK(j["exposed_communication_s"].get<double>() < 0.5 * j["communication_time_s"].get<double>());
   CHECK(j["scenario"]["communication"]["framework"] == "pytorch_ddp");
+}
+
+namespace {
+// What a DDP prediction spent on its bucket copies: the total, the copies into the buckets (rank 0's spans) and
+// out of them, each copy out checked against the collective and the copy before it.
+struct BucketCopies {
+  double total = 0, in = 0, out = 0, iteration = 0;
+  bool ordered = true;  // each copy out after its bucket's allreduce, the backward pass and the copy before
+};
+BucketCopies bucket_copies(const std::string& communication) {
+  const Scenario s = load_scenario_text(
+      "cluster: {sku: ND96isr_H100_v5, nodes: 1}\nmodel: {name: bert_large, batch_per_gpu: 32, precision: bf16}\n"
+      "training: {epochs: 1}\ncommunication: {" +
+          communication + "}\n",
+      "ddp.yaml", test::catalog());
+  const auto j = nlohmann::json::parse(run_in_child([&] {
+    const Prediction p = predict(test::catalog(), s, Fidelity::Step);
+    nlohmann::json out = {{"total", p.bucket_copy_s}, {"in", 0.0}, {"out", 0.0}, {"ordered", true}};
+    out["iteration"] = p.iteration_time_s;
+    double backward_end = 0, previous = 0;
+    std::size_t bucket = 0;
+    for (double r : p.tensor_ready_s) backward_end = std::max(backward_end, r);
+    for (const auto& sp : p.compute_spans) {
+      if (sp.name == "DDP_COPY_IN") out["in"] = out["in"].get<double>() + (sp.end - sp.start);
+      if (sp.name != "DDP_COPY_OUT") continue;
+      out["out"] = out["out"].get<double>() + (sp.end - sp.start);
+      const double after = std::max({backward_end, previous, p.collectives.at(bucket++).end});
+      if (std::abs(sp.start - after) > 1e-12) out["ordered"] = false;
+      previous = sp.end;
+    }
+    if (bucket != p.collectives.size()) out["ordered"] = false;
+    return out.dump();
+  }));
+  return {j["total"], j["in"], j["out"], j["iteration"], j["ordered"]};
+}
+}  // namespace
+
+TEST_CASE("pytorch_ddp: gradients copied into their buckets in backward, out after the allreduces", "[models]") {
+  // BERT-Large's FP32 gradients on one ND96isr_H100_v5: each way one GPU copy of them all, 2 bytes moved per
+  // byte at the HBM's rate (GpuSpec::copy_time).
+  const double bytes = static_cast<double>(test::catalog().model("bert_large").total_params) * 4;
+  const double one_way = test::catalog().gpu("H100-SXM5-80GB").copy_time(bytes);
+  const BucketCopies c = bucket_copies("framework: pytorch_ddp");
+  CHECK(c.out == Approx(one_way).epsilon(1e-9));
+  CHECK(c.in >= one_way * (1 - 1e-9));  // collectives' kernels beside them may slow the copies in
+  CHECK(c.in < one_way * 1.5);
+  CHECK(c.total == Approx(c.in + c.out).epsilon(1e-12));
+  CHECK(c.ordered);
+  // Gradients as bucket views: no copies; the iteration is shorter, by no more than the copies took.
+  const BucketCopies views = bucket_copies("framework: pytorch_ddp, gradient_as_bucket_view: true");
+  CHECK(views.total == 0);
+  CHECK(views.in == 0);
+  CHECK(views.out == 0);
+  CHECK(views.iteration < c.iteration);
+  CHECK(c.iteration - views.iteration <= c.total * (1 + 1e-9));
+  // Horovod copies into its fusion buffer on its own thread, not on the compute stream.
+  CHECK(bucket_copies("framework: horovod").total == 0);
 }

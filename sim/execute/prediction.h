@@ -17,7 +17,9 @@ std::string_view to_string(Fidelity f);
 
 struct ComputeSpan {
   int rank = 0;
-  std::string name;  // "FORWARD", "DATA_WAIT" (for the next batch), or the layer name for its backward pass
+  // "FORWARD", "DATA_WAIT" (for the next batch), DDP's "DDP_COPY_IN" and "DDP_COPY_OUT", or the layer name
+  // for its backward pass
+  std::string name;
   double start = 0, end = 0;
 };
 
@@ -68,6 +70,9 @@ struct Prediction {
   // What rank 0's forward and backward passes took longer than compute_time_s says, slowed by collectives'
   // kernels running beside them (part of exposed_communication_s).
   double compute_interference_s = 0;
+  // PyTorch DDP's copies of the gradients into its buckets and back out, on the compute stream (not in
+  // compute_time_s; the copies out wait for the allreduces).
+  double bucket_copy_s = 0;
   double communication_time_s = 0;     // sum of collective durations (fusion copies included)
   double exposed_communication_s = 0;  // iteration time not covered by compute
   double images_per_sec = 0, images_per_sec_per_gpu = 0;

@@ -10,6 +10,8 @@
 #include <set>
 #include <simgrid/s4u.hpp>
 #include <stdexcept>
+#include <string_view>
+#include <tuple>
 
 #include "collective/fusion.h"
 #include "collective/horovod_cycle.h"
@@ -192,6 +194,8 @@ class TrainingRun final : public collective::CycleRuntime, public collective::Bu
     for (int k = 0; k < iterations(); ++k)
       planners_.push_back(std::make_unique<collective::FusionPlanner>(gradient_planner(s, ft, announcing)));
     edge_bytes_.assign(cm_.edge_count(), 0);
+    if (auto p = catalog.compute().precisions.find(s.model.precision); p != catalog.compute().precisions.end())
+      bucket_element_bytes_ = gradient_element_bytes(p->second.gradient);
   }
 
   Prediction run();
@@ -233,6 +237,17 @@ class TrainingRun final : public collective::CycleRuntime, public collective::Bu
   void compute_actor(int rank);
   void coordinator();
   void run_iteration(int k);
+  // PyTorch DDP without gradient_as_bucket_view (its default) copies each gradient into its bucket as backward
+  // produces it (Reducer::mark_variable_ready_dense), and back out once the backward pass is over, bucket by
+  // bucket in order as each allreduce is done (finalize_backward): GPU copies on the compute stream. One GPU
+  // trains without DDP.
+  bool bucket_copies() const {
+    return s_.communication.framework == Framework::PytorchDdp && !s_.communication.gradient_as_bucket_view &&
+           s_.cluster.total_gpus() > 1;
+  }
+  std::uint64_t bucket_bytes(const std::vector<int>& tensors) const;  // the gradients' own type (DDP's buckets)
+  void copy_out_of_buckets(const collective::FusionPlanner& planner);
+  static constexpr std::string_view kCopyIn = "DDP_COPY_IN", kCopyOut = "DDP_COPY_OUT";
   // Runs the buffer's collective here, or (several collectives at once) in an actor of its own once fewer
   // than the scenario's limit are in flight.
   void launch_buffer(const collective::FusionBuffer& b);
@@ -287,7 +302,10 @@ class TrainingRun final : public collective::CycleRuntime, public collective::Bu
   sg4::MutexPtr announce_mutex_;
   int in_flight_ = 0;  // collectives running in actors of their own
   sg4::ConditionVariablePtr collective_done_;
-  int started_ = 0;  // collectives started since the reported iteration began (their record's index)
+  int started_ = 0;          // collectives started since the reported iteration began (their record's index)
+  int buckets_started_ = 0;  // DDP: buckets run, and this iteration's as (order, done, bytes)
+  std::vector<std::tuple<int, double, std::uint64_t>> buckets_done_;
+  int bucket_element_bytes_ = 4;  // the gradients' type before any compression
   // Iterations: phases x iterations per phase; iteration_ is the one running (ranks wait for their turn).
   int first_loaded_ = 0, phases_ = 1, per_phase_ = 1;  // first_loaded_: the first iteration with a loader
   int iteration_ = 0, reported_ = 0;
@@ -489,6 +507,7 @@ void TrainingRun::compute_actor(int rank) {
     exec("FORWARD", compute_.forward_s);
     for (auto l = compute_.layers.rbegin(); l != compute_.layers.rend(); ++l) {
       if (l->backward_s > 0) exec(l->name, l->backward_s);
+      if (bucket_copies()) exec(std::string(kCopyIn), cm_.device_copy_time(bucket_bytes(l->tensors)));
       for (auto t = l->tensors.rbegin(); t != l->tensors.rend(); ++t) planner.announce(*t, sg4::Engine::get_clock());
       announced_->notify_all();
     }
@@ -524,7 +543,8 @@ void TrainingRun::run_buffer(const collective::FusionBuffer& b) {
   rec.tensors = b.tensors;
   rec.negotiated_at = b.negotiated_at - reported_start_;
   rec.start = sg4::Engine::get_clock();
-  const bool fused = b.tensors.size() > 1;
+  // Horovod's fusion buffer (DDP copies into its buckets on the compute stream: compute_actor)
+  const bool fused = b.tensors.size() > 1 && s_.communication.framework == Framework::Horovod;
   if (fused) sleep(cm_.fusion_copy_time(b.bytes));  // MEMCPY_IN_FUSION_BUFFER, on every rank at once
   rec.comm_start = sg4::Engine::get_clock();
   auto c = factory_.make(b);
@@ -553,6 +573,7 @@ void TrainingRun::run_buffer(const collective::FusionBuffer& b) {
   rec.comm_end = sg4::Engine::get_clock();
   if (fused) sleep(cm_.fusion_copy_time(b.bytes));  // MEMCPY_OUT_FUSION_BUFFER
   rec.end = sg4::Engine::get_clock();
+  if (bucket_copies()) buckets_done_.push_back({buckets_started_++, rec.end, bucket_bytes(b.tensors)});
   if (!reported()) return;
   for (double* t : {&rec.start, &rec.comm_start, &rec.comm_end, &rec.end}) *t -= reported_start_;
   records_.push_back(std::move(rec));
@@ -624,7 +645,27 @@ void TrainingRun::coordinator() {
 
 void TrainingRun::run_iteration(int k) {
   collective::run_horovod_cycles(*planners_[k], *this, *this, s_.communication.cycle_time_s);
+  if (bucket_copies()) copy_out_of_buckets(*planners_[k]);
   if (s_.communication.strategy != Strategy::ParameterServer) sleep(compute_.update_s);  // optimizer step
+}
+
+std::uint64_t TrainingRun::bucket_bytes(const std::vector<int>& tensors) const {
+  std::uint64_t bytes = 0;
+  for (int t : tensors) bytes += static_cast<std::uint64_t>(model_.tensors[t].numel) * bucket_element_bytes_;
+  return bytes;
+}
+
+void TrainingRun::copy_out_of_buckets(const collective::FusionPlanner& planner) {
+  double t = 0;  // the slowest rank's backward pass, its copies into the buckets included
+  for (int i = 0; i < planner.tensor_count(); ++i) t = std::max(t, planner.ready_time(i));
+  std::sort(buckets_done_.begin(), buckets_done_.end());
+  for (const auto& [index, done, bytes] : buckets_done_) {
+    const double start = std::max(t, done);
+    t = start + cm_.device_copy_time(bytes);
+    if (reported()) spans_.push_back({0, std::string(kCopyOut), start - reported_start_, t - reported_start_});
+  }
+  buckets_done_.clear();
+  sleep(t - sg4::Engine::get_clock());
 }
 
 void TrainingRun::wait_next_cycle(collective::FusionPlanner& planner, double tick, double cycle, bool idle) {
@@ -778,12 +819,14 @@ Prediction TrainingRun::run() {
     for (++i; i < spans.size() && spans[i].first < end; ++i) end = std::max(end, spans[i].second);
     p.communication_time_s += end - start;
   }
-  p.exposed_communication_s = std::max(0.0, p.iteration_time_s - p.compute_time_s);
   double computed = 0;  // rank 0's forward and backward passes as they ran
-  for (const auto& sp : spans_)
-    if (sp.rank == 0 && sp.name != "DATA_WAIT") computed += sp.end - sp.start;
+  for (const auto& sp : spans_) {
+    if (sp.rank != 0 || sp.name == "DATA_WAIT") continue;
+    (sp.name == kCopyIn || sp.name == kCopyOut ? p.bucket_copy_s : computed) += sp.end - sp.start;
+  }
   const double slowed = computed - p.forward_s - p.backward_s;
   p.compute_interference_s = slowed > 1e-9 ? slowed : 0;
+  p.exposed_communication_s = std::max(0.0, p.iteration_time_s - p.compute_time_s - p.bucket_copy_s);
   p.single_gpu_images_per_sec = compute_.single_gpu_images_per_sec;
   derive_throughput(p, s_);
   if (s_.storage) apply_data_pipeline(p, p.gpus * s_.samples_per_gpu_step());

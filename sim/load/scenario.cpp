@@ -93,6 +93,7 @@ const std::vector<std::string> kCommKeys = {"strategy",
                                             "framework",
                                             "bucket_size",
                                             "first_bucket_size",
+                                            "gradient_as_bucket_view",
                                             "gradient_precision"};
 
 const std::vector<std::string> kStorageKeys = {
@@ -468,7 +469,7 @@ void parse_framework(const YamlField& co, Scenario& s) {
   for (const char* k : {"fusion_threshold", "cycle_time"})
     if (auto f = co.find(k); f && ddp)
       f->fail(std::string(k) + " is Horovod's; pytorch_ddp buckets gradients by bucket_size and first_bucket_size");
-  for (const char* k : {"bucket_size", "first_bucket_size"})
+  for (const char* k : {"bucket_size", "first_bucket_size", "gradient_as_bucket_view"})
     if (auto f = co.find(k); f && !ddp) f->fail(std::string(k) + " applies to framework: pytorch_ddp");
   if (auto f = co.find("gradient_precision")) {  // a compression: DDP's comm hooks, Horovod's Compression.fp16
     s.communication.gradient_precision = f->choice({"fp32", "fp16", "bf16"});
@@ -480,6 +481,7 @@ void parse_framework(const YamlField& co, Scenario& s) {
     s.communication.bucket_bytes = f->quantity_between(Quantity::Bytes, 1, 1099511627776.0);
   if (auto f = co.find("first_bucket_size"))
     s.communication.first_bucket_bytes = f->quantity_between(Quantity::Bytes, 1, 1099511627776.0);
+  if (auto f = co.find("gradient_as_bucket_view")) s.communication.gradient_as_bucket_view = f->boolean();
 }
 
 // communication: fusion, cycle, collectives in flight, library and rings; returns the rings asked for (0: auto).
@@ -716,6 +718,7 @@ std::string to_yaml(const Scenario& s) {
   if (s.communication.framework == Framework::PytorchDdp) {
     out << YAML::Key << "bucket_size" << YAML::Value << format_bytes(s.communication.bucket_bytes);
     out << YAML::Key << "first_bucket_size" << YAML::Value << format_bytes(s.communication.first_bucket_bytes);
+    out << YAML::Key << "gradient_as_bucket_view" << YAML::Value << s.communication.gradient_as_bucket_view;
   } else {
     out << YAML::Key << "fusion_threshold" << YAML::Value << format_bytes(s.communication.fusion_threshold_bytes);
     out << YAML::Key << "cycle_time" << YAML::Value << format_time(s.communication.cycle_time_s);

@@ -76,6 +76,9 @@ struct CommunicationConfig {
   Framework framework = Framework::Horovod;
   double bucket_bytes = 25.0 * 1024 * 1024;
   double first_bucket_bytes = 1024.0 * 1024;
+  // DDP's gradient_as_bucket_view: gradients are views of the buckets. False (PyTorch's default): each gradient
+  // is copied into its bucket as backward produces it, and back out after the allreduces (Reducer).
+  bool gradient_as_bucket_view = false;
   // The gradients' type on the wire: the precision's (FP32 for all four) or a compression to fp16/bf16.
   std::string gradient_precision = "fp32";
   CommLibrary library = CommLibrary::Nccl;

@@ -164,6 +164,7 @@ std::string result_json(const Prediction& p, const std::string& source) {
   j["update_time_s"] = p.update_s;
   j["straggler_s"] = p.straggler_s;
   j["co_run_s"] = p.co_run_s;
+  j["bucket_copy_s"] = p.bucket_copy_s;
   j["communication_time_s"] = p.communication_time_s;
   j["exposed_communication_s"] = p.exposed_communication_s;
   j["compute_interference_s"] = p.compute_interference_s;
@@ -227,8 +228,10 @@ std::string timeline_json(const Prediction& p) {
   int ranks = 0;
   for (const auto& s : p.compute_spans) ranks = std::max(ranks, s.rank + 1);
   for (int r = 0; r < ranks; ++r) meta(r, "rank " + std::to_string(r) + " compute");
-  for (const auto& s : p.compute_spans)
-    span(s.rank, s.name == "FORWARD" || s.name == "DATA_WAIT" ? s.name : "BACKWARD " + s.name, s.start, s.end);
+  for (const auto& s : p.compute_spans) {
+    const bool named = s.name == "FORWARD" || s.name == "DATA_WAIT" || s.name.starts_with("DDP_COPY_");
+    span(s.rank, named ? s.name : "BACKWARD " + s.name, s.start, s.end);
+  }
   const int buffers_pid = ranks;
   meta(buffers_pid, std::string(gradient_buffers_noun(p.scenario)));
   const int tensor_pid0 = ranks + 1;
@@ -355,6 +358,9 @@ std::string prediction_table(const Prediction& p) {
                                                    format_time(p.straggler_s) + " more"
                                              : "") +
                           ")");
+  if (p.bucket_copy_s > 0)
+    row("DDP's bucket copies",
+        format_time(p.bucket_copy_s) + " (gradients into their buckets in backward, out after the allreduces)");
   row("communication time", format_time(p.communication_time_s) + " in " + std::to_string(p.collectives.size()) + " " +
                                 std::string(gradient_buffers_noun(p.scenario)));
   row("exposed communication",
