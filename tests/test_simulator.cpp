@@ -643,6 +643,32 @@ TEST_CASE("channels: NCCL rings across DGX-1 nodes use all four NICs", "[simulat
   CHECK(one.at("duration") / spread.at("duration") > 3.0);
 }
 
+TEST_CASE("channels: rings across GB200 NVL72 racks leave each rack by every VM", "[simulator]") {
+  // 2 racks of 18 VMs (4 GPUs each): 64 rings, each visiting a rack's VMs from another on.
+  const Scenario s = scenario(
+      "cluster: {sku: ND128isr_NDR_GB200_v6, nodes: 36}\nmodel: {name: resnet50, batch_per_gpu: 64}\n"
+      "training: {epochs: 1}\n");
+  REQUIRE(s.communication.channels == 64);
+  const Topology topology = Topology::build(test::catalog(), cluster_shape(s.cluster));
+  CommModel cm(test::catalog(), s, topology);
+  CHECK(cm.domain_nodes() == 18);
+  RingSearch search(cm);
+  const auto rings = search.ring_orders(64);
+  REQUIRE(rings.size() == 64);
+  std::set<int> exits;  // the VMs of rack 0 from which a ring crosses to rack 1
+  for (const auto& r : rings) {
+    CHECK(std::set<int>(r.begin(), r.end()).size() == 144);
+    int crossings = 0;
+    for (std::size_t i = 0; i < r.size(); ++i) {
+      const int a = r[i] / 4, b = r[(i + 1) % r.size()] / 4;
+      if ((a < 18) != (b < 18)) ++crossings;
+      if (a < 18 && b >= 18) exits.insert(a);
+    }
+    CHECK(crossings == 2);  // once each way
+  }
+  CHECK(exits.size() == 18);
+}
+
 TEST_CASE("channels: four rings over a DGX-1 (P100)'s NVLinks take each link one way once", "[simulator]") {
   // The hybrid cube mesh has two NVLink-only cycles sharing no link; a ring and its reverse take a link's
   // two directions. Rings chosen one at a time put two on one NVLink (busbw bound at 8 GB/s a ring).
@@ -1921,11 +1947,19 @@ TEST_CASE("bench: GB200 NVL72, rings over NVLink within a rack, over every NIC b
   const std::uint64_t g = 1ull << 30;
   const double rack = busbw(18, g);
   CHECK(rack > 0.8 * busbw(1, g));
-  // Two racks: the rings cross between racks on InfiniBand, spread over the boundary VM's four NDR NICs.
+  // Two racks: the rings cross between racks on InfiniBand, one ring per NIC of a rack up to NCCL's 64
+  // channels, each leaving its rack by another VM: far more than one VM's four NDR NICs carry (4 x 48.8
+  // GB/s, what the rings had when they all left by the boundary VM), below one rack's NVLink ring.
   const double ndr = 50e9 * c.library("nccl").infiniband.bandwidth_fraction;
-  const double racks = busbw(20, g);
-  CHECK(racks < 4 * ndr);
-  CHECK(racks > 3 * ndr);
+  CHECK(
+      load_scenario(file, c, {parse_override("cluster.sku=ND128isr_NDR_GB200_v6"), parse_override("cluster.nodes=18")})
+          .communication.channels == 4);
+  CHECK(
+      load_scenario(file, c, {parse_override("cluster.sku=ND128isr_NDR_GB200_v6"), parse_override("cluster.nodes=36")})
+          .communication.channels == 64);
+  const double racks = busbw(36, g);
+  CHECK(racks > 8 * ndr);
+  CHECK(racks < rack);
   // NVLS over a whole rack (NCCL's multi-node NVLink treats the clique as one node), at Blackwell's NVLS
   // efficiency (0.74, Hopper's 0.85): each port carries S (1 + 1/n) each way, so the bus bandwidth is
   // 2 (n - 1) / n / (1 + 1/n) = 2 (n - 1) / (n + 1) of the port's share, at most twice the port.

@@ -184,7 +184,8 @@ BufferCollectiveLayout buffer_collective_layout(const Scenario& s, collective::S
                         : search.ring_orders(rings);
   if (st == Strategy::Tree)
     l.tree_chains = tree_chains(picks ? l.ring_orders : search.ring_orders(rings), s.cluster.gpus_per_node, channels);
-  if (st == Strategy::Auto) l.tree_chains = tree_chains(l.ring_orders, s.cluster.gpus_per_node, 2 * channels);
+  if (st == Strategy::Auto)
+    l.tree_chains = tree_chains(l.ring_orders, s.cluster.gpus_per_node, std::min(kMaxChannels, 2 * channels));
   if (picks) l.choice = algorithm_choice(s, l, costs);
   if (st == Strategy::Auto && multicast && costs.has_switch_member()) {
     l.choice->nvls_latency = costs.library().tuning->nvls_latency;

@@ -122,6 +122,10 @@ class CommModel final : public PathCost {
     const int d = topo_.nvlink_domain_nodes();
     return d > 1 && topo_.nodes() > d ? d - 1 : 0;
   }
+  int domain_nodes() const override {
+    const int d = topo_.nvlink_domain_nodes();
+    return d > 1 && workers_ / std::max(1, ranks_per_node_) > d ? d : 1;
+  }
   std::string edge_name(int i) const;
 
   // The sizes of collective c that size regimes may be keyed by: its buffer, and its footprint, what the

@@ -38,6 +38,19 @@ std::vector<int> ring_of(const std::vector<int>& l, int n, int node_count, int f
   return order;
 }
 
+// Ring c over `node_count` nodes in domains of `domain` (RingSearch::ring_orders): each domain's nodes from
+// its (c mod size)-th on.
+std::vector<int> channel_ring_of(const std::vector<int>& l, int n, int node_count, int domain, int c) {
+  if (domain <= 1 || node_count <= domain) return ring_of(l, n, node_count);
+  std::vector<int> order;
+  for (int base = 0; base < node_count; base += domain) {
+    const int size = std::min(domain, node_count - base);
+    for (int k = 0; k < size; ++k)
+      for (int r : l) order.push_back((base + (k + c) % size) * n + r);
+  }
+  return order;
+}
+
 // Per-step load of every link under the rings committed so far: transfers over effective bandwidth. A
 // candidate ring is staged, evaluated (the most loaded link and the sum of squared loads with it) and
 // dropped, or committed.
@@ -217,7 +230,7 @@ std::vector<std::vector<int>> RingSearch::ring_orders(int channels) {
       loads.commit(ring_of(chosen[c], n, sampled, first));
     }
   }
-  for (int c = 1; c < channels; ++c) rings.push_back(ring_of(chosen[c], n, nodes));
+  for (int c = 1; c < channels; ++c) rings.push_back(channel_ring_of(chosen[c], n, nodes, cost_.domain_nodes(), c));
   return rings;
 }
 

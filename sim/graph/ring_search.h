@@ -24,6 +24,8 @@ class PathCost {
   // The first of the two consecutive nodes whose part of a ring the channel search weighs: where rings
   // leave one rack-scale NVLink domain for the next, whose nodes talk over NVLink (0 otherwise).
   virtual int sampled_node() const { return 0; }
+  // Nodes of one rack-scale NVLink domain where the ranks span several such domains; 1 otherwise.
+  virtual int domain_nodes() const { return 1; }
 
  protected:
   ~PathCost() = default;
@@ -46,7 +48,9 @@ class RingSearch {
   // other way): the candidate pair that leaves the most loaded link (per-step transfers over effective
   // bandwidth, over two nodes' worth of ring) least loaded, then the loads most even, then the first; then
   // each ring after the first is searched again alone given the others while that lowers the loads. So
-  // rings spread over NVLinks and leave by different NICs, as NCCL's do on a DGX-1.
+  // rings spread over NVLinks and leave by different NICs, as NCCL's do on a DGX-1. Across rack-scale
+  // NVLink domains ring c visits each domain's nodes from its (c mod domain)-th on, so that each ring leaves
+  // the domain by another node's NICs (the domain's GPUs reach each other through its switch in any order).
   std::vector<std::vector<int>> ring_orders(int channels);
 
  private:

@@ -515,7 +515,7 @@ int parse_buffers(const YamlField& co, Scenario& s) {
       const Strategy st = s.communication.strategy;
       if (st != Strategy::Ring && st != Strategy::Tree && st != Strategy::Auto)
         f->fail("a number of channels applies only to strategy: ring, tree or auto");
-      channels = static_cast<int>(f->integer(1, 64));
+      channels = static_cast<int>(f->integer(1, kMaxChannels));
     }
   }
   return channels;
@@ -558,6 +558,11 @@ void default_channels(const Catalog& catalog, const SkuSpec& sku, Scenario& s) {
   // One node of a mesh: the rings its library's search finds there (NCCL on a DGX-1, RCCL on MI300X). Across
   // nodes a ring per rail, as NCCL runs its network rings one per NIC.
   if (device && searched && st != Strategy::Tree && s.cluster.nodes == 1) per_rail = std::max(per_rail, layout.rings);
+  // Across rack-scale NVLink domains (GB200 NVL72) the rings leave each domain by all of its nodes' NICs, one
+  // ring per NIC (RingSearch::ring_orders), up to NCCL's 64 channels (MAXCHANNELS, src/include/device.h).
+  const int domain = layout.nvswitch ? layout.nvswitch->domain_nodes : 1;
+  if (per_rail > 1 && domain > 1 && s.cluster.nodes > domain && st != Strategy::Tree)
+    per_rail = std::min(kMaxChannels, per_rail * domain);
   s.communication.channels = st == Strategy::Tree                           ? 2 * per_rail
                              : st == Strategy::Ring || st == Strategy::Auto ? per_rail
                                                                             : 1;

@@ -57,6 +57,9 @@ struct TrainingConfig {
   int gradient_accumulation = 1;    // micro-batches (of batch_per_gpu) per optimizer step
 };
 
+// The most channels NCCL runs (MAXCHANNELS, src/include/device.h of v2.26): `communication.channels` at most.
+inline constexpr int kMaxChannels = 64;
+
 struct CommunicationConfig {
   Strategy strategy = Strategy::Ring;
   int parameter_servers = 0;                          // parameter_server only
