@@ -273,6 +273,20 @@ BucketCopies bucket_copies(const std::string& communication) {
 }
 }  // namespace
 
+TEST_CASE("pytorch_ddp: copies out of the buckets wait for the backward pass, each allreduce and the copy before",
+          "[models]") {
+  std::vector<double> starts;
+  // Backward ends at 10; allreduces end at 4, 12 and 13; copies of 1, 2 and 3.
+  CHECK(collective::bucket_copies_end(10, {4, 12, 13}, {1, 2, 3}, &starts) == 17);
+  CHECK(starts == std::vector<double>{10, 12, 14});
+  // The last allreduce ends late: its copy waits for it, the others ran before.
+  starts.clear();
+  CHECK(collective::bucket_copies_end(10, {4, 5, 30}, {1, 2, 3}, &starts) == 33);
+  CHECK(starts == std::vector<double>{10, 11, 30});
+  CHECK(collective::bucket_copies_end(10, {}, {}) == 10);
+  CHECK_THROWS_AS(collective::bucket_copies_end(0, {1}, {}), std::invalid_argument);
+}
+
 TEST_CASE("pytorch_ddp: gradients copied into their buckets in backward, out after the allreduces", "[models]") {
   // BERT-Large's FP32 gradients on one ND96isr_H100_v5: each way one GPU copy of them all, 2 bytes moved per
   // byte at the HBM's rate (GpuSpec::copy_time).

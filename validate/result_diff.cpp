@@ -23,6 +23,7 @@ ResultSide read_side(const nlohmann::json& j, const std::string& label, const st
   s.iteration_s = number(j, "iteration_time_s", where, "");
   s.compute_s = number(j, "compute_time_s", where, "");
   s.exposed_s = number(j, "exposed_communication_s", where, "");
+  if (j.contains("bucket_copy_s")) s.bucket_copy_s = number(j, "bucket_copy_s", where, "");
   if (!j.contains("collectives") || !j["collectives"].is_array())
     throw InputError({where, 0, 0, ""}, "\"collectives\" is missing or not a list");
   std::vector<FitPoint> points;
@@ -85,6 +86,7 @@ ResultDiff compare_results(const nlohmann::json& a, const std::string& a_label, 
   std::vector<std::pair<std::string, double>> parts = {
       {"compute (the per-layer compute model or stand-ins)", d.b.compute_s - d.a.compute_s},
       {"fusion copies and per-call overhead", d.b.overhead_s - d.a.overhead_s},
+      {"DDP's bucket copies", d.b.bucket_copy_s - d.a.bucket_copy_s},
       {"negotiation and queueing (from a buffer's negotiation to its collective's start)",
        d.b.waiting_s - d.a.waiting_s}};
   if (d.first_fusion_difference >= 0) {
@@ -124,6 +126,8 @@ std::string diff_table(const ResultDiff& d) {
   time_row("communication not hidden by compute", d.a.exposed_s, d.b.exposed_s);
   time_row("collectives, summed", d.a.collective_s, d.b.collective_s);
   time_row("fusion copies and per-call overhead, summed", d.a.overhead_s, d.b.overhead_s);
+  if (d.a.bucket_copy_s > 0 || d.b.bucket_copy_s > 0)
+    time_row("DDP's bucket copies (compute stream)", d.a.bucket_copy_s, d.b.bucket_copy_s);
   time_row("negotiated to started (negotiation, queueing)", d.a.waiting_s, d.b.waiting_s);
   auto us = [](const ResultSide& s) {
     char b[32];
@@ -164,6 +168,7 @@ nlohmann::ordered_json diff_json(const ResultDiff& d) {
                              {"exposed_communication_s", s.exposed_s},
                              {"collectives_s", s.collective_s},
                              {"overhead_s", s.overhead_s},
+                             {"bucket_copy_s", s.bucket_copy_s},
                              {"waiting_s", s.waiting_s},
                              {"fusion_buffers", s.buffers.size()}};
     if (s.fitted) {

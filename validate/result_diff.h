@@ -16,10 +16,11 @@ namespace ringsim {
 struct ResultSide {
   std::string label;  // "predicted", "emulated", "measured"
   double iteration_s = 0, compute_s = 0, exposed_s = 0;
-  double waiting_s = 0;     // summed: from negotiation to start (negotiation cost, the previous one runs)
-  double overhead_s = 0;    // summed: fusion copies in and out, per-call overhead
-  double collective_s = 0;  // summed: the collectives themselves
-  double bytes = 0;         // summed buffer bytes
+  double bucket_copy_s = 0;  // PyTorch DDP's copies into its buckets and out (0 where a file has none)
+  double waiting_s = 0;      // summed: from negotiation to start (negotiation cost, the previous one runs)
+  double overhead_s = 0;     // summed: fusion copies in and out, per-call overhead
+  double collective_s = 0;   // summed: the collectives themselves
+  double bytes = 0;          // summed buffer bytes
   std::vector<std::pair<double, int>> buffers;  // bytes, tensors, in order
   bool fitted = false;                          // needs two buffers of different sizes
   double fixed_s = 0;                           // per collective

@@ -100,6 +100,12 @@ class TrainLoop final : public collective::CycleRuntime, public collective::Buff
   void copy_in(const collective::FusionBuffer& b);   // MEMCPY_IN_FUSION_BUFFER (a server zeroes its sums)
   void copy_out(const collective::FusionBuffer& b);  // MEMCPY_OUT_FUSION_BUFFER
   void check_gradients();                            // every gradient is the sum over workers of (1 + rank)
+  // PyTorch DDP's copies of the gradients into its buckets (in the compute thread, after each layer's backward
+  // pass) and out of them (collective::bucket_copies_end), stood in for at the GPU's copy rate, as predict has
+  // them; none for Horovod, whose fusion copies copy_in and copy_out charge.
+  bool ddp() const { return s_.communication.framework == Framework::PytorchDdp; }
+  double bucket_copy_s(const std::vector<int>& tensors) const;
+  void copy_out_of_buckets(bool last);
 
   const TrainOptions& o_;
   MPI_Comm comm_;
@@ -129,6 +135,9 @@ class TrainLoop final : public collective::CycleRuntime, public collective::Buff
   int negotiation_ = 0;  // this iteration's, for the coordination's timeout messages
   bool last_ = false;
   std::int64_t wrong_ = 0;
+  const GpuSpec& gpu_;
+  bool bucket_copies_ = false;                     // ddp_copies_buckets, on a worker
+  std::vector<double> bucket_done_, bucket_copy_;  // this iteration's buckets: allreduce end, copy out
 };
 
 TrainLoop::TrainLoop(const TrainOptions& o, MPI_Comm comm, const Catalog& catalog, const Scenario& s)
@@ -137,11 +146,13 @@ TrainLoop::TrainLoop(const TrainOptions& o, MPI_Comm comm, const Catalog& catalo
       s_(s),
       model_(catalog.model(s.model.name)),
       cm_(build_compute_model(catalog, s, false)),
-      st_(model_.tensors.size()) {
+      st_(model_.tensors.size()),
+      gpu_(catalog.gpu(catalog.sku(s.cluster.sku).gpu)) {
   MPI_Comm_rank(comm, &rank_);
   ps_ = s.communication.strategy == Strategy::ParameterServer;
   workers_ = s.cluster.total_gpus();
   worker_ = rank_ < workers_;
+  bucket_copies_ = worker_ && ddp_copies_buckets(s);
   const DataType type = model_.dtype_bytes() == 4 ? DataType::Float32 : DataType::Float64;
   if (model_.dtype_bytes() != 4) throw UsageError("ringsim-real trains float32 models only");
   if (const std::string why = real_run_refusal(s); !why.empty()) throw UsageError(why);
@@ -197,6 +208,7 @@ void TrainLoop::start_compute() {
     span("FORWARD", cm_.forward_s * scale);
     for (auto l = cm_.layers.rbegin(); l != cm_.layers.rend(); ++l) {
       if (l->backward_s > 0) span(l->name, l->backward_s * scale);
+      if (bucket_copies_) span("DDP_COPY_IN", bucket_copy_s(l->tensors));
       const double at = now();
       for (int t : l->tensors) {
         st_.ready_at[t] = at;
@@ -225,7 +237,7 @@ void TrainLoop::copy_in(const collective::FusionBuffer& b) {
       backend_->host_copy(staging_ + off, grads_->data(t), tensor_bytes_[t]);
       off += tensor_bytes_[t];
     }
-    if (b.tensors.size() > 1) backend_->charge_fusion_copy(b.bytes);
+    if (b.tensors.size() > 1 && !ddp()) backend_->charge_fusion_copy(b.bytes);
   } else if (!backend_->emulated()) {
     // A server sums into its host buffer (the exchange's home space for servers): start from zero.
     std::memset(fusion_.host, 0, b.bytes);
@@ -241,7 +253,26 @@ void TrainLoop::copy_out(const collective::FusionBuffer& b) {
     backend_->host_copy(grads_->data(t), staging_ + off, tensor_bytes_[t]);
     off += tensor_bytes_[t];
   }
-  if (b.tensors.size() > 1) backend_->charge_fusion_copy(b.bytes);
+  if (b.tensors.size() > 1 && !ddp()) backend_->charge_fusion_copy(b.bytes);
+}
+
+double TrainLoop::bucket_copy_s(const std::vector<int>& tensors) const {
+  double bytes = 0;
+  for (int t : tensors) bytes += static_cast<double>(tensor_bytes_[t]);
+  return gpu_.copy_time(bytes);
+}
+
+void TrainLoop::copy_out_of_buckets(bool last) {
+  double backward_end = 0;
+  for (double t : st_.ready_at) backward_end = std::max(backward_end, t);
+  const double end = collective::bucket_copies_end(backward_end, bucket_done_, bucket_copy_);
+  bucket_done_.clear();
+  bucket_copy_.clear();
+  // The copies that fit beside the last allreduces ran on the GPU then; what is left runs now.
+  const double b = now();
+  if (end <= b) return;
+  backend_->compute_stand_in(end - b);
+  if (last && rank_ == 0) spans_.push_back({rank_, "DDP_COPY_OUT", b, now()});
 }
 
 void TrainLoop::start(const collective::FusionBuffer& b) {
@@ -266,6 +297,10 @@ void TrainLoop::start(const collective::FusionBuffer& b) {
   rec.comm_end = now();
   copy_out(b);
   rec.end = now();
+  if (bucket_copies_) {
+    bucket_done_.push_back(rec.end);
+    bucket_copy_.push_back(bucket_copy_s(b.tensors));
+  }
   comm_time_ += rec.end - rec.start;
   if (last_) records_.push_back(rec);
 }
@@ -294,6 +329,7 @@ double TrainLoop::iteration(int it, bool last) {
   comm_time_ = 0;
   negotiation_ = 0;
   collective::run_horovod_cycles(planner, *this, *this, s_.communication.cycle_time_s);
+  if (bucket_copies_) copy_out_of_buckets(last);
   if (worker_ && !ps_) backend_->compute_stand_in(cm_.update_s * o_.compute_scale);  // optimizer step
   if (worker_ && last && !backend_->emulated()) check_gradients();
   double t = now();
@@ -318,7 +354,9 @@ Prediction TrainLoop::result(std::vector<double> iteration_times, std::vector<do
   p.update_s = ps_ ? 0 : cm_.update_s * scale;
   p.compute_time_s = p.forward_s + p.backward_s + p.update_s;
   p.communication_time_s = upper_median(std::move(comm_times));
-  p.exposed_communication_s = std::max(0.0, p.iteration_time_s - p.compute_time_s);
+  for (const auto& sp : spans_)
+    if (sp.name.starts_with("DDP_COPY_")) p.bucket_copy_s += sp.end - sp.start;
+  p.exposed_communication_s = std::max(0.0, p.iteration_time_s - p.compute_time_s - p.bucket_copy_s);
   p.single_gpu_images_per_sec = p.compute_time_s > 0 ? s_.model.batch_per_gpu / p.compute_time_s : 0;
   derive_throughput(p, s_);
   p.compute_source = cm_.source;

@@ -15,6 +15,18 @@ FusionPlanner::FusionPlanner(std::vector<FusionTensor> tensors, std::uint64_t th
   if (ranks < 1) throw std::invalid_argument("fusion planner: ranks must be >= 1");
 }
 
+double bucket_copies_end(double backward_end, const std::vector<double>& allreduce_end,
+                         const std::vector<double>& copy_s, std::vector<double>* starts) {
+  if (allreduce_end.size() != copy_s.size()) throw std::invalid_argument("bucket copies: one copy per allreduce");
+  double t = backward_end;
+  for (std::size_t i = 0; i < copy_s.size(); ++i) {
+    t = std::max(t, allreduce_end[i]);
+    if (starts) starts->push_back(t);
+    t += copy_s[i];
+  }
+  return t;
+}
+
 std::vector<std::vector<int>> ddp_buckets(const std::vector<FusionTensor>& tensors, std::uint64_t first_bytes,
                                           std::uint64_t bytes) {
   struct Open {

@@ -32,6 +32,12 @@ struct FusionBuffer {
 std::vector<std::vector<int>> ddp_buckets(const std::vector<FusionTensor>& tensors, std::uint64_t first_bytes,
                                           std::uint64_t bytes);
 
+// PyTorch DDP's copies out of its buckets (Reducer::finalize_backward, gradient_as_bucket_view false): on the
+// compute stream once the backward pass ends at `backward_end`, bucket by bucket in order, each after its
+// allreduce (`allreduce_end`) and the copy before it. When the last copy ends.
+double bucket_copies_end(double backward_end, const std::vector<double>& allreduce_end,
+                         const std::vector<double>& copy_s, std::vector<double>* starts = nullptr);
+
 class FusionPlanner {
  public:
   FusionPlanner(std::vector<FusionTensor> tensors, std::uint64_t threshold, int ranks);

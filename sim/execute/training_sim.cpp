@@ -239,12 +239,8 @@ class TrainingRun final : public collective::CycleRuntime, public collective::Bu
   void run_iteration(int k);
   // PyTorch DDP without gradient_as_bucket_view (its default) copies each gradient into its bucket as backward
   // produces it (Reducer::mark_variable_ready_dense), and back out once the backward pass is over, bucket by
-  // bucket in order as each allreduce is done (finalize_backward): GPU copies on the compute stream. One GPU
-  // trains without DDP.
-  bool bucket_copies() const {
-    return s_.communication.framework == Framework::PytorchDdp && !s_.communication.gradient_as_bucket_view &&
-           s_.cluster.total_gpus() > 1;
-  }
+  // bucket in order as each allreduce is done (finalize_backward): GPU copies on the compute stream.
+  bool bucket_copies() const { return ddp_copies_buckets(s_); }
   std::uint64_t bucket_bytes(const std::vector<int>& tensors) const;  // the gradients' own type (DDP's buckets)
   void copy_out_of_buckets(const collective::FusionPlanner& planner);
   static constexpr std::string_view kCopyIn = "DDP_COPY_IN", kCopyOut = "DDP_COPY_OUT";
@@ -656,16 +652,19 @@ std::uint64_t TrainingRun::bucket_bytes(const std::vector<int>& tensors) const {
 }
 
 void TrainingRun::copy_out_of_buckets(const collective::FusionPlanner& planner) {
-  double t = 0;  // the slowest rank's backward pass, its copies into the buckets included
-  for (int i = 0; i < planner.tensor_count(); ++i) t = std::max(t, planner.ready_time(i));
+  double backward_end = 0;  // the slowest rank's backward pass, its copies into the buckets included
+  for (int i = 0; i < planner.tensor_count(); ++i) backward_end = std::max(backward_end, planner.ready_time(i));
   std::sort(buckets_done_.begin(), buckets_done_.end());
-  for (const auto& [index, done, bytes] : buckets_done_) {
-    const double start = std::max(t, done);
-    t = start + cm_.device_copy_time(bytes);
-    if (reported()) spans_.push_back({0, std::string(kCopyOut), start - reported_start_, t - reported_start_});
+  std::vector<double> done, copy_s, starts;
+  for (const auto& [index, end, bytes] : buckets_done_) {
+    done.push_back(end);
+    copy_s.push_back(cm_.device_copy_time(bytes));
   }
+  const double end = collective::bucket_copies_end(backward_end, done, copy_s, &starts);
+  for (std::size_t i = 0; reported() && i < starts.size(); ++i)
+    spans_.push_back({0, std::string(kCopyOut), starts[i] - reported_start_, starts[i] + copy_s[i] - reported_start_});
   buckets_done_.clear();
-  sleep(t - sg4::Engine::get_clock());
+  sleep(end - sg4::Engine::get_clock());
 }
 
 void TrainingRun::wait_next_cycle(collective::FusionPlanner& planner, double tick, double cycle, bool idle) {

@@ -156,6 +156,13 @@ Scenario load_scenario_text(const std::string& text, const std::string& name, co
 // The resolved scenario as YAML text (every key, defaults filled in), in the documented key order.
 std::string to_yaml(const Scenario& s);
 
+// Whether PyTorch DDP copies each gradient into its bucket and back out (Reducer, gradient_as_bucket_view
+// false, its default): on several GPUs (one GPU trains without DDP).
+inline bool ddp_copies_buckets(const Scenario& s) {
+  return s.communication.framework == Framework::PytorchDdp && !s.communication.gradient_as_bucket_view &&
+         s.cluster.total_gpus() > 1;
+}
+
 // Why ringsim-real (train, and the job script and emulation that run it) cannot run `s`; empty when it can.
 // It runs one collective at a time.
 std::string real_run_refusal(const Scenario& s);
