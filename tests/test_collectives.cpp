@@ -469,6 +469,42 @@ TEST_CASE("nvls allreduce: the switch reduces and multicasts, S (1 + 1/n) throug
   CHECK(sent[8] == 8 * (64 * 4 + 8 * 4));
 }
 
+TEST_CASE("nvls tree allreduce: NVLS in each node, the double binary tree across, the sum on every GPU",
+          "[collective]") {
+  for (int nodes : {1, 2, 3, 4, 7})
+    for (int local : {1, 2, 8})
+      for (int slices : {1, 3}) {
+        CAPTURE(nodes, local, slices);
+        auto c = make_nvls_tree_allreduce(nodes, local, 13 * 4, 4, slices);
+        REQUIRE(c->members() == nodes * local + nodes);  // the GPUs, then each node's switch
+        require_matching_messages(*c);
+        require_workers_sum(*c, nodes * local);
+      }
+  // One node is NVLS: the same messages in the same steps.
+  auto one = make_nvls_tree_allreduce(1, 8, 64 * 4, 4, 2);
+  auto nvls = make_nvls_allreduce(8, 64 * 4, 4, 2);
+  REQUIRE(one->steps() == nvls->steps());
+  // Two nodes of 8, 256 floats in one slice: each GPU's port carries S (1 + 1/8) each way, as NVLS; its
+  // NIC sends and receives S / 16 in each tree, in one tree as the leaf, in the other as the root.
+  auto two = make_nvls_tree_allreduce(2, 8, 256 * 4, 4, 1);
+  CHECK(two->steps() == 1 + 5);  // the leaf's multicast at 2 + 1 + 1 + 1
+  std::vector<std::uint64_t> to_switch(16, 0), from_switch(16, 0), out(16, 0), in(16, 0);
+  RankStep st;
+  for (int s = 0; s < two->steps(); ++s)
+    for (int m = 0; m < 16; ++m) {
+      two->rank_step(m, s, st);
+      for (const auto& t : st.sends) (t.dst >= 16 ? to_switch : out)[m] += t.bytes;
+      for (const auto& t : st.recvs) (t.src >= 16 ? from_switch : in)[m] += t.bytes;
+    }
+  for (int g = 0; g < 16; ++g) {
+    CAPTURE(g);
+    CHECK(to_switch[g] == 256 * 4 + 256 * 4 / 8);
+    CHECK(from_switch[g] == 256 * 4 + 256 * 4 / 8);
+    CHECK(out[g] == 256 * 4 / 8);  // half its shard up in one tree, the other half down in the other
+    CHECK(in[g] == 256 * 4 / 8);
+  }
+}
+
 TEST_CASE("tree: NCCL's binary trees, each rank a leaf of one and inside the other", "[collective]") {
   // NCCL's illustration for 14 ranks: 0 -> 8 -> {4, 12}, 4 -> {2, 6}, 12 -> {10, 13}, 2 -> {1, 3}, ...
   const std::vector<int> parent14 = {-1, 2, 4, 2, 8, 6, 4, 6, 0, 10, 12, 10, 8, 12};

@@ -2041,19 +2041,49 @@ TEST_CASE("strategy auto: ring or tree per message, as NCCL's tuning model picks
   CHECK_FALSE(picks_tree(tuning_choice(1, 8, true, 350e9), 8));
   // The bench runs what it picks.
   const std::string file = std::string(RINGSIM_TEST_SCENARIOS) + "/nccl_tests_nd96isr_h100_v5.yaml";
-  auto time = [&](const std::string& nodes, const std::string& strategy, std::uint64_t bytes) {
-    const Scenario s =
-        load_scenario(file, c, {parse_override(nodes), parse_override("communication.strategy=" + strategy)});
+  auto time = [&](const std::string& nodes, const std::string& strategy, std::uint64_t bytes,
+                  const std::string& sku = "ND96isr_H100_v5") {
+    const Scenario s = load_scenario(file, c,
+                                     {parse_override(nodes), parse_override("communication.strategy=" + strategy),
+                                      parse_override("cluster.sku=" + sku)});
     return predict_allreduce_bench(c, s, {bytes, bytes, 2}).rows.at(0).time_s;
   };
   CHECK(time("cluster.nodes=32", "auto", 8) == time("cluster.nodes=32", "tree", 8));
-  CHECK(time("cluster.nodes=4", "auto", 1ull << 30) == time("cluster.nodes=4", "ring", 1ull << 30));
+  // (A100: no NVLSTree, which H100 nodes pick at 1 GiB.)
+  CHECK(time("cluster.nodes=4", "auto", 1ull << 30, "ND96asr_v4") ==
+        time("cluster.nodes=4", "ring", 1ull << 30, "ND96asr_v4"));
   // Only a library with a tuning model picks.
   const std::string mpi = ringsim::test::input_error_of([&] {
     load_scenario(file, c,
                   {parse_override("communication.strategy=auto"), parse_override("communication.library=mpi")});
   });
   CHECK_THAT(mpi, Catch::Contains("library mpi has no tuning"));
+}
+
+TEST_CASE("strategy auto: NVLSTree across H100 nodes for large messages, as NCCL 2.18 picks it", "[bench]") {
+  const Catalog& c = ringsim::test::catalog();
+  const std::string file = std::string(RINGSIM_TEST_SCENARIOS) + "/nccl_tests_nd96isr_h100_v5.yaml";
+  auto bench = [&](int nodes, const std::string& sku, std::uint64_t bytes) {
+    const Scenario s = load_scenario(
+        file, c,
+        {parse_override("cluster.nodes=" + std::to_string(nodes)), parse_override("communication.strategy=auto"),
+         parse_override("cluster.fabric_topology=rail_optimized"), parse_override("cluster.sku=" + sku)});
+    const BenchPrediction b = predict_allreduce_bench(c, s, {bytes, bytes, 2});
+    return std::make_pair(b.rows.at(0).algbw() * b.bus_factor, b.rows.at(0).algorithm);
+  };
+  // Two ND96isr_H100_v5: NVLS in each node, the tree across, each NIC carrying an eighth of the buffer
+  // once each way where the ring's carries it nearly twice. A user's 2 x (8 H100, 8 x 400 Gb/s) reached 470
+  // GB/s with NCCL 2.26.2's default algorithm (NVIDIA/nccl-tests #309); NVIDIA puts the ring's ceiling at
+  // about 396 (8 x 48 GB/s a NIC, nccl-tests #319).
+  const auto [two, algorithm] = bench(2, "ND96isr_H100_v5", 4ull << 30);
+  CHECK(algorithm == "nvls_tree_allreduce");
+  CHECK(two == Approx(470e9).epsilon(0.10));
+  CHECK(two > 396e9);
+  // Small messages stay on the tree or the ring; A100 nodes (no NVLink SHARP) never take it.
+  CHECK(bench(2, "ND96isr_H100_v5", 1 << 20).second != "nvls_tree_allreduce");
+  CHECK(bench(2, "ND96asr_v4", 4ull << 30).second == "ring_allreduce");
+  CHECK(nvls_tree_unavailable(c, load_scenario(file, c, {parse_override("cluster.nodes=2")})).empty());
+  CHECK_THAT(nvls_tree_unavailable(c, load_scenario(file, c, {})), Catch::Contains("across nodes"));
 }
 
 TEST_CASE("step model: flows sharing no edge are solved apart and equal groups once (same result)", "[sim]") {

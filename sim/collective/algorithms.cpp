@@ -740,6 +740,95 @@ class TreeAllreduce final : public PhasedCollective {
   std::vector<TreeChannel> channels_;
 };
 
+// NVLS inside each node, NCCL's double binary tree across: slice k moves at offset j = t - k of its own
+// (NvlsTreeAllreduce). Node n's part of tree `tau`: the offset its heads send up at, and the offset its
+// heads hold the final values from (they send them down and store them to the switch).
+class NvlsTreeAllreduce final : public Collective {
+ public:
+  NvlsTreeAllreduce(int nodes, int local, std::uint64_t bytes, int element_bytes, int slices)
+      : Collective(bytes), nodes_(nodes), local_(local), slices_(bytes, slices, element_bytes) {
+    for (int k = 0; k < slices; ++k) {
+      const Chunking halves(slices_.size(k), 2, element_bytes);
+      halves_.push_back(halves);
+      for (int tau = 0; tau < 2; ++tau) shards_.emplace_back(halves.size(tau), local, element_bytes);
+    }
+    for (int tau = 0; tau < 2; ++tau) {
+      trees_.push_back(tree_channel(nodes, 1, {0}, tau, Chunking(0, 1, element_bytes)));
+      for (int n = 0; n < nodes; ++n) last_ = std::max(last_, final_at(tau, n) + 1);
+    }
+  }
+  std::string_view algorithm() const override { return "nvls_tree_allreduce"; }
+  int members() const override { return nodes_ * local_ + nodes_; }  // the GPUs, then each node's switch
+  int steps() const override { return slice_count() + last_; }
+  Space home_space(int) const override { return Space::Device; }
+  std::vector<StepRun> runs() const override {
+    std::vector<StepRun> out;
+    for (int t = 0; t < steps();) {
+      int end = t + 1;
+      while (end < steps() && pattern(end) == pattern(t)) ++end;
+      out.push_back({t, end - t, Phase::InSwitch});
+      t = end;
+    }
+    return out;
+  }
+  void rank_step(int m, int t, RankStep& out) const override {
+    out.clear();
+    for (int j = 0; j <= last_; ++j)
+      if (t - j >= 0 && t - j < slice_count()) add_offset(m, t - j, j, out);
+  }
+
+ private:
+  int up_at(int tau, int n) const { return 2 + trees_[tau].height[n]; }
+  int final_at(int tau, int n) const { return 2 + trees_[tau].tall + trees_[tau].depth[n]; }
+  int gpu(int n, int g) const { return n * local_ + g; }
+  int sw(int n) const { return nodes_ * local_ + n; }
+  // Slice k's events at offset j that member m sends or receives.
+  void add_offset(int m, int k, int j, RankStep& out) const {
+    const std::uint64_t base = slices_.offset(k);
+    auto move = [&](int from, int to, std::uint64_t off, std::uint64_t n, bool reduce) {
+      if (n == 0) return;
+      if (m == from) out.sends.push_back({from, to, Space::Device, Space::Device, off, n, reduce});
+      if (m == to) out.recvs.push_back({from, to, Space::Device, Space::Device, off, n, reduce});
+    };
+    const int n = m < nodes_ * local_ ? m / local_ : m - nodes_ * local_;  // the node m is in
+    // Members of other nodes take part only in n's tree messages, which the loops over n's neighbours add.
+    for (int g = 0; g < local_; ++g) {
+      if (j == 0) move(gpu(n, g), sw(n), base, slices_.size(k), g > 0);  // the first overwrites, the rest add
+      for (int tau = 0; tau < 2; ++tau) {
+        const Chunking& c = shards_[2 * k + tau];
+        const std::uint64_t at = base + halves_[k].offset(tau) + c.offset(g), size = c.size(g);
+        const TreeChannel& tr = trees_[tau];
+        if (j == 1) move(sw(n), gpu(n, g), at, size, false);
+        if (j == up_at(tau, n) && tr.parent[n] >= 0) move(gpu(n, g), gpu(tr.parent[n], g), at, size, true);
+        for (int ch : tr.children[n])  // n's children send up to n; n sends the final values down
+          if (j == up_at(tau, ch)) move(gpu(ch, g), gpu(n, g), at, size, true);
+        if (j == final_at(tau, n)) {
+          for (int ch : tr.children[n]) move(gpu(n, g), gpu(ch, g), at, size, false);
+          move(gpu(n, g), sw(n), at, size, false);
+        }
+        if (tr.parent[n] >= 0 && j == final_at(tau, tr.parent[n]))
+          move(gpu(tr.parent[n], g), gpu(n, g), at, size, false);
+        if (j == final_at(tau, n) + 1 && g == 0)  // the switch multicasts half tau to every GPU
+          for (int to = 0; to < local_; ++to)
+            move(sw(n), gpu(n, to), base + halves_[k].offset(tau), halves_[k].size(tau), false);
+      }
+    }
+  }
+  int slice_count() const { return static_cast<int>(halves_.size()); }
+  // Step t's pattern: the size of the slice at each offset (0: none). Steps alike carry the same.
+  std::vector<std::uint64_t> pattern(int t) const {
+    std::vector<std::uint64_t> sizes(last_ + 1, 0);
+    for (int j = 0; j <= last_; ++j)
+      if (t - j >= 0 && t - j < slice_count()) sizes[j] = slices_.size(t - j);
+    return sizes;
+  }
+  int nodes_, local_, last_ = 0;  // last_: the offset of the last multicast
+  Chunking slices_;
+  std::vector<Chunking> halves_;  // slice k in two halves, one per tree
+  std::vector<Chunking> shards_;  // half tau of slice k (2 k + tau) in one shard per GPU of a node
+  std::vector<TreeChannel> trees_;
+};
+
 }  // namespace
 
 std::unique_ptr<Collective> make_ring_allreduce(int members, std::uint64_t bytes, int element_bytes, Space space,
@@ -777,6 +866,15 @@ std::unique_ptr<Collective> make_nvls_allreduce(int gpus, std::uint64_t bytes, i
   const std::uint64_t most = std::max<std::uint64_t>(1, bytes / static_cast<std::uint64_t>(element_bytes));
   return std::make_unique<NvlsAllreduce>(gpus, bytes, element_bytes,
                                          static_cast<int>(std::min<std::uint64_t>(slices, most)));
+}
+
+std::unique_ptr<Collective> make_nvls_tree_allreduce(int nodes, int local, std::uint64_t bytes, int element_bytes,
+                                                     int slices) {
+  if (nodes < 1 || local < 1 || slices < 1)
+    throw std::invalid_argument("nvls tree allreduce needs nodes, GPUs, slices");
+  const std::uint64_t most = std::max<std::uint64_t>(1, bytes / static_cast<std::uint64_t>(element_bytes));
+  return std::make_unique<NvlsTreeAllreduce>(nodes, local, bytes, element_bytes,
+                                             static_cast<int>(std::min<std::uint64_t>(slices, most)));
 }
 
 int binary_tree_parent(int rank, int ranks) {

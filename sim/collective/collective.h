@@ -164,6 +164,17 @@ std::unique_ptr<Collective> make_halving_doubling_allreduce(int members, std::ui
 // allgather by multimem stores move them.
 std::unique_ptr<Collective> make_nvls_allreduce(int gpus, std::uint64_t bytes, int element_bytes, int slices);
 
+// NCCL's NVLSTree allreduce (2.18 and later, across nodes whose NVSwitch reduces): NVLS inside each node,
+// the double binary tree across. Members: `nodes` x `local` GPUs, node-major, then each node's switch. Slice
+// k (of `slices`) is split in two halves, one per tree, each half in one shard per local GPU. At offset 0
+// from step k every GPU sends the slice to its node's switch (reduced there); at 1 the switch returns GPU g
+// shard g of both halves; GPU g of a node at height h of tree tau sends its half-tau shard up to GPU g of
+// the parent node at 2 + h (reduced there); the root holds the sum at 2 + H (H its height) and a node at
+// depth d at 2 + H + d, when it sends it down to its children's GPU g and stores it to its switch, which
+// multicasts the half to every GPU of the node one step later. One node: NVLS (make_nvls_allreduce).
+std::unique_ptr<Collective> make_nvls_tree_allreduce(int nodes, int local, std::uint64_t bytes, int element_bytes,
+                                                     int slices);
+
 // NCCL's tree allreduce (2.4 and later) over `nodes` x `local` members, node-major. Channel c runs one tree
 // through every member: inside each node a chain along chains[c] (local indices; the first is the node's
 // head), and across nodes the heads form binary tree c % 2 of NCCL's double binary tree (src/graph/trees.cc:

@@ -47,10 +47,26 @@ std::unique_ptr<collective::Collective> make_tree(const Scenario& s, const Buffe
 // NCCL's NVLS over the GPUs and the switch (member `gpus`). NCCL moves an allreduce in 1 MiB slices
 // (libraries.yaml [ncclslice]); at most 256 keep the pipeline's fill and drain under 2 % of it and the flow
 // fidelity's steps few.
-std::unique_ptr<collective::Collective> make_nvls(int gpus, std::uint64_t bytes, int element_bytes) {
+int nvls_slices(std::uint64_t bytes) {
   constexpr std::uint64_t kSlice = 1 << 20;
-  const auto slices = static_cast<int>(std::clamp<std::uint64_t>(bytes / kSlice, 1, 256));
-  return collective::make_nvls_allreduce(gpus, bytes, element_bytes, slices);
+  return static_cast<int>(std::clamp<std::uint64_t>(bytes / kSlice, 1, 256));
+}
+std::unique_ptr<collective::Collective> make_nvls(int gpus, std::uint64_t bytes, int element_bytes) {
+  return collective::make_nvls_allreduce(gpus, bytes, element_bytes, nvls_slices(bytes));
+}
+// NCCL's NVLSTree across the scenario's nodes, a slice per loop of NCCL's kernel: a chunk for each of its
+// `channels` (the library's nvls_channels) and each GPU of a node. The chunk (NCCL 2.18.5 src/enqueue.cc):
+// 2 MiB (512 KiB steps x 4, Simple), 256 KiB below 32 loops, 128 KiB below 16, 64 KiB below 4, 32 KiB below
+// one; at most 256 slices.
+std::unique_ptr<collective::Collective> make_nvls_tree(const Scenario& s, std::uint64_t bytes, int element_bytes,
+                                                       int channels) {
+  const auto ops = static_cast<std::uint64_t>(std::max(1, channels) * s.cluster.gpus_per_node);
+  std::uint64_t chunk = 2 << 20;
+  for (const auto& [loops, smaller] :
+       {std::pair<std::uint64_t, std::uint64_t>{32, 256 << 10}, {16, 128 << 10}, {4, 64 << 10}, {1, 32 << 10}})
+    if (bytes < loops * ops * chunk && chunk > smaller) chunk = smaller;
+  const auto slices = static_cast<int>(std::clamp<std::uint64_t>((bytes + ops * chunk - 1) / (ops * chunk), 1, 256));
+  return collective::make_nvls_tree_allreduce(s.cluster.nodes, s.cluster.gpus_per_node, bytes, element_bytes, slices);
 }
 
 // The choice's inputs: NVLink inside the node, the GPUs, the fabric, and the ring's bus bandwidth at 256 MiB.
@@ -132,9 +148,11 @@ AlgorithmPick pick_algorithm(const AlgorithmChoice& c, std::uint64_t bytes, bool
   }
   // NVLS runs the Simple protocol only (NCCL: other protocols have no NVLS bandwidth).
   const ProtocolTuning* simple = c.tuning.protocol("simple");
-  if (c.nvls_bandwidth > 0 && simple && (c.protocol.empty() || c.protocol == "simple")) {
-    const double t = c.nvls_latency + static_cast<double>(bytes) / c.nvls_bandwidth;
-    if (!best.protocol || t < best.time_s) best = {Algorithm::Nvls, simple, t};
+  if (ring && tree && c.nvls_bandwidth > 0 && simple && (c.protocol.empty() || c.protocol == "simple")) {
+    const double hops = c.nvls_tree_latency > 0 ? 2.0 * (c.nodes - 1) * c.nvls_tree_latency : 0;
+    const double t = c.nvls_latency + hops + static_cast<double>(bytes) / c.nvls_bandwidth;
+    if (!best.protocol || t < best.time_s)
+      best = {c.nvls_tree_latency > 0 ? Algorithm::NvlsTree : Algorithm::Nvls, simple, t};
   }
   return best;
 }
@@ -144,8 +162,8 @@ collective::Protocol protocol_cost(const AlgorithmChoice& c, const AlgorithmPick
   if (!pick.protocol) return out;
   const ProtocolTuning& p = *pick.protocol;
   out.name = p.name;
-  if (pick.algorithm == Algorithm::Nvls) {
-    out.call_s = c.nvls_latency;
+  if (pick.algorithm == Algorithm::Nvls || pick.algorithm == Algorithm::NvlsTree) {
+    out.call_s = c.nvls_latency;  // NVLSTree's network hops are the step model's
   } else if (pick.algorithm == Algorithm::Tree) {
     out.call_s = p.tree.base;
     const double simple = c.tuning.tree_bandwidth * c.bus_bandwidth;
@@ -188,9 +206,14 @@ BufferCollectiveLayout buffer_collective_layout(const Scenario& s, collective::S
     l.tree_chains = tree_chains(l.ring_orders, s.cluster.gpus_per_node, std::min(kMaxChannels, 2 * channels));
   if (picks) l.choice = algorithm_choice(s, l, costs);
   if (st == Strategy::Auto && multicast && costs.has_switch_member()) {
-    l.choice->nvls_latency = costs.library().tuning->nvls_latency;
+    const AlgorithmTuning& tuning = *costs.library().tuning;
+    const bool tree = costs.switch_members() > 1;  // a switch per node: NVLSTree
+    l.choice->nvls_latency = tuning.nvls_latency;
+    l.choice->nvls_tree_latency = tree ? tuning.nvls_tree_latency : 0;
+    l.nvls_channels = static_cast<int>(costs.library().nvls_channels);
     constexpr std::uint64_t kProbe = 256ull << 20;
-    const double t = collective_duration(*make_nvls(l.workers, kProbe, 4), costs, nullptr);
+    const auto probe = tree ? make_nvls_tree(s, kProbe, 4, l.nvls_channels) : make_nvls(l.workers, kProbe, 4);
+    const double t = collective_duration(*probe, costs, nullptr);
     l.choice->nvls_bandwidth = t > 0 ? kProbe / t : 0;
   }
   if (st == Strategy::Nvls && costs.library().tuning) l.nvls_latency = costs.library().tuning->nvls_latency;
@@ -231,14 +254,22 @@ std::unique_ptr<collective::Collective> make_picked(const Scenario& s, const Buf
   if (layout.choice)
     if (auto p = pick_algorithm(*layout.choice, bytes, st != Strategy::Tree, st != Strategy::Ring); p.protocol)
       pick = p;
-  auto c = pick.algorithm == Algorithm::Nvls   ? make_nvls(layout.workers, bytes, element_bytes)
-           : pick.algorithm == Algorithm::Ring ? make_ring(layout, bytes, element_bytes)
-           : st == Strategy::Auto              ? make_tree(s, layout, bytes, element_bytes, 2 * channels)
-                                               : make_tree(s, layout, bytes, element_bytes, channels);
+  auto c = pick.algorithm == Algorithm::Nvls       ? make_nvls(layout.workers, bytes, element_bytes)
+           : pick.algorithm == Algorithm::NvlsTree ? make_nvls_tree(s, bytes, element_bytes, layout.nvls_channels)
+           : pick.algorithm == Algorithm::Ring     ? make_ring(layout, bytes, element_bytes)
+           : st == Strategy::Auto                  ? make_tree(s, layout, bytes, element_bytes, 2 * channels)
+                                                   : make_tree(s, layout, bytes, element_bytes, channels);
   if (layout.choice) c->protocol = protocol_cost(*layout.choice, pick);
   return c;
 }
 }  // namespace
+
+std::unique_ptr<collective::Collective> make_nvls_candidate(const Scenario& s, const BufferCollectiveLayout& layout,
+                                                            std::uint64_t bytes, int element_bytes) {
+  if (!layout.choice || layout.choice->nvls_bandwidth <= 0) return nullptr;
+  return layout.choice->nvls_tree_latency > 0 ? make_nvls_tree(s, bytes, element_bytes, layout.nvls_channels)
+                                              : make_nvls(layout.workers, bytes, element_bytes);
+}
 
 std::unique_ptr<collective::Collective> make_buffer_collective(const Scenario& s, const BufferCollectiveLayout& layout,
                                                                std::uint64_t bytes, int element_bytes,

@@ -28,15 +28,19 @@ struct AlgorithmChoice {
   std::string protocol;      // communication.protocol: one protocol only; empty: NCCL picks
   // Auto where the switch reduces: NVLS's call latency and its algorithm bandwidth (bytes/s; 0: no NVLS).
   double nvls_latency = 0, nvls_bandwidth = 0;
+  // Across nodes whose switches reduce, the NVLS candidate is NVLSTree: its latency per network hop, of
+  // which NCCL's model counts 2 (nodes - 1) a call (0: NVLS inside one NVLink domain).
+  double nvls_tree_latency = 0;
 };
 // NCCL's pick for one message: the algorithm, the protocol and the time its model gives them.
-enum class Algorithm { Ring, Tree, Nvls };
+enum class Algorithm { Ring, Tree, Nvls, NvlsTree };
 struct AlgorithmPick {
   Algorithm algorithm = Algorithm::Ring;
   const ProtocolTuning* protocol = nullptr;  // NVLS: Simple
   double time_s = 0;
 };
-// The fastest by NCCL's model among the ring (ring), the tree (tree), NVLS where the choice has it, and
+// The fastest by NCCL's model among the ring (ring), the tree (tree), NVLS or NVLSTree where the choice has
+// it (both ring and tree: auto), and
 // the protocols enabled here (ties: the ring, then the tree, then the protocol listed first).
 AlgorithmPick pick_algorithm(const AlgorithmChoice& c, std::uint64_t bytes, bool ring, bool tree);
 // Whether NCCL's model finds the tree faster than the ring for `bytes`.
@@ -56,6 +60,7 @@ struct BufferCollectiveLayout {
   std::vector<std::vector<int>> tree_chains;            // tree: each channel's chain inside a node (local indices)
   std::optional<AlgorithmChoice> choice;                // ring, tree, auto with a tuning model: NCCL's picks
   double nvls_latency = 0;                              // nvls: the call's latency by the tuning model
+  int nvls_channels = 16;                               // auto's NVLSTree: NCCL's NVLS channels (its slices)
 };
 
 class CommModel;
@@ -67,7 +72,8 @@ class CommModel;
 // Auto: rings and trees (twice the channels). Ring, tree and auto with a library that has a tuning model:
 // the choice, whose bus bandwidth is the step model's for a 256 MiB ring on the rings.
 // `multicast`: whether the caller's transports can run NVLS (predict's can; ringsim-real's cannot), which
-// auto then weighs where the switch reduces: its bandwidth is the step model's for a 256 MiB NVLS.
+// auto then weighs where the switch reduces: its bandwidth is the step model's for a 256 MiB NVLS (NVLSTree
+// across nodes).
 BufferCollectiveLayout buffer_collective_layout(const Scenario& s, collective::Space space, CommModel& costs,
                                                 bool multicast = true);
 
@@ -86,6 +92,11 @@ struct BufferShards {
 };
 BufferShards buffer_shards(const Scenario& s, const std::vector<int>& server_of,
                            const std::vector<std::uint64_t>& tensor_bytes, const std::vector<int>& tensors);
+
+// Auto's NVLS (one NVLink domain) or NVLSTree (across nodes) for a buffer, where its layout weighs them;
+// null otherwise. The flow fidelity routes its pairs beside the ring's and the tree's.
+std::unique_ptr<collective::Collective> make_nvls_candidate(const Scenario& s, const BufferCollectiveLayout& layout,
+                                                            std::uint64_t bytes, int element_bytes);
 
 // `shards`: parameter_server only.
 std::unique_ptr<collective::Collective> make_buffer_collective(const Scenario& s, const BufferCollectiveLayout& layout,

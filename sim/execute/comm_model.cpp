@@ -21,10 +21,12 @@ CommModel::CommModel(const Catalog& catalog, const Scenario& s, const Topology& 
   // Allreduces run in the library's kernels; parameter servers' exchanges are copies (copy engines).
   kernel_channels_ = s.communication.strategy == Strategy::ParameterServer ? 0 : lib_.kernel_channels;
   // A switch that reduces (NVLS): strategy nvls runs on it, and auto may pick it (NCCL's tuning model
-  // weighs NVLS beside the ring and the tree inside one NVLink domain).
-  const bool auto_nvls = s.communication.strategy == Strategy::Auto && nvls_unavailable(catalog, s).empty() &&
-                         lib_.tuning && lib_.tuning->nvls_latency > 0;
-  switch_member_ = s.communication.strategy == Strategy::Nvls || auto_nvls;
+  // weighs NVLS beside the ring and the tree inside one NVLink domain, NVLSTree across nodes).
+  const bool tuned = s.communication.strategy == Strategy::Auto && lib_.tuning && lib_.tuning->nvls_latency > 0;
+  if (s.communication.strategy == Strategy::Nvls || (tuned && nvls_unavailable(catalog, s).empty()))
+    switch_members_ = 1;
+  else if (tuned && nvls_tree_unavailable(catalog, s).empty())
+    switch_members_ = s.cluster.nodes;
   reduce_slice_ = s.communication.strategy == Strategy::ParameterServer ? 0 : lib_.reduce_slice;
   for (const PathProfile* p : {&lib_.intra_node, &lib_.infiniband, &lib_.ethernet})
     footprint_keyed_ = footprint_keyed_ || p->regimes_by == RegimeKey::Footprint;
@@ -118,8 +120,10 @@ void CommModel::place_workers(const Scenario& s) {
     places_.push_back(gpu_.cpu_process ? MemberPlace{dev, dev, false}
                                        : MemberPlace{dev, from_template(nearest[local], node), true});
   }
-  // Strategy nvls (and auto where it may pick NVLS): the node's NVSwitch is the member after the GPUs.
-  if (switch_member_) places_.push_back({topo_.nvswitch(0), topo_.host_memory(0, 0), false, true});
+  // Strategy nvls (and auto where it may pick NVLS): the NVSwitch is the member after the GPUs; auto across
+  // nodes where it may pick NVLSTree: each node's, in node order.
+  for (int n = 0; n < switch_members_; ++n)
+    places_.push_back({topo_.nvswitch(n), topo_.host_memory(n, 0), false, true});
 }
 
 void CommModel::set_servers(const std::vector<MemberPlace>& servers) {
@@ -348,7 +352,8 @@ ComputeHold CommModel::compute_interference(const collective::Collective& c, dou
       bytes[m] += b * run.count;
     }
   ComputeHold hold;
-  const double sms = c.algorithm() == "nvls_allreduce" ? lib_.nvls_channels : kernel_channels_;
+  const bool nvls = c.algorithm() == "nvls_allreduce" || c.algorithm() == "nvls_tree_allreduce";
+  const double sms = nvls ? lib_.nvls_channels : kernel_channels_;
   hold.sms = gpu_.multiprocessors > 0 ? std::min(ComputeHold::kMost, sms / gpu_.multiprocessors) : 0;
   for (double b : bytes) hold.memory.push_back(std::min(ComputeHold::kMost, b / duration / gpu_.memory_bandwidth));
   return hold;

@@ -88,9 +88,12 @@ class CommModel final : public PathCost {
   int workers() const override { return workers_; }
   int ranks_per_node() const override { return ranks_per_node_; }
   void set_servers(const std::vector<MemberPlace>& servers);
-  // Whether member workers() is the node's NVSwitch, reducing in the switch (strategy nvls; auto where NVLS
-  // is available).
-  bool has_switch_member() const { return switch_member_; }
+  // Whether member workers() is an NVSwitch, reducing in the switch (strategy nvls; auto where NVLS or
+  // NVLSTree is available).
+  bool has_switch_member() const { return switch_members_ > 0; }
+  // Switch members after the GPUs: 1 (one NVLink domain: NVLS), each node's (auto across nodes whose switch
+  // reduces: NCCL's NVLSTree), or 0.
+  int switch_members() const { return switch_members_; }
   const MemberPlace& member(int m) const { return places_.at(m); }
   // Where member m's data in space s is: a vertex of the topology, or, for a server process behind its RPC
   // stack, an endpoint of its own past the graph's vertices (its host memory and that stack's two edges).
@@ -202,7 +205,7 @@ class CommModel final : public PathCost {
   std::optional<ProcessCosts> process_;  // ranks that are CPU processes only
   bool footprint_keyed_ = false;         // some regime is keyed by footprint (collective_size computes it)
   double kernel_channels_ = 0;           // SMs the collectives' kernels hold (LibraryProfile::kernel_channels)
-  bool switch_member_ = false;           // the NVSwitch is the member after the GPUs (NVLS)
+  int switch_members_ = 0;               // NVSwitches that are members after the GPUs (NVLS, NVLSTree)
   double reduce_slice_ = 0;              // LibraryProfile::reduce_slice for allreduces; 0 for parameter servers
   std::vector<int> gpu_rail_;            // InfiniBand fabrics: each local GPU's NIC (NodeLayout::gpu_rail)
   Router router_;

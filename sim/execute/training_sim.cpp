@@ -73,7 +73,7 @@ class CollectiveFactory {
     return k;
   }
   const std::vector<std::uint64_t>& tensor_bytes() const { return tensor_bytes_; }
-  // Every collective make(b) may return for a buffer like b: both the ring and the tree under auto.
+  // Every collective make(b) may return for a buffer like b: under auto the ring, the tree and NVLS (NVLSTree).
   std::vector<std::unique_ptr<Collective>> alternatives(const collective::FusionBuffer& b) const {
     std::vector<std::unique_ptr<Collective>> out;
     if (s_.communication.strategy != Strategy::Auto) {
@@ -86,6 +86,7 @@ class CollectiveFactory {
       one.communication.channels = st == Strategy::Tree ? 2 * s_.communication.channels : s_.communication.channels;
       out.push_back(make_buffer_collective(one, layout_, b.bytes, b.element_bytes, {}));
     }
+    if (auto nvls = make_nvls_candidate(s_, layout_, b.bytes, b.element_bytes)) out.push_back(std::move(nvls));
     return out;
   }
 

@@ -476,11 +476,12 @@ ProtocolTuning protocol_tuning(const std::string& name, const YamlField& f) {
 
 // libraries.yaml `tuning`: NCCL's model for picking algorithm and protocol.
 AlgorithmTuning algorithm_tuning(const YamlField& f) {
-  f.require_map({"ring_plateau", "tree_bandwidth", "nvls_latency", "protocols"});
+  f.require_map({"ring_plateau", "tree_bandwidth", "nvls_latency", "nvls_tree_latency", "protocols"});
   AlgorithmTuning t;
   t.ring_plateau = by_capability(f.get("ring_plateau"), [](const YamlField& v) { return v.number(1, 10); });
   t.tree_bandwidth = f.get("tree_bandwidth").number(0.01, 1);
   if (auto n = f.find("nvls_latency")) t.nvls_latency = n->nonnegative_quantity(Quantity::Time);
+  if (auto n = f.find("nvls_tree_latency")) t.nvls_tree_latency = n->nonnegative_quantity(Quantity::Time);
   YamlField protocols = f.get("protocols");
   protocols.require_map({"ll", "ll128", "simple"});
   for (auto& [name, p] : protocols.entries()) t.protocols.push_back(protocol_tuning(name, p));

@@ -369,9 +369,10 @@ struct ProtocolTuning {
 // over its bandwidth.
 struct AlgorithmTuning {
   std::vector<ProtocolTuning> protocols;
-  ByCapability ring_plateau;  // Simple ring latency x this across nodes from ranks x channels x 64 B up
-  double tree_bandwidth = 1;  // tree bus bandwidth over the ring's
-  double nvls_latency = 0;    // strategy nvls: seconds per call; 0: the library's collective_overhead
+  ByCapability ring_plateau;     // Simple ring latency x this across nodes from ranks x channels x 64 B up
+  double tree_bandwidth = 1;     // tree bus bandwidth over the ring's
+  double nvls_latency = 0;       // strategy nvls: seconds per call; 0: the library's collective_overhead
+  double nvls_tree_latency = 0;  // NVLSTree: seconds per network hop, 2 (nodes - 1) of them a call; 0: none
   const ProtocolTuning* protocol(const std::string& name) const {
     for (const auto& p : protocols)
       if (p.name == name) return &p;

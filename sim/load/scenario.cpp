@@ -613,12 +613,25 @@ std::string nvls_unavailable(const Catalog& catalog, const Scenario& s) {
   if (s.cluster.nodes > sw->domain_nodes)
     return "nvls runs inside one NVLink domain (" + std::to_string(sw->domain_nodes) + " node" +
            (sw->domain_nodes == 1 ? "" : "s") + " of " + sku.name +
-           "); across domains NCCL pairs it with a tree (NVLSTree), not modelled: use ring "
+           "); across nodes NCCL pairs it with a tree (NVLSTree), which strategy auto weighs: use auto, ring "
            "or hierarchical, or cluster.nodes: " +
            std::to_string(sw->domain_nodes) + " at most";
   const LibraryProfile& lib = catalog.library(std::string(to_string(s.communication.library)));
   if (lib.data_path != DataPath::Device || lib.nvls_efficiency <= 0)
     return "nvls is NCCL's (2.17 on): set communication.library: nccl";
+  return "";
+}
+
+std::string nvls_tree_unavailable(const Catalog& catalog, const Scenario& s) {
+  const SkuSpec& sku = catalog.sku(s.cluster.sku);
+  const auto& sw = catalog.layout(sku.layout).nvswitch;
+  if (s.cluster.nodes < 2) return "NVLSTree runs across nodes";
+  if (!sw || !sw->reduction || sw->domain_nodes != 1) return sku.name + " has no NVSwitch of its own that reduces";
+  if (s.cluster.fabric != FabricKind::InfiniBand) return "NVLSTree runs over InfiniBand";
+  const LibraryProfile& lib = catalog.library(std::string(to_string(s.communication.library)));
+  if (lib.data_path != DataPath::Device || lib.nvls_efficiency <= 0 || !lib.tuning ||
+      lib.tuning->nvls_tree_latency <= 0)
+    return "NVLSTree is NCCL's (2.18 on): set communication.library: nccl";
   return "";
 }
 

@@ -170,6 +170,10 @@ std::string real_run_refusal(const Scenario& s);
 // Why NCCL's NVLS cannot run this scenario's allreduces (no switch that reduces, more than one NVLink domain,
 // a library without NVLS); empty where it can. Strategy nvls refuses such a scenario; auto leaves NVLS out.
 std::string nvls_unavailable(const Catalog& catalog, const Scenario& s);
+// Why NCCL's NVLSTree (NVLS inside each node, the tree across) cannot run this scenario's allreduces: one
+// node, a node without its own switch that reduces, no InfiniBand between the nodes, a library without NVLS
+// or without its NVLSTree latency; empty where it can. Auto weighs it where it can.
+std::string nvls_tree_unavailable(const Catalog& catalog, const Scenario& s);
 
 // All valid scenario keys as dotted paths ("cluster.nodes", ...), for docs and suggestions.
 const std::vector<std::string>& scenario_keys();
