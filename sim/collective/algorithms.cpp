@@ -239,6 +239,19 @@ void add_halving_doubling_phases(Phases& phases, const HalvingDoubling& hd, Phas
 
 // A collective laid out in phases: its steps and runs are the phases', and every member keeps its buffer
 // in the one data space.
+// Steps of a pipeline whose pattern(t) (slice sizes at each stage) is equal form one run.
+template <class Pattern>
+std::vector<StepRun> runs_by_pattern(int steps, Phase phase, Pattern pattern) {
+  std::vector<StepRun> out;
+  for (int t = 0; t < steps;) {
+    int end = t + 1;
+    while (end < steps && pattern(end) == pattern(t)) ++end;
+    out.push_back({t, end - t, phase});
+    t = end;
+  }
+  return out;
+}
+
 class PhasedCollective : public Collective {
  public:
   int members() const override { return members_; }
@@ -575,14 +588,7 @@ class NvlsAllreduce final : public Collective {
   Space home_space(int) const override { return Space::Device; }
   std::vector<StepRun> runs() const override {
     // The pipeline fills for 3 steps, runs full, and drains for 3: a run per distinct pattern.
-    std::vector<StepRun> out;
-    for (int t = 0; t < steps();) {
-      int end = t + 1;
-      while (end < steps() && stages(end) == stages(t)) ++end;
-      out.push_back({t, end - t, Phase::InSwitch});
-      t = end;
-    }
-    return out;
+    return runs_by_pattern(steps(), Phase::InSwitch, [this](int t) { return stages(t); });
   }
   void rank_step(int m, int t, RankStep& out) const override {
     out.clear();
@@ -762,14 +768,7 @@ class NvlsTreeAllreduce final : public Collective {
   int steps() const override { return slice_count() + last_; }
   Space home_space(int) const override { return Space::Device; }
   std::vector<StepRun> runs() const override {
-    std::vector<StepRun> out;
-    for (int t = 0; t < steps();) {
-      int end = t + 1;
-      while (end < steps() && pattern(end) == pattern(t)) ++end;
-      out.push_back({t, end - t, Phase::InSwitch});
-      t = end;
-    }
-    return out;
+    return runs_by_pattern(steps(), Phase::InSwitch, [this](int t) { return pattern(t); });
   }
   void rank_step(int m, int t, RankStep& out) const override {
     out.clear();
