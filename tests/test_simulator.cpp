@@ -2083,6 +2083,15 @@ TEST_CASE("strategy auto: NVLSTree across H100 nodes for large messages, as NCCL
   CHECK(bench(2, "ND96isr_H100_v5", 1 << 20).second != "nvls_tree_allreduce");
   CHECK(bench(2, "ND96asr_v4", 4ull << 30).second == "ring_allreduce");
   CHECK(nvls_tree_unavailable(c, load_scenario(file, c, {parse_override("cluster.nodes=2")})).empty());
+  // Strategy nvls_tree runs it alone, as NCCL_ALGO=NVLSTree: what auto runs where it picks it.
+  auto time = [&](const std::string& strategy) {
+    const Scenario s =
+        load_scenario(file, c,
+                      {parse_override("cluster.nodes=2"), parse_override("communication.strategy=" + strategy),
+                       parse_override("cluster.fabric_topology=rail_optimized")});
+    return predict_allreduce_bench(c, s, {4ull << 30, 4ull << 30, 2}).rows.at(0).time_s;
+  };
+  CHECK(time("nvls_tree") == time("auto"));
   CHECK_THAT(nvls_tree_unavailable(c, load_scenario(file, c, {})), Catch::Contains("across nodes"));
 }
 

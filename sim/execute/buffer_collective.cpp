@@ -216,7 +216,9 @@ BufferCollectiveLayout buffer_collective_layout(const Scenario& s, collective::S
     const double t = collective_duration(*probe, costs, nullptr);
     l.choice->nvls_bandwidth = t > 0 ? kProbe / t : 0;
   }
-  if (st == Strategy::Nvls && costs.library().tuning) l.nvls_latency = costs.library().tuning->nvls_latency;
+  if ((st == Strategy::Nvls || st == Strategy::NvlsTree) && costs.library().tuning)
+    l.nvls_latency = costs.library().tuning->nvls_latency;
+  if (st == Strategy::NvlsTree) l.nvls_channels = static_cast<int>(costs.library().nvls_channels);
   return l;
 }
 
@@ -285,6 +287,11 @@ std::unique_ptr<collective::Collective> make_buffer_collective(const Scenario& s
                                                      layout.space, layout.local_order, c.cross_node);
     case Strategy::HalvingDoubling:
       return collective::make_halving_doubling_allreduce(layout.workers, bytes, element_bytes, layout.space);
+    case Strategy::NvlsTree: {
+      auto tree = make_nvls_tree(s, bytes, element_bytes, layout.nvls_channels);
+      if (layout.nvls_latency > 0) tree->protocol = {"simple", layout.nvls_latency, 0, 1};  // NCCL's NVLS call
+      return tree;
+    }
     case Strategy::Nvls: {
       auto nvls = make_nvls(layout.workers, bytes, element_bytes);
       if (layout.nvls_latency > 0) nvls->protocol = {"simple", layout.nvls_latency, 0, 1};  // NCCL's NVLS call

@@ -25,7 +25,7 @@ CommModel::CommModel(const Catalog& catalog, const Scenario& s, const Topology& 
   const bool tuned = s.communication.strategy == Strategy::Auto && lib_.tuning && lib_.tuning->nvls_latency > 0;
   if (s.communication.strategy == Strategy::Nvls || (tuned && nvls_unavailable(catalog, s).empty()))
     switch_members_ = 1;
-  else if (tuned && nvls_tree_unavailable(catalog, s).empty())
+  else if (s.communication.strategy == Strategy::NvlsTree || (tuned && nvls_tree_unavailable(catalog, s).empty()))
     switch_members_ = s.cluster.nodes;
   reduce_slice_ = s.communication.strategy == Strategy::ParameterServer ? 0 : lib_.reduce_slice;
   for (const PathProfile* p : {&lib_.intra_node, &lib_.infiniband, &lib_.ethernet})

@@ -38,6 +38,8 @@ std::string_view to_string(Strategy v) {
       return "tree";
     case Strategy::Auto:
       return "auto";
+    case Strategy::NvlsTree:
+      return "nvls_tree";
   }
   return "?";
 }
@@ -367,14 +369,15 @@ const ModelSpec& parse_model(const YamlField& root, const Catalog& catalog, Scen
 // communication: the strategy, and the hierarchical allreduce's cross-node algorithm.
 void parse_strategy(const YamlField& co, Scenario& s) {
   if (auto f = co.find("strategy")) {
-    const std::string v =
-        f->choice({"ring", "tree", "auto", "hierarchical", "halving_doubling", "parameter_server", "nvls"});
+    const std::string v = f->choice(
+        {"ring", "tree", "auto", "hierarchical", "halving_doubling", "parameter_server", "nvls", "nvls_tree"});
     s.communication.strategy = v == "ring"               ? Strategy::Ring
                                : v == "tree"             ? Strategy::Tree
                                : v == "auto"             ? Strategy::Auto
                                : v == "hierarchical"     ? Strategy::Hierarchical
                                : v == "halving_doubling" ? Strategy::HalvingDoubling
                                : v == "nvls"             ? Strategy::Nvls
+                               : v == "nvls_tree"        ? Strategy::NvlsTree
                                                          : Strategy::ParameterServer;
   }
   if (auto f = co.find("cross_node")) {
@@ -387,8 +390,10 @@ void parse_strategy(const YamlField& co, Scenario& s) {
 
 // communication: strategy nvls reduces in the NVSwitch of one node (NCCL's NVLS), with NCCL.
 void check_nvls(const YamlField& co, const Catalog& catalog, const Scenario& s) {
-  if (s.communication.strategy != Strategy::Nvls) return;
-  if (const std::string why = nvls_unavailable(catalog, s); !why.empty()) co.get("strategy").fail(why);
+  const Strategy st = s.communication.strategy;
+  if (st != Strategy::Nvls && st != Strategy::NvlsTree) return;
+  const std::string why = st == Strategy::Nvls ? nvls_unavailable(catalog, s) : nvls_tree_unavailable(catalog, s);
+  if (!why.empty()) co.get("strategy").fail(why);
 }
 
 // communication: a library that orders its one ring by device index (NCCL 1.x) runs rings only.
@@ -625,13 +630,15 @@ std::string nvls_unavailable(const Catalog& catalog, const Scenario& s) {
 std::string nvls_tree_unavailable(const Catalog& catalog, const Scenario& s) {
   const SkuSpec& sku = catalog.sku(s.cluster.sku);
   const auto& sw = catalog.layout(sku.layout).nvswitch;
-  if (s.cluster.nodes < 2) return "NVLSTree runs across nodes";
-  if (!sw || !sw->reduction || sw->domain_nodes != 1) return sku.name + " has no NVSwitch of its own that reduces";
-  if (s.cluster.fabric != FabricKind::InfiniBand) return "NVLSTree runs over InfiniBand";
+  if (s.cluster.nodes < 2) return "nvls_tree (NCCL's NVLSTree) runs across nodes; on one node use nvls";
+  if (!sw || !sw->reduction || sw->domain_nodes != 1)
+    return sku.name +
+           " has no NVSwitch of its own that reduces (NVLink SHARP in every node: H100/H200 sizes); use ring";
+  if (s.cluster.fabric != FabricKind::InfiniBand) return "nvls_tree runs over InfiniBand (cluster.fabric: infiniband)";
   const LibraryProfile& lib = catalog.library(std::string(to_string(s.communication.library)));
   if (lib.data_path != DataPath::Device || lib.nvls_efficiency <= 0 || !lib.tuning ||
       lib.tuning->nvls_tree_latency <= 0)
-    return "NVLSTree is NCCL's (2.18 on): set communication.library: nccl";
+    return "nvls_tree is NCCL's NVLSTree (2.18 on): set communication.library: nccl";
   return "";
 }
 
@@ -669,9 +676,11 @@ std::string concurrent_collectives_value(int c) { return c == 0 ? "unlimited" : 
 }  // namespace
 
 std::string real_run_refusal(const Scenario& s) {
-  if (s.communication.strategy == Strategy::Nvls)
-    return "strategy nvls reduces in the NVSwitch (multicast objects), which ringsim-real's transports do not "
-           "use; run it with NCCL itself (NCCL_ALGO=NVLS) or choose strategy ring";
+  if (s.communication.strategy == Strategy::Nvls || s.communication.strategy == Strategy::NvlsTree)
+    return "strategy " + std::string(to_string(s.communication.strategy)) +
+           " reduces in the NVSwitch (multicast objects), which ringsim-real's transports do not use; run it with "
+           "NCCL itself (NCCL_ALGO=" +
+           (s.communication.strategy == Strategy::Nvls ? "NVLS" : "NVLSTree") + ") or choose strategy ring";
   if (s.model.gradient_bytes != 4)
     return "ringsim-real moves FP32 gradients; communication.gradient_precision " + s.communication.gradient_precision +
            " sends " + std::to_string(s.model.gradient_bytes) +

@@ -13,7 +13,7 @@
 namespace ringsim {
 
 enum class FabricTopology { Star, FatTree, RailOptimized };
-enum class Strategy { Ring, Hierarchical, HalvingDoubling, ParameterServer, Nvls, Tree, Auto };
+enum class Strategy { Ring, Hierarchical, HalvingDoubling, ParameterServer, Nvls, Tree, Auto, NvlsTree };
 enum class PsPlacement { Colocated, Dedicated, Gpus };
 enum class PsAggregation { None, Node };
 enum class PsTransport { InProcess, Rpc };
