@@ -237,8 +237,6 @@ void add_halving_doubling_phases(Phases& phases, const HalvingDoubling& hd, Phas
   if (hd.extra > 0) phases.add(unfold, 1);
 }
 
-// A collective laid out in phases: its steps and runs are the phases', and every member keeps its buffer
-// in the one data space.
 // Steps of a pipeline whose pattern(t) (slice sizes at each stage) is equal form one run.
 template <class Pattern>
 std::vector<StepRun> runs_by_pattern(int steps, Phase phase, Pattern pattern) {
@@ -252,6 +250,8 @@ std::vector<StepRun> runs_by_pattern(int steps, Phase phase, Pattern pattern) {
   return out;
 }
 
+// A collective laid out in phases: its steps and runs are the phases', and every member keeps its buffer
+// in the one data space.
 class PhasedCollective : public Collective {
  public:
   int members() const override { return members_; }
@@ -790,7 +790,8 @@ class NvlsTreeAllreduce final : public Collective {
       if (m == to) out.recvs.push_back({from, to, Space::Device, Space::Device, off, n, reduce});
     };
     const int n = m < nodes_ * local_ ? m / local_ : m - nodes_ * local_;  // the node m is in
-    // Members of other nodes take part only in n's tree messages, which the loops over n's neighbours add.
+    // Every message m sends or receives touches its own node n: those within n, and n's tree messages to and
+    // from its parent's and children's GPU g.
     for (int g = 0; g < local_; ++g) {
       if (j == 0) move(gpu(n, g), sw(n), base, slices_.size(k), g > 0);  // the first overwrites, the rest add
       for (int tau = 0; tau < 2; ++tau) {
