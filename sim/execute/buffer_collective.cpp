@@ -205,12 +205,12 @@ BufferCollectiveLayout buffer_collective_layout(const Scenario& s, collective::S
   if (st == Strategy::Auto)
     l.tree_chains = tree_chains(l.ring_orders, s.cluster.gpus_per_node, std::min(kMaxChannels, 2 * channels));
   if (picks) l.choice = algorithm_choice(s, l, costs);
+  if (costs.library().nvls_channels > 0) l.nvls_channels = static_cast<int>(costs.library().nvls_channels);
   if (st == Strategy::Auto && multicast && costs.has_switch_member()) {
     const AlgorithmTuning& tuning = *costs.library().tuning;
     const bool tree = costs.switch_members() > 1;  // a switch per node: NVLSTree
     l.choice->nvls_latency = tuning.nvls_latency;
     l.choice->nvls_tree_latency = tree ? tuning.nvls_tree_latency : 0;
-    l.nvls_channels = static_cast<int>(costs.library().nvls_channels);
     constexpr std::uint64_t kProbe = 256ull << 20;
     const auto probe = tree ? make_nvls_tree(s, kProbe, 4, l.nvls_channels) : make_nvls(l.workers, kProbe, 4);
     const double t = collective_duration(*probe, costs, nullptr);
@@ -218,7 +218,6 @@ BufferCollectiveLayout buffer_collective_layout(const Scenario& s, collective::S
   }
   if ((st == Strategy::Nvls || st == Strategy::NvlsTree) && costs.library().tuning)
     l.nvls_latency = costs.library().tuning->nvls_latency;
-  if (st == Strategy::NvlsTree) l.nvls_channels = static_cast<int>(costs.library().nvls_channels);
   return l;
 }
 
@@ -246,6 +245,13 @@ BufferShards buffer_shards(const Scenario& s, const std::vector<int>& server_of,
   return b;
 }
 
+std::unique_ptr<collective::Collective> make_nvls_candidate(const Scenario& s, const BufferCollectiveLayout& layout,
+                                                            std::uint64_t bytes, int element_bytes) {
+  if (!layout.choice || layout.choice->nvls_bandwidth <= 0) return nullptr;
+  return layout.choice->nvls_tree_latency > 0 ? make_nvls_tree(s, bytes, element_bytes, layout.nvls_channels)
+                                              : make_nvls(layout.workers, bytes, element_bytes);
+}
+
 namespace {
 // Ring, tree or auto: the algorithm the strategy names or NCCL's model picks, with the protocol it picks.
 std::unique_ptr<collective::Collective> make_picked(const Scenario& s, const BufferCollectiveLayout& layout,
@@ -256,22 +262,15 @@ std::unique_ptr<collective::Collective> make_picked(const Scenario& s, const Buf
   if (layout.choice)
     if (auto p = pick_algorithm(*layout.choice, bytes, st != Strategy::Tree, st != Strategy::Ring); p.protocol)
       pick = p;
-  auto c = pick.algorithm == Algorithm::Nvls       ? make_nvls(layout.workers, bytes, element_bytes)
-           : pick.algorithm == Algorithm::NvlsTree ? make_nvls_tree(s, bytes, element_bytes, layout.nvls_channels)
-           : pick.algorithm == Algorithm::Ring     ? make_ring(layout, bytes, element_bytes)
-           : st == Strategy::Auto                  ? make_tree(s, layout, bytes, element_bytes, 2 * channels)
-                                                   : make_tree(s, layout, bytes, element_bytes, channels);
+  const bool nvls = pick.algorithm == Algorithm::Nvls || pick.algorithm == Algorithm::NvlsTree;
+  auto c = nvls                                ? make_nvls_candidate(s, layout, bytes, element_bytes)
+           : pick.algorithm == Algorithm::Ring ? make_ring(layout, bytes, element_bytes)
+           : st == Strategy::Auto              ? make_tree(s, layout, bytes, element_bytes, 2 * channels)
+                                               : make_tree(s, layout, bytes, element_bytes, channels);
   if (layout.choice) c->protocol = protocol_cost(*layout.choice, pick);
   return c;
 }
 }  // namespace
-
-std::unique_ptr<collective::Collective> make_nvls_candidate(const Scenario& s, const BufferCollectiveLayout& layout,
-                                                            std::uint64_t bytes, int element_bytes) {
-  if (!layout.choice || layout.choice->nvls_bandwidth <= 0) return nullptr;
-  return layout.choice->nvls_tree_latency > 0 ? make_nvls_tree(s, bytes, element_bytes, layout.nvls_channels)
-                                              : make_nvls(layout.workers, bytes, element_bytes);
-}
 
 std::unique_ptr<collective::Collective> make_buffer_collective(const Scenario& s, const BufferCollectiveLayout& layout,
                                                                std::uint64_t bytes, int element_bytes,
@@ -287,13 +286,10 @@ std::unique_ptr<collective::Collective> make_buffer_collective(const Scenario& s
                                                      layout.space, layout.local_order, c.cross_node);
     case Strategy::HalvingDoubling:
       return collective::make_halving_doubling_allreduce(layout.workers, bytes, element_bytes, layout.space);
+    case Strategy::Nvls:
     case Strategy::NvlsTree: {
-      auto tree = make_nvls_tree(s, bytes, element_bytes, layout.nvls_channels);
-      if (layout.nvls_latency > 0) tree->protocol = {"simple", layout.nvls_latency, 0, 1};  // NCCL's NVLS call
-      return tree;
-    }
-    case Strategy::Nvls: {
-      auto nvls = make_nvls(layout.workers, bytes, element_bytes);
+      auto nvls = c.strategy == Strategy::Nvls ? make_nvls(layout.workers, bytes, element_bytes)
+                                               : make_nvls_tree(s, bytes, element_bytes, layout.nvls_channels);
       if (layout.nvls_latency > 0) nvls->protocol = {"simple", layout.nvls_latency, 0, 1};  // NCCL's NVLS call
       return nvls;
     }

@@ -60,7 +60,7 @@ struct BufferCollectiveLayout {
   std::vector<std::vector<int>> tree_chains;            // tree: each channel's chain inside a node (local indices)
   std::optional<AlgorithmChoice> choice;                // ring, tree, auto with a tuning model: NCCL's picks
   double nvls_latency = 0;                              // nvls: the call's latency by the tuning model
-  int nvls_channels = 16;                               // auto's NVLSTree: NCCL's NVLS channels (its slices)
+  int nvls_channels = 1;                                // NVLSTree: the library's NVLS channels (its slices)
 };
 
 class CommModel;
