@@ -567,3 +567,78 @@ TEST_CASE("tree allreduce: chunks + 2H - 1 steps, and S up and S down through ev
   CHECK(tree_chunks(1 << 20, 2, 9) == 16);    // 32 KiB, the smallest
   CHECK(tree_chunks(4096, 2, 9) == 1);
 }
+
+namespace {
+// What Collective::node_classes promises, step by step: every member sends and receives what its twin in its
+// class's first node does (among its own node's members translated by the node; with other nodes in the same
+// sizes), and remote_sends lists exactly its sends to other nodes.
+void require_node_classes(const Collective& c) {
+  const NodeClasses k = c.node_classes();
+  REQUIRE(k.count() > 0);
+  REQUIRE(k.members() == c.members());
+  RankStep st, twin;
+  std::vector<Transfer> remote;
+  auto split = [&](const std::vector<Transfer>& ts, int m, bool outgoing) {
+    const int shift = k.node(m);
+    std::vector<decltype(key(Transfer{}))> own;
+    std::vector<std::uint64_t> other;
+    for (const Transfer& t : ts) {
+      const int peer = outgoing ? t.dst : t.src;
+      if (k.node(peer) != shift) {
+        other.push_back(t.bytes);
+        continue;
+      }
+      auto local = [&](int x) {  // x's place in its node: its GPUs, then its extra members
+        const int gpus = k.nodes() * k.local;
+        return x < gpus ? x - shift * k.local : k.local + x - gpus - shift * k.extra;
+      };
+      Transfer u = t;
+      u.src = local(t.src);
+      u.dst = local(t.dst);
+      own.push_back(key(u));
+    }
+    std::sort(other.begin(), other.end());
+    return std::make_pair(own, other);
+  };
+  for (int s = 0; s < c.steps(); ++s)
+    for (int m = 0; m < c.members(); ++m) {
+      CAPTURE(s, m);
+      c.rank_step(m, s, st);
+      c.rank_step(k.twin(m), s, twin);
+      CHECK(split(st.sends, m, true) == split(twin.sends, k.twin(m), true));
+      CHECK(split(st.recvs, m, false) == split(twin.recvs, k.twin(m), false));
+      c.remote_sends(m, s, k, remote);
+      std::vector<Transfer> expected;
+      for (const Transfer& t : st.sends)
+        if (k.node(t.dst) != k.node(m)) expected.push_back(t);
+      CHECK(remote == expected);
+    }
+}
+}  // namespace
+
+TEST_CASE("node classes: tree and NVLSTree nodes alike move alike, and their sends to other nodes", "[collective]") {
+  for (int nodes : {2, 5, 12, 16})
+    for (int chunks : {1, 5}) {
+      CAPTURE(nodes, chunks);
+      auto tree = make_tree_allreduce(nodes, 4, 96 * 4, 4, Space::Device, {{}, {}, {2, 3, 0, 1}, {2, 3, 0, 1}}, chunks);
+      require_node_classes(*tree);
+      auto nvls_tree = make_nvls_tree_allreduce(nodes, 4, 96 * 4, 4, chunks);
+      require_node_classes(*nvls_tree);
+    }
+  // 16 nodes fall into 8 classes (a node and its mirror image in the other tree); the classes number nodes
+  // by first appearance.
+  const NodeClasses k = make_tree_allreduce(16, 4, 96 * 4, 4, Space::Device, {{}, {}}, 3)->node_classes();
+  CHECK(k.count() == 8);
+  CHECK(k.of_node.front() == 0);
+  for (int c = 0; c < k.count(); ++c) CHECK(k.of_node[k.first[c]] == c);
+  // Collectives that know no classes say so; the default remote_sends filters rank_step's.
+  CHECK(make_ring_allreduce(8, 64, 4, Space::Device)->node_classes().count() == 0);
+  auto ring = make_ring_allreduce(8, 64, 4, Space::Device);
+  const NodeClasses four(4, 0, {0, 0});
+  std::vector<Transfer> remote;
+  ring->remote_sends(3, 0, four, remote);
+  REQUIRE(remote.size() == 1);
+  CHECK(remote.front().dst == 4);
+  ring->remote_sends(1, 0, four, remote);
+  CHECK(remote.empty());
+}

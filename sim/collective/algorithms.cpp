@@ -1,7 +1,11 @@
 #include <algorithm>
 #include <array>
+#include <map>
+#include <memory>
 #include <numeric>
+#include <span>
 #include <stdexcept>
+#include <utility>
 
 #include "collective/collective.h"
 
@@ -57,6 +61,23 @@ std::string_view to_string(Phase p) {
       return "tree_down";
   }
   return "unknown";
+}
+
+NodeClasses::NodeClasses(int local_members, int extra_members, std::vector<int> classes)
+    : local(local_members), extra(extra_members), of_node(std::move(classes)) {
+  for (int n = 0; n < nodes(); ++n)
+    if (of_node[n] == count())
+      first.push_back(n);
+    else if (of_node[n] < 0 || of_node[n] > count())
+      throw std::invalid_argument("node classes: not numbered in order");
+}
+
+void Collective::remote_sends(int m, int s, const NodeClasses& nodes, std::vector<Transfer>& out) const {
+  RankStep st;
+  rank_step(m, s, st);
+  out.clear();
+  for (const Transfer& t : st.sends)
+    if (nodes.node(t.dst) != nodes.node(m)) out.push_back(t);
 }
 
 Chunking::Chunking(std::uint64_t bytes, int parts, int element_bytes_) : element_bytes(element_bytes_) {
@@ -627,38 +648,87 @@ class NvlsAllreduce final : public Collective {
   std::vector<Chunking> shards_;  // slice k in p shards
 };
 
-// One channel of the tree allreduce: each member's parent (-1: the root), children (ascending), height
-// (hops down to its deepest leaf) and depth (hops up to the root), and the channel's share in chunks.
-struct TreeChannel {
+// Tree `tree` of NCCL's double binary tree over the nodes, with a chain of `local` members below each node's
+// head: each node's parent (-1: the root) and children (ascending), its head's height (hops down to its
+// deepest leaf, chains included) and depth (hops up to the root).
+struct NodeTree {
   std::vector<int> parent, height, depth;
-  std::vector<std::vector<int>> children;
-  int tall = 0;  // the root's height
-  Chunking chunks;
+  std::vector<int> child_start, child_list;  // node n's children: child_list[child_start[n], child_start[n + 1])
+  int tall = 0;                              // the root's height
+  std::span<const int> children(int n) const {
+    return {child_list.data() + child_start[n], static_cast<std::size_t>(child_start[n + 1] - child_start[n])};
+  }
 };
 
-TreeChannel tree_channel(int nodes, int local, const std::vector<int>& chain, int tree, Chunking chunks) {
-  const int p = nodes * local;
-  TreeChannel c{std::vector<int>(p, -1), std::vector<int>(p, 0), std::vector<int>(p, 0), {}, 0, chunks};
-  c.children.resize(p);
+NodeTree node_tree(int nodes, int tree, int local) {
+  NodeTree t{std::vector<int>(nodes, -1), std::vector<int>(nodes, local - 1), std::vector<int>(nodes, 0), {}, {}, 0};
+  t.child_start.assign(nodes + 1, 0);
   int root = -1;
   for (int n = 0; n < nodes; ++n) {
-    for (int i = 1; i < local; ++i) c.parent[n * local + chain[i]] = n * local + chain[i - 1];
-    const int up = double_binary_tree_parent(tree, n, nodes);
-    c.parent[n * local + chain[0]] = up < 0 ? -1 : up * local + chain[0];
-    if (up < 0) root = n * local + chain[0];
+    t.parent[n] = double_binary_tree_parent(tree, n, nodes);
+    if (t.parent[n] < 0)
+      root = n;
+    else
+      ++t.child_start[t.parent[n] + 1];
   }
-  for (int m = 0; m < p; ++m)
-    if (c.parent[m] >= 0) c.children[c.parent[m]].push_back(m);
+  for (int n = 0; n < nodes; ++n) t.child_start[n + 1] += t.child_start[n];
+  t.child_list.resize(t.child_start[nodes]);
+  std::vector<int> fill(t.child_start.begin(), t.child_start.end() - 1);
+  for (int n = 0; n < nodes; ++n)
+    if (t.parent[n] >= 0) t.child_list[fill[t.parent[n]]++] = n;
   std::vector<int> order{root};  // breadth first from the root: depths, then heights leaves first
   for (std::size_t i = 0; i < order.size(); ++i)
-    for (int ch : c.children[order[i]]) {
-      c.depth[ch] = c.depth[order[i]] + 1;
+    for (int ch : t.children(order[i])) {
+      t.depth[ch] = t.depth[order[i]] + 1;
       order.push_back(ch);
     }
-  if (static_cast<int>(order.size()) != p) throw std::logic_error("tree: not every member is reached");
+  if (static_cast<int>(order.size()) != nodes) throw std::logic_error("tree: not every node is reached");
   for (auto it = order.rbegin(); it != order.rend(); ++it)
-    if (c.parent[*it] >= 0) c.height[c.parent[*it]] = std::max(c.height[c.parent[*it]], c.height[*it] + 1);
-  c.tall = c.height[root];
+    if (t.parent[*it] >= 0) t.height[t.parent[*it]] = std::max(t.height[t.parent[*it]], t.height[*it] + 1);
+  t.tall = t.height[root];
+  return t;
+}
+
+// One channel of the tree allreduce: its node tree with the chain along `chain` (local indices; the first is
+// the head) in every node, and the channel's share in chunks. Each member's parent (-1: the root), children
+// (ascending), height and depth follow from its node's and its place in the chain.
+struct TreeChannel {
+  std::shared_ptr<const NodeTree> tree;
+  std::vector<int> chain, place;  // place: each local index's position in the chain
+  Chunking chunks;
+  int tall() const { return tree->tall; }
+  int local() const { return static_cast<int>(chain.size()); }
+  int parent(int m) const {
+    const int n = m / local(), i = place[m % local()];
+    if (i > 0) return n * local() + chain[i - 1];
+    return tree->parent[n] < 0 ? -1 : tree->parent[n] * local() + chain[0];
+  }
+  int height(int m) const {
+    const int i = place[m % local()];
+    return i > 0 ? local() - 1 - i : tree->height[m / local()];
+  }
+  int depth(int m) const { return tree->depth[m / local()] + place[m % local()]; }
+  // Member m's children in ascending order: the next in its chain, and for a head the heads of its child nodes.
+  template <class F>
+  void for_children(int m, F&& f) const {
+    const int n = m / local(), i = place[m % local()];
+    const int next = i + 1 < local() ? n * local() + chain[i + 1] : -1;
+    bool listed = next < 0;
+    if (i == 0)
+      for (int child : tree->children(n)) {
+        if (!listed && child > n) {
+          f(next);
+          listed = true;
+        }
+        f(child * local() + chain[0]);
+      }
+    if (!listed) f(next);
+  }
+};
+
+TreeChannel tree_channel(std::shared_ptr<const NodeTree> tree, const std::vector<int>& chain, Chunking chunks) {
+  TreeChannel c{std::move(tree), chain, std::vector<int>(chain.size()), chunks};
+  for (std::size_t i = 0; i < chain.size(); ++i) c.place[chain[i]] = static_cast<int>(i);
   return c;
 }
 
@@ -670,12 +740,18 @@ class TreeAllreduce final : public PhasedCollective {
                 const std::vector<std::vector<int>>& chains, int chunks)
       : PhasedCollective(bytes, nodes * local, space),
         p_(nodes * local),
+        local_(local),
         chunks_(chunks),
         channel_split_(bytes, static_cast<int>(chains.size()), element_bytes) {
+    const std::array<std::shared_ptr<const NodeTree>, 2> trees{std::make_shared<NodeTree>(node_tree(nodes, 0, local)),
+                                                               std::make_shared<NodeTree>(node_tree(nodes, 1, local))};
+    headed_.resize(local);
     for (std::size_t c = 0; c < chains.size(); ++c) {
       const Chunking share(channel_split_.size(static_cast<int>(c)), chunks, element_bytes);
-      channels_.push_back(tree_channel(nodes, local, checked_chain(chains[c], local), static_cast<int>(c % 2), share));
-      tall_ = std::max(tall_, channels_.back().tall);
+      const std::vector<int> chain = checked_chain(chains[c], local);
+      headed_[chain.front()].push_back(static_cast<int>(c));
+      channels_.push_back(tree_channel(trees[c % 2], chain, share));
+      tall_ = std::max(tall_, channels_.back().tall());
     }
     const bool staged = space == Space::Host && p_ > 1;
     if (staged) phases_.add(Phase::CopyToHost, 1);
@@ -688,6 +764,41 @@ class TreeAllreduce final : public PhasedCollective {
     auto [phase, t] = phases_.locate(s);
     if (staging_step(phase, m, bytes_, out)) return;
     for (std::size_t c = 0; c < channels_.size(); ++c) add_channel(m, t, c, out);
+  }
+  // A member's steps follow from its place in each channel's tree: its height and depth, whether it is the
+  // root, and its children's heights (the chains are the same in every node).
+  NodeClasses node_classes() const override {
+    std::vector<int> of_node;
+    std::map<std::vector<int>, int> seen;
+    for (int n = 0; n < p_ / local_; ++n) {
+      std::vector<int> key;
+      for (const TreeChannel& c : channels_)
+        for (int m = n * local_; m < (n + 1) * local_; ++m) {
+          key.insert(key.end(), {c.height(m), c.depth(m), c.parent(m) < 0, -1});
+          c.for_children(m, [&](int ch) { key.push_back(c.height(ch)); });
+        }
+      of_node.push_back(seen.emplace(std::move(key), static_cast<int>(seen.size())).first->second);
+    }
+    return {local_, 0, std::move(of_node)};
+  }
+  // Only a chain's head sends to another node (to its parent and its remote children).
+  void remote_sends(int m, int s, const NodeClasses& nodes, std::vector<Transfer>& out) const override {
+    if (nodes.local != local_ || nodes.extra != 0) return Collective::remote_sends(m, s, nodes, out);
+    out.clear();
+    auto [phase, t] = phases_.locate(s);
+    if (phase == Phase::CopyToHost || phase == Phase::CopyToDevice) return;
+    for (int c : headed_[m % local_]) {  // as add_channel lists them
+      const TreeChannel& ch = channels_[c];
+      const std::uint64_t base = channel_split_.offset(c);
+      auto send = [&](int j, int dst, bool up) {
+        if (chunk_size(ch, j) > 0)
+          out.push_back({m, dst, space_, space_, base + ch.chunks.offset(j), ch.chunks.size(j), up});
+      };
+      if (const int parent = ch.parent(m); parent >= 0) send(t - ch.height(m), parent, true);
+      ch.for_children(m, [&](int child) {
+        if (child / local_ != m / local_) send(t - ch.tall() - ch.depth(m), child, false);
+      });
+    }
   }
 
  private:
@@ -709,11 +820,11 @@ class TreeAllreduce final : public PhasedCollective {
       if (chunk_size(c, j) > 0)
         to.push_back({from, dst, space_, space_, base + c.chunks.offset(j), c.chunks.size(j), up});
     };
-    const int parent = c.parent[m], down = t - c.tall - c.depth[m];
-    if (parent >= 0) move(out.sends, t - c.height[m], m, parent, true);
-    for (int ch : c.children[m]) move(out.recvs, t - c.height[ch], ch, m, true);
+    const int parent = c.parent(m), down = t - c.tall() - c.depth(m);
+    if (parent >= 0) move(out.sends, t - c.height(m), m, parent, true);
+    c.for_children(m, [&](int ch) { move(out.recvs, t - c.height(ch), ch, m, true); });
     if (parent >= 0) move(out.recvs, down + 1, parent, m, false);
-    for (int ch : c.children[m]) move(out.sends, down, m, ch, false);
+    c.for_children(m, [&](int ch) { move(out.sends, down, m, ch, false); });
   }
   // Consecutive tree steps that move the same chunk sizes at every level form one run.
   void add_tree_runs() {
@@ -723,9 +834,9 @@ class TreeAllreduce final : public PhasedCollective {
       while (end < steps && levels(end) == levels(t)) ++end;
       bool up = false, down = false;
       for (const auto& c : channels_)
-        for (int l = 0; l < c.tall; ++l) {
+        for (int l = 0; l < c.tall(); ++l) {
           up = up || chunk_size(c, t - l) > 0;
-          down = down || chunk_size(c, t - c.tall - l) > 0;
+          down = down || chunk_size(c, t - c.tall() - l) > 0;
         }
       phases_.add(up && down ? Phase::TreeUpDown : up ? Phase::TreeUp : Phase::TreeDown, end - t, t);
       t = end;
@@ -735,15 +846,16 @@ class TreeAllreduce final : public PhasedCollective {
   std::vector<std::uint64_t> levels(int t) const {
     std::vector<std::uint64_t> v;
     for (const auto& c : channels_)
-      for (int l = 0; l < c.tall; ++l) {
+      for (int l = 0; l < c.tall(); ++l) {
         v.push_back(chunk_size(c, t - l));
-        v.push_back(chunk_size(c, t - c.tall - l));
+        v.push_back(chunk_size(c, t - c.tall() - l));
       }
     return v;
   }
-  int p_, chunks_, tall_ = 0;
+  int p_, local_, chunks_, tall_ = 0;
   Chunking channel_split_;
   std::vector<TreeChannel> channels_;
+  std::vector<std::vector<int>> headed_;  // per local index, the channels whose chain it heads
 };
 
 // NVLS inside each node, NCCL's double binary tree across: slice k moves at offset j = t - k of its own
@@ -759,7 +871,7 @@ class NvlsTreeAllreduce final : public Collective {
       for (int tau = 0; tau < 2; ++tau) shards_.emplace_back(halves.size(tau), local, element_bytes);
     }
     for (int tau = 0; tau < 2; ++tau) {
-      trees_.push_back(tree_channel(nodes, 1, {0}, tau, Chunking(0, 1, element_bytes)));
+      trees_.push_back(node_tree(nodes, tau, 1));
       for (int n = 0; n < nodes; ++n) last_ = std::max(last_, final_at(tau, n) + 1);
     }
   }
@@ -774,6 +886,43 @@ class NvlsTreeAllreduce final : public Collective {
     out.clear();
     for (int j = 0; j <= last_; ++j)
       if (t - j >= 0 && t - j < slice_count()) add_offset(m, t - j, j, out);
+  }
+  // A node's steps follow from its place in both trees: its height and depth, whether it is the root, and
+  // its children's heights.
+  NodeClasses node_classes() const override {
+    std::vector<int> of_node;
+    std::map<std::vector<int>, int> seen;
+    for (int n = 0; n < nodes_; ++n) {
+      std::vector<int> key;
+      for (const NodeTree& tr : trees_) {
+        key.insert(key.end(), {tr.height[n], tr.depth[n], tr.parent[n] < 0, -1});
+        for (int ch : tr.children(n)) key.push_back(tr.height[ch]);
+      }
+      of_node.push_back(seen.emplace(std::move(key), static_cast<int>(seen.size())).first->second);
+    }
+    return {local_, 1, std::move(of_node)};
+  }
+  // A GPU sends to other nodes up its trees and down (as add_offset lists them); a switch never does.
+  void remote_sends(int m, int t, const NodeClasses& nodes, std::vector<Transfer>& out) const override {
+    if (nodes.local != local_ || nodes.extra != 1) return Collective::remote_sends(m, t, nodes, out);
+    out.clear();
+    if (m >= nodes_ * local_) return;
+    const int n = m / local_, g = m % local_;
+    for (int j = 0; j <= last_; ++j) {
+      const int k = t - j;
+      if (k < 0 || k >= slice_count()) continue;
+      for (int tau = 0; tau < 2; ++tau) {
+        const NodeTree& tr = trees_[tau];
+        const Chunking& c = shards_[2 * k + tau];
+        const std::uint64_t at = slices_.offset(k) + halves_[k].offset(tau) + c.offset(g), size = c.size(g);
+        auto send = [&](int to, bool reduce) {
+          if (size > 0) out.push_back({m, gpu(to, g), Space::Device, Space::Device, at, size, reduce});
+        };
+        if (j == up_at(tau, n) && tr.parent[n] >= 0) send(tr.parent[n], true);
+        if (j == final_at(tau, n))
+          for (int ch : tr.children(n)) send(ch, false);
+      }
+    }
   }
 
  private:
@@ -797,13 +946,13 @@ class NvlsTreeAllreduce final : public Collective {
       for (int tau = 0; tau < 2; ++tau) {
         const Chunking& c = shards_[2 * k + tau];
         const std::uint64_t at = base + halves_[k].offset(tau) + c.offset(g), size = c.size(g);
-        const TreeChannel& tr = trees_[tau];
+        const NodeTree& tr = trees_[tau];
         if (j == 1) move(sw(n), gpu(n, g), at, size, false);
         if (j == up_at(tau, n) && tr.parent[n] >= 0) move(gpu(n, g), gpu(tr.parent[n], g), at, size, true);
-        for (int ch : tr.children[n])  // n's children send up to n; n sends the final values down
+        for (int ch : tr.children(n))  // n's children send up to n; n sends the final values down
           if (j == up_at(tau, ch)) move(gpu(ch, g), gpu(n, g), at, size, true);
         if (j == final_at(tau, n)) {
-          for (int ch : tr.children[n]) move(gpu(n, g), gpu(ch, g), at, size, false);
+          for (int ch : tr.children(n)) move(gpu(n, g), gpu(ch, g), at, size, false);
           move(gpu(n, g), sw(n), at, size, false);
         }
         if (tr.parent[n] >= 0 && j == final_at(tau, tr.parent[n]))
@@ -826,7 +975,7 @@ class NvlsTreeAllreduce final : public Collective {
   Chunking slices_;
   std::vector<Chunking> halves_;  // slice k in two halves, one per tree
   std::vector<Chunking> shards_;  // half tau of slice k (2 k + tau) in one shard per GPU of a node
-  std::vector<TreeChannel> trees_;
+  std::vector<NodeTree> trees_;
 };
 
 }  // namespace

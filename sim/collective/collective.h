@@ -85,6 +85,32 @@ struct Protocol {
   double bandwidth = 1;     // the share of the paths' effective bandwidth the protocol reaches
 };
 
+// Nodes whose members move alike: `local` members a node, node-major, then `extra` a node (each node's switch,
+// say), node-major; in every step a member of any node of a class sends and receives what its twin in the
+// class's first node does: among its node's members, the same transfers translated by the node, and with
+// other nodes, the same sizes. A step-level evaluator can then take every class's first node whole and only
+// the others' transfers between nodes.
+struct NodeClasses {
+  int local = 0, extra = 0;
+  std::vector<int> of_node;  // each node's class, numbered by first appearance; empty: no classes known
+  std::vector<int> first;    // each class's first node
+  NodeClasses() = default;
+  NodeClasses(int local_members, int extra_members, std::vector<int> classes);
+  int nodes() const { return static_cast<int>(of_node.size()); }
+  int count() const { return static_cast<int>(first.size()); }
+  int members() const { return nodes() * (local + extra); }
+  int node(int m) const { return m < nodes() * local ? m / local : (m - nodes() * local) / extra; }
+  int member(int n, int i) const {  // node n's i-th member, i < local + extra
+    return i < local ? n * local + i : nodes() * local + n * extra + i - local;
+  }
+  bool leads(int m) const { return first[of_node[node(m)]] == node(m); }  // in its class's first node
+  int twin(int m) const {
+    const int n = node(m), i = m < nodes() * local ? m % local : local + (m - nodes() * local) % extra;
+    return member(first[of_node[n]], i);
+  }
+  void clear() { *this = {}; }
+};
+
 class Collective {
  public:
   virtual ~Collective() = default;
@@ -95,6 +121,11 @@ class Collective {
   virtual std::vector<StepRun> runs() const = 0;
   // Where member m keeps its buffer between steps (the space reductions run in).
   virtual Space home_space(int member) const = 0;
+  // Nodes that move alike, for the step-level evaluator (NodeClasses); none known by default.
+  virtual NodeClasses node_classes() const { return {}; }
+  // Member m's sends in step s to members of other nodes (as `nodes` places them): rank_step's, filtered,
+  // unless a collective finds them faster.
+  virtual void remote_sends(int member, int step, const NodeClasses& nodes, std::vector<Transfer>& out) const;
   std::uint64_t bytes() const { return bytes_; }
   Protocol protocol;  // set by whoever picks one (execute/buffer_collective.h)
 

@@ -158,6 +158,40 @@ VertexId CommModel::from_template(VertexId v, int node) const {
   return v - node_base_[0] + node_base_[node];
 }
 
+void CommModel::index_node_edges() {
+  // An edge inside node n is placed by its ends' offsets in the node and, among parallel links, its rank;
+  // a GPU pair's twin of a link by its link's place.
+  const TopologyGraph& g = topo_.graph();
+  std::map<std::tuple<std::size_t, std::size_t, int, bool>, int> slot_of;
+  std::map<std::tuple<int, std::size_t, std::size_t>, int> parallel;
+  std::vector<std::pair<int, int>> placed;  // (edge, node)
+  edge_slot_.assign(edges_.size(), -1);
+  auto place = [&](int i, int node, std::tuple<std::size_t, std::size_t, int, bool> key) {
+    edge_slot_[i] = slot_of.emplace(key, static_cast<int>(slot_of.size())).first->second;
+    placed.push_back({i, node});
+  };
+  for (int i = 0; i < link_edges_; ++i) {
+    const VertexId u = boost::source(edges_[i], g), v = boost::target(edges_[i], g);
+    const int n = topo_.device(u).node;
+    if (n < 0 || topo_.device(v).node != n) continue;
+    const std::size_t a = u - node_base_[n], b = v - node_base_[n];
+    const int rank = parallel[{n, a, b}]++;
+    place(i, n, {a, b, rank, false});
+    if (gpu_pair_twin_[i] >= 0) place(gpu_pair_twin_[i], n, {a, b, rank, true});
+  }
+  node_slots_ = static_cast<int>(slot_of.size());
+  node_edges_.assign(static_cast<std::size_t>(topo_.nodes()) * node_slots_, -1);
+  for (const auto& [i, n] : placed) node_edges_[static_cast<std::size_t>(n) * node_slots_ + edge_slot_[i]] = i;
+}
+
+int CommModel::translated_edge(int i, int from, int to) {
+  if (!uniform_nodes_) return -1;
+  if (node_slots_ < 0) index_node_edges();
+  const int slot = edge_slot_[i];
+  if (slot < 0 || node_edges_[static_cast<std::size_t>(from) * node_slots_ + slot] != i) return -1;
+  return node_edges_[static_cast<std::size_t>(to) * node_slots_ + slot];
+}
+
 const Route& CommModel::intra(VertexId a, VertexId b) {
   auto key = std::make_pair(a, b);
   if (auto it = intra_routes_.find(key); it != intra_routes_.end()) return it->second;
@@ -340,9 +374,11 @@ ComputeHold CommModel::compute_interference(const collective::Collective& c, dou
   using collective::Space;
   std::vector<double> bytes(static_cast<std::size_t>(c.members()), 0);  // through each member's GPU memory
   collective::RankStep st;
+  collective::NodeClasses classes = c.node_classes();  // a member moves what its twin does
+  if (!by_node_class(classes, c)) classes.clear();
   for (const auto& run : c.runs())
     for (int m = 0; m < c.members(); ++m) {
-      if (!places_.at(m).gpu) continue;
+      if (!places_.at(m).gpu || (classes.count() > 0 && !classes.leads(m))) continue;
       c.rank_step(m, run.first, st);
       double b = 0;
       for (const auto& t : st.sends)
@@ -351,6 +387,8 @@ ComputeHold CommModel::compute_interference(const collective::Collective& c, dou
         if (r.src != r.dst && r.dst_space == Space::Device) b += static_cast<double>(r.bytes) * (r.reduce ? 2 : 1);
       bytes[m] += b * run.count;
     }
+  if (classes.count() > 0)
+    for (int m = 0; m < c.members(); ++m) bytes[m] = bytes[classes.twin(m)];
   ComputeHold hold;
   const bool nvls = c.algorithm() == "nvls_allreduce" || c.algorithm() == "nvls_tree_allreduce";
   const double sms = nvls ? lib_.nvls_channels : kernel_channels_;

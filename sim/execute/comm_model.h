@@ -130,6 +130,18 @@ class CommModel final : public PathCost {
     return d > 1 && workers_ / std::max(1, ranks_per_node_) > d ? d : 1;
   }
   std::string edge_name(int i) const;
+  // Whether every node's paths among its own members cost what node 0's do, translated: nodes laid out
+  // alike, and no CPU processes' core shares, which differ by edge.
+  bool alike_nodes() const { return uniform_nodes_ && !process_; }
+  // Whether collective c's members may be evaluated by its node classes here: the GPUs of alike nodes, and
+  // each node's switch, fewer classes than nodes.
+  bool by_node_class(const collective::NodeClasses& k, const collective::Collective& c) const {
+    const int nodes = k.nodes();
+    return nodes > 0 && k.local == ranks_per_node_ && nodes * k.local == workers_ && k.members() == c.members() &&
+           (k.extra == 0 || (k.extra == 1 && switch_members_ == nodes)) && alike_nodes() && k.count() < nodes;
+  }
+  // Edge i of node `from`, between two of that node's vertices, as node `to`'s; -1 where i is no such edge.
+  int translated_edge(int i, int from, int to);
 
   // The sizes of collective c that size regimes may be keyed by: its buffer, and its footprint, what the
   // members on one node hold while it runs: each its buffer, and the scratch that the most it receives to
@@ -220,7 +232,11 @@ class CommModel final : public PathCost {
   VertexId rpc_endpoint_base_ = 0;                   // the first server process's endpoint
   std::vector<int> gpu_pair_twin_;                   // per link edge: its GPU-to-GPU twin's index, or -1
   std::unordered_map<const void*, int> edge_index_;  // edge property address -> dense index
-  std::vector<std::size_t> node_base_;               // first vertex of each node
+  void index_node_edges();
+  std::vector<int> edge_slot_;          // per edge inside a node: its place in the node; -1 others
+  std::vector<int> node_edges_;         // node n's edge at slot k: [n * node_slots_ + k]
+  int node_slots_ = -1;                 // -1: not indexed yet
+  std::vector<std::size_t> node_base_;  // first vertex of each node
   std::size_t node_size_ = 0;
   bool uniform_nodes_ = false;
   std::map<std::pair<VertexId, VertexId>, Route> template_routes_;  // node-0-relative intra-node routes

@@ -25,9 +25,10 @@ double flows_duration(const std::vector<Flow>& flows, const CommModel& cm);
 struct RunCost {
   collective::Phase phase = collective::Phase::ReduceScatter;
   int count = 0;
-  double step_s = 0;  // one step: transfers plus the slowest member's reduction and update
-  int transfers = 0;  // messages in one step
-  double copy_s = 0;  // of step_s: the most a member spends copying messages out of shared memory
+  double step_s = 0;      // one step: transfers plus the slowest member's reduction and update
+  int transfers = 0;      // messages in one step
+  double copy_s = 0;      // of step_s: the most a member spends copying messages out of shared memory
+  bool by_class = false;  // evaluated through the collective's node classes (Collective::node_classes)
 };
 
 // Evaluates every run of `c`; adds bytes carried per dense edge into `edge_bytes` (sized edge_count()).

@@ -160,11 +160,17 @@ WorkEstimate estimate_work(const Catalog& catalog, const Scenario& s, Fidelity f
   const std::vector<std::vector<int>> chains(c.strategy == Strategy::Tree ? c.channels : 0);
   const auto coll = make_buffer_collective(s, {workers, space, rings, {}, chains, std::nullopt}, bytes, elem, shards);
   collective::RankStep st;
+  // A member of a node class sends as many as its twin in the class's first node.
+  const collective::NodeClasses classes = coll->node_classes();
+  std::vector<int> alike(classes.count(), 0);
+  for (int k : classes.of_node) ++alike[k];
+  const bool classed = classes.count() > 0 && classes.members() == coll->members();
   for (const auto& run : coll->runs()) {
     double sends = 0;
     for (int m = 0; m < coll->members(); ++m) {
+      if (classed && !classes.leads(m)) continue;
       coll->rank_step(m, run.first, st);
-      sends += static_cast<double>(st.sends.size());
+      sends += static_cast<double>(st.sends.size()) * (classed ? alike[classes.of_node[classes.node(m)]] : 1);
     }
     e.transfers_per_buffer += sends * run.count;
     e.step_transfers_per_buffer += sends;
