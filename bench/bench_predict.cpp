@@ -85,7 +85,7 @@ int main(int argc, char** argv) {
                 cases.end());
   for (const Case& c : cases) run_case(catalog_dir, scenario, c);
   // Today's fleet (issue 29): GPT-2 XL in bf16 under PyTorch DDP on ND96isr_H100_v5 (8 H100, a 400 Gb/s NIC
-  // each), ring and NCCL's tree. --quick keeps the 128-GPU cases.
+  // each), ring, NCCL's tree and auto (NCCL's tuning model per message). --quick keeps the 128-GPU cases.
   const std::string h100 = catalog_dir + "/../scenarios/bert_large_bf16_plan.yaml";
   const std::vector<std::string> gpt2 = {"cluster.sku=ND96isr_H100_v5",
                                          "model.name=gpt2_xl",
@@ -100,7 +100,7 @@ int main(int argc, char** argv) {
   std::vector<Case> fleet = {{16, Fidelity::Step, "ring"},   {16, Fidelity::Step, "tree"},
                              {128, Fidelity::Step, "ring"},  {128, Fidelity::Step, "tree"},
                              {2048, Fidelity::Step, "ring"}, {2048, Fidelity::Step, "hierarchical"},
-                             {2048, Fidelity::Step, "tree"}};
+                             {2048, Fidelity::Step, "tree"}, {2048, Fidelity::Step, "auto"}};
   if (quick) fleet.resize(2);
   for (const Case& c : fleet) run_case(catalog_dir, h100, c, gpt2);
   return 0;

@@ -153,6 +153,38 @@ struct Components {
   }
 };
 
+// A step's flows' edges and path latencies side by side, in flow order: the grouping and the keys walk
+// them at memory speed instead of chasing each flow's path.
+struct FlowEdges {
+  std::vector<int> start{0}, list;  // flow i's edges: list[start[i], start[i + 1])
+  std::vector<double> bandwidth;    // each edge's in list, the model's edge_bandwidth
+  std::vector<double> latency;      // flow i's path latency
+  void clear() {
+    start.assign(1, 0);
+    list.clear();
+    bandwidth.clear();
+    latency.clear();
+  }
+  void add(std::span<const int> edges, std::span<const double> bandwidths, double path_latency) {
+    list.insert(list.end(), edges.begin(), edges.end());
+    bandwidth.insert(bandwidth.end(), bandwidths.begin(), bandwidths.end());
+    start.push_back(static_cast<int>(list.size()));
+    latency.push_back(path_latency);
+  }
+  void add_all(const std::vector<Flow>& flows, const CommModel& cm) {
+    clear();
+    std::vector<double> bw;
+    for (const Flow& f : flows) {
+      bw.clear();
+      for (int e : f.path->edges) bw.push_back(cm.edge_bandwidth(e));
+      add(f.path->edges, bw, f.path->latency);
+    }
+  }
+  std::span<const int> of(std::size_t i) const {
+    return {list.data() + start[i], static_cast<std::size_t>(start[i + 1] - start[i])};
+  }
+};
+
 // Per cluster edge, a number valid in the current round only (rounds are stamped), so that nothing needs
 // clearing between rounds.
 class EdgeMarks {
@@ -172,18 +204,19 @@ class EdgeMarks {
   std::vector<int> marks_, set_;
 };
 
-void components(const std::vector<Flow>& flows, int cluster_edges, Components& out) {
+void components(const FlowEdges& flows, int cluster_edges, Components& out) {
   thread_local EdgeMarks owner;  // cluster edge -> a flow on it
   owner.next_round(cluster_edges);
   thread_local std::vector<int> parent, slot;
-  parent.resize(flows.size());
-  for (std::size_t i = 0; i < flows.size(); ++i) parent[i] = static_cast<int>(i);
+  const std::size_t n = flows.latency.size();
+  parent.resize(n);
+  for (std::size_t i = 0; i < n; ++i) parent[i] = static_cast<int>(i);
   auto find = [&](int x) {
     while (parent[x] != x) x = parent[x] = parent[parent[x]];
     return x;
   };
-  for (std::size_t i = 0; i < flows.size(); ++i)
-    for (int e : flows[i].path->edges) {
+  for (std::size_t i = 0; i < n; ++i)
+    for (int e : flows.of(i)) {
       const int o = owner.get(e);
       if (o < 0) {
         owner.set(e, static_cast<int>(i));
@@ -193,9 +226,9 @@ void components(const std::vector<Flow>& flows, int cluster_edges, Components& o
       if (a != b) parent[std::max(a, b)] = std::min(a, b);
     }
   // Components numbered by their first flow; counted, then filled in flow order.
-  slot.assign(flows.size(), -1);
+  slot.assign(n, -1);
   out.start.assign(1, 0);
-  for (std::size_t i = 0; i < flows.size(); ++i) {
+  for (std::size_t i = 0; i < n; ++i) {
     const int r = find(static_cast<int>(i));
     if (slot[r] < 0) {
       slot[r] = static_cast<int>(out.start.size()) - 1;
@@ -206,16 +239,15 @@ void components(const std::vector<Flow>& flows, int cluster_edges, Components& o
   for (std::size_t k = 1; k < out.start.size(); ++k) out.start[k] += out.start[k - 1];
   thread_local std::vector<int> fill;
   fill.assign(out.start.begin(), out.start.end() - 1);
-  out.order.resize(flows.size());
-  for (std::size_t i = 0; i < flows.size(); ++i)
-    out.order[fill[slot[find(static_cast<int>(i))]]++] = static_cast<int>(i);
+  out.order.resize(n);
+  for (std::size_t i = 0; i < n; ++i) out.order[fill[slot[find(static_cast<int>(i))]]++] = static_cast<int>(i);
 }
 
 // What a component's result depends on, exactly: each flow's bytes, latencies and edges (numbered by first
 // appearance) and each edge's bandwidth, as words. Components with equal keys (a node's flows in every node
 // alike) are solved once.
-void component_key(const std::vector<Flow>& flows, std::span<const int> members, const CommModel& cm,
-                   std::vector<std::uint64_t>& key) {
+void component_key(const std::vector<Flow>& flows, const FlowEdges& edges, std::span<const int> members,
+                   const CommModel& cm, std::vector<std::uint64_t>& key) {
   thread_local EdgeMarks local;  // cluster edge -> its number in the component
   local.next_round(cm.edge_count());
   key.clear();
@@ -223,22 +255,28 @@ void component_key(const std::vector<Flow>& flows, std::span<const int> members,
   int numbered = 0;
   for (int i : members) {
     const Flow& f = flows[i];
-    key.insert(key.end(), {word(f.bytes), word(f.path->latency), word(f.extra_latency), f.path->edges.size()});
-    for (int e : f.path->edges) {
+    const std::span<const int> path = edges.of(i);
+    key.insert(key.end(), {word(f.bytes), word(edges.latency[i]), word(f.extra_latency), path.size()});
+    for (std::size_t j = 0; j < path.size(); ++j) {
+      const int e = path[j];
       int l = local.get(e);
       const bool fresh = l < 0;
       if (fresh) local.set(e, l = numbered++);
       key.push_back(static_cast<std::uint64_t>(l));
-      if (fresh) key.push_back(word(cm.edge_bandwidth(e)));
+      if (fresh) key.push_back(word(edges.bandwidth[edges.start[i] + j]));
     }
   }
 }
 
-struct KeyHash {
+struct KeyHash {  // four independent lanes: a long key hashes at the multiplier's throughput, not its latency
   std::size_t operator()(const std::vector<std::uint64_t>& key) const {
-    std::uint64_t h = key.size();
-    for (std::uint64_t w : key) h = (h ^ w) * 0x9E3779B97F4A7C15ull + (h >> 29);
-    return static_cast<std::size_t>(h);
+    constexpr std::uint64_t kMix = 0x9E3779B97F4A7C15ull;
+    std::array<std::uint64_t, 4> h{key.size(), 1, 2, 3};
+    std::size_t i = 0;
+    for (; i + 4 <= key.size(); i += 4)
+      for (int l = 0; l < 4; ++l) h[l] = (h[l] ^ key[i + l]) * kMix + (h[l] >> 29);
+    for (; i < key.size(); ++i) h[0] = (h[0] ^ key[i]) * kMix + (h[0] >> 29);
+    return static_cast<std::size_t>(((h[0] * kMix ^ h[1]) * kMix ^ h[2]) * kMix ^ h[3]);
   }
 };
 // Components solved so far, by key: kept over a collective's steps, whose components repeat.
@@ -247,12 +285,13 @@ using Solved = std::unordered_map<std::vector<std::uint64_t>, double, KeyHash>;
 
 namespace {
 // The latest end over the step's components; alike components solved once.
-double parts_duration(const std::vector<Flow>& flows, const Components& parts, const CommModel& cm, Solved& solved) {
+double parts_duration(const std::vector<Flow>& flows, const FlowEdges& edges, const Components& parts,
+                      const CommModel& cm, Solved& solved) {
   thread_local std::vector<std::uint64_t> key;
   std::vector<Flow> part;
   double end = 0;
   for (std::size_t k = 0; k < parts.size(); ++k) {
-    component_key(flows, parts[k], cm, key);
+    component_key(flows, edges, parts[k], cm, key);
     auto it = solved.find(key);
     if (it == solved.end()) {
       part.clear();
@@ -267,12 +306,14 @@ double parts_duration(const std::vector<Flow>& flows, const Components& parts, c
 // One step's flows and its slowest member's own work (its copies, reductions and update).
 struct StepFlows {
   std::vector<Flow> flows;
+  FlowEdges edges;        // each flow's edges, side by side
   std::vector<int> pair;  // each flow's member pair (FlowMaker::pairs)
   std::vector<int> own;   // by node class: the node whose transfer among its own members it is; -1 between nodes
   int unlisted = 0;       // by node class: the other nodes' transfers among their own members
   double slowest_local = 0, most_copying = 0;
   void clear() {
     flows.clear();
+    edges.clear();
     pair.clear();
     own.clear();
     unlisted = 0;
@@ -288,14 +329,16 @@ class FlowMaker {
   struct Pair {
     std::uint64_t key = 0;
     const Path* path = nullptr;
+    int edges_at = 0, edge_count = 0;        // its path's edges in the arena (read there, not in the path)
     double bytes = -1, wire = 0, extra = 0;  // the last message size and its costs
     double carried = 0, carried_own = 0;     // over the runs: between nodes (or unclassed), within own_node
     int own_node = -1;
+    double latency = 0;  // its path's
   };
   FlowMaker(CommModel& cm, const collective::Collective& c)
       : cm_(cm), c_(c), size_(cm.collective_size(c)), slots_(1024, -1) {}
-  // The transfer's flow; `pair` its member pair's index in pairs().
-  Flow operator()(const collective::Transfer& t, int& pair) {
+  // The transfer's flow, its edges added to `edges`; `pair` its member pair's index in pairs().
+  Flow operator()(const collective::Transfer& t, int& pair, FlowEdges& edges) {
     const std::uint64_t key = (static_cast<std::uint64_t>(t.src) << 32 | static_cast<std::uint64_t>(t.dst)) << 2 |
                               static_cast<std::uint64_t>(t.src_space) << 1 | static_cast<std::uint64_t>(t.dst_space);
     pair = find(key, t);
@@ -306,6 +349,8 @@ class FlowMaker {
       k.wire = CommModel::wire_bytes(*k.path, b, size_, c_.protocol);
       k.extra = CommModel::message_overhead(*k.path, b, size_, c_.protocol) - k.path->overhead;
     }
+    const auto n = static_cast<std::size_t>(k.edge_count);
+    edges.add({arena_.data() + k.edges_at, n}, {arena_bandwidth_.data() + k.edges_at, n}, k.latency);
     return {k.path, k.wire, k.extra, b};
   }
   std::vector<Pair>& pairs() { return pairs_; }
@@ -318,7 +363,11 @@ class FlowMaker {
     std::size_t i = slot(key);
     for (; slots_[i] >= 0; i = (i + 1) & (slots_.size() - 1))
       if (pairs_[slots_[i]].key == key) return slots_[i];
-    pairs_.push_back({key, &cm_.path(t)});
+    const Path& p = cm_.path(t);
+    pairs_.push_back({key, &p, static_cast<int>(arena_.size()), static_cast<int>(p.edges.size())});
+    pairs_.back().latency = p.latency;
+    arena_.insert(arena_.end(), p.edges.begin(), p.edges.end());
+    for (int e : p.edges) arena_bandwidth_.push_back(cm_.edge_bandwidth(e));
     if (2 * pairs_.size() > slots_.size()) {
       grow();
       for (i = slot(key); slots_[i] >= 0;) i = (i + 1) & (slots_.size() - 1);
@@ -337,8 +386,10 @@ class FlowMaker {
   CommModel& cm_;
   const collective::Collective& c_;
   const CollectiveSize size_;
-  std::vector<Pair> pairs_;  // in order of first use
-  std::vector<int> slots_;   // indices into pairs_, -1 empty; a power of two, at most half used
+  std::vector<Pair> pairs_;              // in order of first use
+  std::vector<int> arena_;               // the pairs' paths' edges, in the same order
+  std::vector<double> arena_bandwidth_;  // and their bandwidths
+  std::vector<int> slots_;               // indices into pairs_, -1 empty; a power of two, at most half used
 };
 
 // Member m's part of step s: its sends (with node classes, each marked as staying in its node or not), and
@@ -350,7 +401,7 @@ void add_member(const collective::Collective& c, FlowMaker& make, int m, int s, 
   thread_local collective::RankStep st;
   c.rank_step(m, s, st);
   for (const auto& t : st.sends) {
-    out.flows.push_back(make(t, out.pair.emplace_back()));
+    out.flows.push_back(make(t, out.pair.emplace_back(), out.edges));
     if (k) out.own.push_back(k->node(t.dst) == k->node(m) ? k->node(m) : -1);
   }
   double copying = 0, local_s = 0;
@@ -365,13 +416,14 @@ void add_member(const collective::Collective& c, FlowMaker& make, int m, int s, 
 }
 
 // All flows of a step at once, alike components solved once (and, over a collective's steps, `solved`).
-double cached_flows_duration(const std::vector<Flow>& flows, const CommModel& cm, Solved& solved) {
+double cached_flows_duration(const std::vector<Flow>& flows, const FlowEdges& edges, const CommModel& cm,
+                             Solved& solved) {
   constexpr std::size_t kSplitFrom = 64;  // fewer flows: one problem is cheaper than finding components
   if (flows.size() < kSplitFrom) return max_min_end(flows, cm);
   thread_local Components parts;
-  components(flows, cm.edge_count(), parts);
+  components(edges, cm.edge_count(), parts);
   if (parts.size() == 1) return max_min_end(flows, cm);
-  return parts_duration(flows, parts, cm, solved);
+  return parts_duration(flows, edges, parts, cm, solved);
 }
 
 // Step s by node class: every member of each class's first node, and the other nodes' sends to other nodes.
@@ -394,21 +446,21 @@ std::optional<double> classed_step(const collective::Collective& c, const collec
       }
       c.remote_sends(m, s, k, sends);
       for (const auto& t : sends) {
-        out.flows.push_back(make(t, out.pair.emplace_back()));
+        out.flows.push_back(make(t, out.pair.emplace_back(), out.edges));
         out.own.push_back(-1);
       }
     }
     if (!whole) out.unlisted += own_count[k.of_node[n]];
   }
   for (std::size_t i = 0; i < out.flows.size(); ++i)
-    for (int e : out.flows[i].path->edges)
+    for (int e : out.edges.of(i))
       if (out.own[i] >= 0 && cm.translated_edge(e, out.own[i], out.own[i]) != e) return std::nullopt;
   thread_local Components parts;
-  components(out.flows, cm.edge_count(), parts);
+  components(out.edges, cm.edge_count(), parts);
   for (std::size_t p = 0; p < parts.size(); ++p)
     for (int i : parts[p])
       if (out.own[i] != out.own[parts[p].front()]) return std::nullopt;
-  return parts_duration(out.flows, parts, cm, solved);
+  return parts_duration(out.flows, out.edges, parts, cm, solved);
 }
 
 // The loads inside the nodes evaluated through their class's first node: that node's (`first_bytes` on
@@ -431,7 +483,9 @@ bool add_translated(const collective::NodeClasses& k, CommModel& cm, const std::
 
 double flows_duration(const std::vector<Flow>& flows, const CommModel& cm) {
   Solved solved;
-  return cached_flows_duration(flows, cm, solved);
+  FlowEdges edges;
+  edges.add_all(flows, cm);
+  return cached_flows_duration(flows, edges, cm, solved);
 }
 
 namespace {
@@ -477,7 +531,7 @@ double collective_duration(const collective::Collective& c, CommModel& cm, std::
       classes.clear();
       step.clear();
       for (int m = 0; m < c.members(); ++m) add_member(c, make, m, run.first, nullptr, step);
-      moved = cached_flows_duration(step.flows, cm, solved);
+      moved = cached_flows_duration(step.flows, step.edges, cm, solved);
     }
     const double step_s = *moved + step.slowest_local;
     total += step_s * run.count;

@@ -21,15 +21,15 @@ namespace ringsim {
 namespace {
 
 // Costs per unit of work, fitted to bench/ runs (bench/README.md, "Work estimates"; sim/HISTORY.md).
-constexpr double kFlowSecondsPerTransfer = 1e-5;      // ResNet-50 ring, 64-512 GPUs: 3.6-26 us
-constexpr double kEmulatedSecondsPerTransfer = 1e-5;  // ResNet-50 ring, 256 ranks: about 9.6 us
-constexpr double kStepSecondsPerElement = 2.7e-6;     // ND40rs_v2, 8,192-65,536 nodes: 2.5-2.8 us
-constexpr double kStepSecondsPerRankBuffer = 5e-6;    // NC24rs_v3, 16,384-262,144 GPUs, 161 buffers: 3.7-5 us
-constexpr double kStepSecondsPerStepTransfer = 5e-7;  // BERT-Large on ND96isr_H100_v5, tree, 64-512 GPUs: 0.39-0.53 us
-constexpr double kBaseBytes = 40e6;                   // the program, catalog and SimGrid
-constexpr double kBytesPerElement = 330;              // a graph vertex or directed edge, its routes, paths
-constexpr double kFlowBytesPerRank = 30e3;            // a SimGrid actor and its in-flight activities
-constexpr double kEmulatedBytesPerRank = 2.1e6;       // PSS of an SMPI rank (bench: 256 ranks, 542 MB)
+constexpr double kFlowSecondsPerTransfer = 1e-5;        // ResNet-50 ring, 64-512 GPUs: 3.6-26 us
+constexpr double kEmulatedSecondsPerTransfer = 1e-5;    // ResNet-50 ring, 256 ranks: about 9.6 us
+constexpr double kStepSecondsPerElement = 2.7e-6;       // ND40rs_v2, 8,192-65,536 nodes: 2.5-2.8 us
+constexpr double kStepSecondsPerRankBuffer = 5e-6;      // NC24rs_v3, 16,384-262,144 GPUs, 161 buffers: 3.7-5 us
+constexpr double kStepSecondsPerStepTransfer = 2.5e-7;  // by node class (2026-11-28): 0.1-0.26 us, 64-2,048 VMs
+constexpr double kBaseBytes = 40e6;                     // the program, catalog and SimGrid
+constexpr double kBytesPerElement = 330;                // a graph vertex or directed edge, its routes, paths
+constexpr double kFlowBytesPerRank = 30e3;              // a SimGrid actor and its in-flight activities
+constexpr double kEmulatedBytesPerRank = 2.1e6;         // PSS of an SMPI rank (bench: 256 ranks, 542 MB)
 
 std::int64_t graph_elements(const Topology& t) {
   return static_cast<std::int64_t>(boost::num_vertices(t.graph()) + boost::num_edges(t.graph()));
@@ -160,20 +160,29 @@ WorkEstimate estimate_work(const Catalog& catalog, const Scenario& s, Fidelity f
   const std::vector<std::vector<int>> chains(c.strategy == Strategy::Tree ? c.channels : 0);
   const auto coll = make_buffer_collective(s, {workers, space, rings, {}, chains, std::nullopt}, bytes, elem, shards);
   collective::RankStep st;
-  // A member of a node class sends as many as its twin in the class's first node.
+  std::vector<collective::Transfer> remote;
+  // By node class (the step fidelity's way where nodes are alike and their GPUs talk inside the VM, not
+  // through a rack's switch): a member sends as many as its twin in its class's first node, and the step
+  // fidelity evaluates the first nodes' sends and the others' to other nodes.
   const collective::NodeClasses classes = coll->node_classes();
-  std::vector<int> alike(classes.count(), 0);
-  for (int k : classes.of_node) ++alike[k];
-  const bool classed = classes.count() > 0 && classes.members() == coll->members();
+  const auto& gpu_switch = catalog.layout(catalog.sku(s.cluster.sku).layout).nvswitch;
+  const bool classed = classes.count() > 0 && classes.count() < classes.nodes() &&
+                       classes.members() == coll->members() && (!gpu_switch || gpu_switch->domain_nodes <= 1);
   for (const auto& run : coll->runs()) {
-    double sends = 0;
+    double sends = 0, evaluated = 0;
     for (int m = 0; m < coll->members(); ++m) {
-      if (classed && !classes.leads(m)) continue;
-      coll->rank_step(m, run.first, st);
-      sends += static_cast<double>(st.sends.size()) * (classed ? alike[classes.of_node[classes.node(m)]] : 1);
+      const int twin = classed ? classes.twin(m) : m;
+      coll->rank_step(twin, run.first, st);
+      sends += static_cast<double>(st.sends.size());
+      if (twin == m) {
+        evaluated += static_cast<double>(st.sends.size());
+        continue;
+      }
+      coll->remote_sends(m, run.first, classes, remote);
+      evaluated += static_cast<double>(remote.size());
     }
     e.transfers_per_buffer += sends * run.count;
-    e.step_transfers_per_buffer += sends;
+    e.step_transfers_per_buffer += evaluated;
   }
   e.transfers_per_iteration = e.transfers_per_buffer * e.fusion_buffers;
   e.negotiations_per_iteration = negotiations(catalog, s, fidelity, e);
@@ -198,7 +207,7 @@ WorkEstimate estimate_work(const Catalog& catalog, const Scenario& s, Fidelity f
     case Fidelity::Step:
     case Fidelity::Measured:
       e.seconds = kStepSecondsPerElement * static_cast<double>(e.graph_elements) +
-                  kStepSecondsPerRankBuffer * static_cast<double>(e.ranks) * e.fusion_buffers * e.iterations +
+                  kStepSecondsPerRankBuffer * static_cast<double>(e.ranks) * e.distinct_buffers +
                   kStepSecondsPerStepTransfer * e.step_transfers_per_buffer * e.distinct_buffers;
       break;
   }

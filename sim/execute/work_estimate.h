@@ -21,7 +21,8 @@ struct WorkEstimate {
   // whose sizes follow the timing, each count.
   int distinct_buffers = 0;
   double transfers_per_buffer = 0;  // messages of one collective, every member's sends summed
-  // The step fidelity's work: the sends of each distinct step (a run of equal steps is evaluated once).
+  // The step fidelity's work: the sends of each distinct step (a run of equal steps is evaluated once), of
+  // each node class's first node and the other nodes' to other nodes where the collective has classes.
   double step_transfers_per_buffer = 0;
   double transfers_per_iteration = 0;  // what the flow fidelity and the emulation run one by one
   // Negotiation cycles that do work: the simulation skips idle ones; the emulation runs every cycle's
