@@ -648,6 +648,19 @@ class NvlsAllreduce final : public Collective {
   std::vector<Chunking> shards_;  // slice k in p shards
 };
 
+// Node classes by what decides a node's steps: key_of(n, key) appends node n's; nodes with equal keys are alike.
+template <class KeyOf>
+NodeClasses classes_by_key(int nodes, int local, int extra, KeyOf key_of) {
+  std::vector<int> of_node;
+  std::map<std::vector<int>, int> seen;
+  for (int n = 0; n < nodes; ++n) {
+    std::vector<int> key;
+    key_of(n, key);
+    of_node.push_back(seen.emplace(std::move(key), static_cast<int>(seen.size())).first->second);
+  }
+  return {local, extra, std::move(of_node)};
+}
+
 // Tree `tree` of NCCL's double binary tree over the nodes, with a chain of `local` members below each node's
 // head: each node's parent (-1: the root) and children (ascending), its head's height (hops down to its
 // deepest leaf, chains included) and depth (hops up to the root).
@@ -768,18 +781,13 @@ class TreeAllreduce final : public PhasedCollective {
   // A member's steps follow from its place in each channel's tree: its height and depth, whether it is the
   // root, and its children's heights (the chains are the same in every node).
   NodeClasses node_classes() const override {
-    std::vector<int> of_node;
-    std::map<std::vector<int>, int> seen;
-    for (int n = 0; n < p_ / local_; ++n) {
-      std::vector<int> key;
+    return classes_by_key(p_ / local_, local_, 0, [this](int n, std::vector<int>& key) {
       for (const TreeChannel& c : channels_)
         for (int m = n * local_; m < (n + 1) * local_; ++m) {
           key.insert(key.end(), {c.height(m), c.depth(m), c.parent(m) < 0, -1});
           c.for_children(m, [&](int ch) { key.push_back(c.height(ch)); });
         }
-      of_node.push_back(seen.emplace(std::move(key), static_cast<int>(seen.size())).first->second);
-    }
-    return {local_, 0, std::move(of_node)};
+    });
   }
   // Only a chain's head sends to another node (to its parent and its remote children).
   void remote_sends(int m, int s, const NodeClasses& nodes, std::vector<Transfer>& out) const override {
@@ -890,17 +898,12 @@ class NvlsTreeAllreduce final : public Collective {
   // A node's steps follow from its place in both trees: its height and depth, whether it is the root, and
   // its children's heights.
   NodeClasses node_classes() const override {
-    std::vector<int> of_node;
-    std::map<std::vector<int>, int> seen;
-    for (int n = 0; n < nodes_; ++n) {
-      std::vector<int> key;
+    return classes_by_key(nodes_, local_, 1, [this](int n, std::vector<int>& key) {
       for (const NodeTree& tr : trees_) {
         key.insert(key.end(), {tr.height[n], tr.depth[n], tr.parent[n] < 0, -1});
         for (int ch : tr.children(n)) key.push_back(tr.height[ch]);
       }
-      of_node.push_back(seen.emplace(std::move(key), static_cast<int>(seen.size())).first->second);
-    }
-    return {local_, 1, std::move(of_node)};
+    });
   }
   // A GPU sends to other nodes up its trees and down (as add_offset lists them); a switch never does.
   void remote_sends(int m, int t, const NodeClasses& nodes, std::vector<Transfer>& out) const override {
