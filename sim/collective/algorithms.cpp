@@ -793,8 +793,9 @@ class TreeAllreduce final : public PhasedCollective {
   void remote_sends(int m, int s, const NodeClasses& nodes, std::vector<Transfer>& out) const override {
     if (nodes.local != local_ || nodes.extra != 0) return Collective::remote_sends(m, s, nodes, out);
     out.clear();
-    auto [phase, t] = phases_.locate(s);
+    const auto [phase, step] = phases_.locate(s);
     if (phase == Phase::CopyToHost || phase == Phase::CopyToDevice) return;
+    const int t = step;  // a plain variable: lambdas capture it
     for (int c : headed_[m % local_]) {  // as add_channel lists them
       const TreeChannel& ch = channels_[c];
       const std::uint64_t base = channel_split_.offset(c);
