@@ -185,13 +185,15 @@ struct FlowEdges {
   }
 };
 
-// Per cluster edge, a number valid in the current round only (rounds are stamped), so that nothing needs
-// clearing between rounds.
+// Per cluster edge, a number set in the current round (-1: none); a new round clears only the edges the last
+// one set.
 class EdgeMarks {
  public:
   void next_round(int edges) {
-    if (marks_.size() != static_cast<std::size_t>(edges)) marks_.assign(edges, -1);
-    for (int e : set_) marks_[e] = -1;
+    if (marks_.size() != static_cast<std::size_t>(edges))
+      marks_.assign(edges, -1);  // another cluster: the marks set were another graph's
+    else
+      for (int e : set_) marks_[e] = -1;
     set_.clear();
   }
   int get(int e) const { return marks_[e]; }
