@@ -25,7 +25,7 @@ constexpr double kFlowSecondsPerTransfer = 1e-5;        // ResNet-50 ring, 64-51
 constexpr double kEmulatedSecondsPerTransfer = 1e-5;    // ResNet-50 ring, 256 ranks: about 9.6 us
 constexpr double kStepSecondsPerElement = 2.7e-6;       // ND40rs_v2, 8,192-65,536 nodes: 2.5-2.8 us
 constexpr double kStepSecondsPerRankBuffer = 5e-6;      // NC24rs_v3, 16,384-262,144 GPUs, 161 buffers: 3.7-5 us
-constexpr double kStepSecondsPerStepTransfer = 2.5e-7;  // by node class (2026-11-28): 0.1-0.26 us, 64-2,048 VMs
+constexpr double kStepSecondsPerStepTransfer = 2.5e-7;  // by node class: 0.1-0.26 us, 64-2,048 VMs (bench/)
 constexpr double kBaseBytes = 40e6;                     // the program, catalog and SimGrid
 constexpr double kBytesPerElement = 330;                // a graph vertex or directed edge, its routes, paths
 constexpr double kFlowBytesPerRank = 30e3;              // a SimGrid actor and its in-flight activities
@@ -98,6 +98,39 @@ double negotiations(const Catalog& catalog, const Scenario& s, Fidelity fidelity
 
 }  // namespace
 
+namespace {
+// Every member's sends in every step of `coll` (transfers_per_buffer), and those the step fidelity evaluates
+// in its distinct steps (step_transfers_per_buffer). By node class (the step fidelity's way where nodes are
+// alike and their GPUs talk inside the VM, not through a rack's switch), a member sends as many as its twin
+// in its class's first node, and the step fidelity takes the first nodes' sends and the others' to other nodes.
+void count_transfers(const Catalog& catalog, const Scenario& s, const collective::Collective& coll, WorkEstimate& e) {
+  const collective::NodeClasses classes = coll.node_classes();
+  const auto& gpu_switch = catalog.layout(catalog.sku(s.cluster.sku).layout).nvswitch;
+  const bool classed = classes.count() > 0 && classes.count() < classes.nodes() &&
+                       classes.members() == coll.members() && (!gpu_switch || gpu_switch->domain_nodes <= 1);
+  collective::RankStep st;
+  std::vector<collective::Transfer> remote;
+  std::vector<std::size_t> sent(coll.members(), 0);  // this step's, by member (a twin's before its own)
+  for (const auto& run : coll.runs()) {
+    double sends = 0, evaluated = 0;
+    for (int m = 0; m < coll.members(); ++m) {
+      if (classed && !classes.leads(m)) {
+        sends += static_cast<double>(sent[classes.twin(m)]);
+        coll.remote_sends(m, run.first, classes, remote);
+        evaluated += static_cast<double>(remote.size());
+        continue;
+      }
+      coll.rank_step(m, run.first, st);
+      sent[m] = st.sends.size();
+      sends += static_cast<double>(sent[m]);
+      evaluated += static_cast<double>(sent[m]);
+    }
+    e.transfers_per_buffer += sends * run.count;
+    e.step_transfers_per_buffer += evaluated;
+  }
+}
+}  // namespace
+
 WorkEstimate estimate_work(const Catalog& catalog, const Scenario& s, Fidelity fidelity) {
   WorkEstimate e;
   const auto& c = s.communication;
@@ -159,31 +192,7 @@ WorkEstimate estimate_work(const Catalog& catalog, const Scenario& s, Fidelity f
   const std::vector<std::vector<int>> rings(rings_run ? c.channels : 0);
   const std::vector<std::vector<int>> chains(c.strategy == Strategy::Tree ? c.channels : 0);
   const auto coll = make_buffer_collective(s, {workers, space, rings, {}, chains, std::nullopt}, bytes, elem, shards);
-  collective::RankStep st;
-  std::vector<collective::Transfer> remote;
-  // By node class (the step fidelity's way where nodes are alike and their GPUs talk inside the VM, not
-  // through a rack's switch): a member sends as many as its twin in its class's first node, and the step
-  // fidelity evaluates the first nodes' sends and the others' to other nodes.
-  const collective::NodeClasses classes = coll->node_classes();
-  const auto& gpu_switch = catalog.layout(catalog.sku(s.cluster.sku).layout).nvswitch;
-  const bool classed = classes.count() > 0 && classes.count() < classes.nodes() &&
-                       classes.members() == coll->members() && (!gpu_switch || gpu_switch->domain_nodes <= 1);
-  for (const auto& run : coll->runs()) {
-    double sends = 0, evaluated = 0;
-    for (int m = 0; m < coll->members(); ++m) {
-      const int twin = classed ? classes.twin(m) : m;
-      coll->rank_step(twin, run.first, st);
-      sends += static_cast<double>(st.sends.size());
-      if (twin == m) {
-        evaluated += static_cast<double>(st.sends.size());
-        continue;
-      }
-      coll->remote_sends(m, run.first, classes, remote);
-      evaluated += static_cast<double>(remote.size());
-    }
-    e.transfers_per_buffer += sends * run.count;
-    e.step_transfers_per_buffer += evaluated;
-  }
+  count_transfers(catalog, s, *coll, e);
   e.transfers_per_iteration = e.transfers_per_buffer * e.fusion_buffers;
   e.negotiations_per_iteration = negotiations(catalog, s, fidelity, e);
   if (fidelity == Fidelity::Emulated) {
