@@ -13,6 +13,7 @@
 #include <stdexcept>
 
 #include "calibrate/placement.h"
+#include "calibrate/runs.h"
 #include "collective/collective.h"
 #include "execute/child_process.h"
 #include "execute/prediction_band.h"
@@ -62,8 +63,9 @@ double spread_pct(std::vector<double> runs) {
 
 double against_others_pct(const std::vector<double>& runs, std::size_t i) {
   if (runs.size() < 3 || runs[i] == 0) return -1;
-  std::vector<double> others = runs;
-  others.erase(others.begin() + static_cast<std::ptrdiff_t>(i));
+  std::vector<double> others;
+  for (std::size_t k = 0; k < runs.size(); ++k)
+    if (k != i) others.push_back(runs[k]);
   return std::fabs(runs[i] - median(others)) / std::fabs(runs[i]) * 100;
 }
 
@@ -77,45 +79,134 @@ double others_error_pct(const std::vector<double>& runs) {
   return errors.empty() ? -1 : median(errors);
 }
 
-double ValidationReport::mape() const {
+double mape_of(const std::vector<ValidationCase>& cases) {
   if (cases.empty()) return 0;
   double s = 0;
   for (const auto& c : cases) s += std::fabs(c.error_pct());
   return s / cases.size();
 }
 
-double ValidationReport::max_abs_error() const {
+double max_abs_error_of(const std::vector<ValidationCase>& cases) {
   double m = 0;
   for (const auto& c : cases) m = std::max(m, std::fabs(c.error_pct()));
   return m;
 }
 
-int ValidationReport::banded() const {
+int banded_of(const std::vector<ValidationCase>& cases) {
   return static_cast<int>(std::count_if(cases.begin(), cases.end(), [](const auto& c) { return c.has_band(); }));
 }
 
-double ValidationReport::band_coverage() const {
-  if (banded() == 0) return -1;
+double band_coverage_of(const std::vector<ValidationCase>& cases) {
+  if (banded_of(cases) == 0) return -1;
   const auto inside =
       std::count_if(cases.begin(), cases.end(), [](const auto& c) { return c.has_band() && c.in_band(); });
-  return static_cast<double>(inside) / banded();
+  return static_cast<double>(inside) / banded_of(cases);
 }
 
-double ValidationReport::band_median_width() const {
+double band_median_width_of(const std::vector<ValidationCase>& cases) {
   std::vector<double> widths;
   for (const auto& c : cases)
     if (c.has_band() && c.low > 0) widths.push_back(c.high / c.low);
   return widths.empty() ? -1 : upper_median(widths);
 }
 
+namespace {
+
+// A published throughput run, as the few-shot check uses it: its series (scenario, model and batch) and the
+// keys that make it this run of the series.
+struct SeriesRun {
+  ValidationCase zero_shot;
+  std::string scenario_file, series;
+  std::vector<Override> series_sets, run_sets;
+  std::vector<int> columns;  // of run_sets, in the cases file
+  std::int64_t nodes = 1;
+  int line = 0;
+};
+
+// "step_time_cv 0.023 (0.005 to 0.04)": the figures one series' fit found.
+std::string fitted_figures(const RunsFit& fit) {
+  std::string out;
+  for (const auto& x : fit.fitted)
+    out += (out.empty() ? "" : ", ") + x.name + (x.scale ? " x" : " ") + format_number(x.value) + " (" +
+           format_number(x.low) + " to " + format_number(x.high) + ")";
+  return out;
+}
+
+// One series' larger runs, predicted with the figures fitted to its runs of up to `fit_nodes` nodes.
+void few_shot_series(const Catalog& catalog, const std::vector<const SeriesRun*>& runs, std::int64_t fit_nodes,
+                     bool with_band, const std::string& cases_file, ValidationReport& r) {
+  std::vector<MeasuredRun> small;
+  for (const auto* x : runs)
+    if (x->nodes <= fit_nodes) small.push_back({x->run_sets, x->columns, x->zero_shot.measured, x->line});
+  const SeriesRun& first = *runs.front();
+  RunsFit fit;
+  try {
+    fit = fit_runs(catalog, first.scenario_file, first.series_sets, small, cases_file);
+  } catch (const InputError& e) {
+    r.notes.push_back("few-shot " + first.series + ": not fitted: " + e.message());
+    return;
+  }
+  r.few_shot_fits.push_back(first.series + " (" + std::to_string(small.size()) + " runs): " + fitted_figures(fit));
+  Catalog calibrated = catalog;
+  calibrated.apply(fit.overlay);
+  for (const auto* x : runs) {
+    if (x->nodes <= fit_nodes) continue;
+    std::vector<Override> sets = x->series_sets;
+    sets.insert(sets.end(), x->run_sets.begin(), x->run_sets.end());
+    const Scenario s = load_scenario(x->scenario_file, calibrated, sets);
+    ValidationCase vc = x->zero_shot;
+    vc.zero_shot = vc.predicted;
+    vc.predicted = predict_isolated(calibrated, s)["images_per_sec"].get<double>();
+    vc.low = vc.high = 0;
+    if (with_band) {
+      const BandRatios band = band_ratios(calibrated, s, fit.overlay, default_fidelity(s));
+      if (band.samples > 0) {
+        vc.low = std::min(vc.predicted, vc.predicted * band.rate_low);
+        vc.high = std::max(vc.predicted, vc.predicted * band.rate_high);
+      }
+    }
+    r.few_shot.push_back(vc);
+  }
+}
+
+// Every series with runs on at most `fit_nodes` nodes and runs on more, in the order the file has them.
+void add_few_shot(const Catalog& catalog, const std::vector<SeriesRun>& runs, std::int64_t fit_nodes, bool with_band,
+                  const std::string& cases_file, ValidationReport& r) {
+  r.few_shot_nodes = fit_nodes;
+  std::vector<std::string> order;
+  std::map<std::string, std::vector<const SeriesRun*>> series;
+  for (const auto& x : runs) {
+    if (!series.count(x.series)) order.push_back(x.series);
+    series[x.series].push_back(&x);
+  }
+  for (const auto& name : order) {
+    const auto& members = series[name];
+    const auto small = std::count_if(members.begin(), members.end(), [&](auto* x) { return x->nodes <= fit_nodes; });
+    if (small > 0 && small < static_cast<std::ptrdiff_t>(members.size()))
+      few_shot_series(catalog, members, fit_nodes, with_band, cases_file, r);
+  }
+}
+
+}  // namespace
+
 ValidationReport validate_published(const Catalog& catalog, const std::string& cases_file, bool with_band) {
   auto doc = std::make_shared<YamlDocument>(YamlDocument::load_file(cases_file));
   YamlField root = YamlField::root(doc);
-  root.require_map({"cases"});
+  root.require_map({"cases", "few_shot"});
   const std::filesystem::path scenario_dir =
       std::filesystem::path(cases_file).parent_path().parent_path() / "scenarios";
   ValidationReport r;
   r.title = "published: " + cases_file;
+  std::vector<SeriesRun> series_runs;  // the throughput cases, for the few-shot check
+  const auto few_shot = root.find("few_shot");
+  std::vector<std::string> split_by;  // case keys that split a scenario's cases into series
+  std::int64_t fit_nodes = 0;
+  if (few_shot) {
+    few_shot->require_map({"fit_nodes", "series"});
+    fit_nodes = few_shot->get("fit_nodes").integer(1, 65536);
+    if (auto k = few_shot->find("series"))
+      for (const auto& key : k->items()) split_by.push_back(key.choice({"model", "batch_per_gpu"}));
+  }
   for (auto& c : root.get("cases").items()) {
     c.require_map({"name", "scenario", "model", "batch_per_gpu", "gpus", "nodes", "parameter_servers",
                    "published_images_per_sec", "bytes", "published_busbw_GBps"});
@@ -168,6 +259,15 @@ ValidationReport validate_published(const Catalog& catalog, const std::string& c
     if (auto f = c.find("parameter_servers"))  // as the published set-up ran, where it says
       sets.push_back(parse_override("communication.parameter_servers=" + std::to_string(f->integer(1, 65536))));
     const Scenario s = load_scenario(file, catalog, sets);
+    // Its few-shot series: the scenario, and the keys `few_shot: series` names; the other keys vary by run.
+    SeriesRun run{{}, file, c.get("scenario").str(), {}, {}, {}, nodes, c.location().line};
+    const std::vector<std::string> keys = {"nodes", "gpus", "model", "batch_per_gpu", "parameter_servers"};
+    for (std::size_t i = 0; i < sets.size(); ++i) {
+      const bool splits = std::find(split_by.begin(), split_by.end(), keys[i]) != split_by.end();
+      (splits ? run.series_sets : run.run_sets).push_back(sets[i]);
+      if (splits) run.series += " " + c.get(keys[i]).str();
+      if (!splits) run.columns.push_back(c.has(keys[i]) ? c.get(keys[i]).location().column : c.location().column);
+    }
     const BandRatios band = with_band ? band_ratios(catalog, s, {}, default_fidelity(s)) : BandRatios{};
     const nlohmann::json p = predict_isolated(catalog, s);
     ValidationCase vc{c.get("name").str(), "images_per_sec", p["images_per_sec"].get<double>(),
@@ -180,7 +280,10 @@ ValidationReport validate_published(const Catalog& catalog, const std::string& c
         s.cluster.sku + " " + c.get("model").str() + " b" + std::to_string(c.get("batch_per_gpu").integer(1, 1 << 20));
     vc.x = static_cast<double>(gpus);
     r.cases.push_back(vc);
+    run.zero_shot = vc;
+    series_runs.push_back(std::move(run));
   }
+  if (few_shot) add_few_shot(catalog, series_runs, fit_nodes, with_band, cases_file, r);
   return r;
 }
 
@@ -309,6 +412,40 @@ ValidationReport validate_timeline(const Catalog& catalog, const Scenario& s, co
   return r;
 }
 
+namespace {
+
+// The few-shot cases: each against the zero-shot prediction of the same run, then what each fit found.
+std::string few_shot_table(const ValidationReport& r) {
+  if (r.few_shot.empty()) return "";
+  std::ostringstream o;
+  char line[256];
+  o << "  few-shot: each series calibrated on its runs of up to " << r.few_shot_nodes
+    << " nodes (calibrate --runs), its larger runs predicted with the fitted figures\n";
+  std::snprintf(line, sizeof line, "  %-32s %-22s %14s %14s %9s %11s\n", "case", "metric", "predicted", "measured",
+                "error", "zero-shot");
+  o << line;
+  for (const auto& c : r.few_shot) {
+    std::snprintf(line, sizeof line, "  %-32s %-22s %14.6g %14.6g %+8.1f%% %+10.1f%%\n", c.name.c_str(),
+                  c.metric.c_str(), c.predicted, c.measured, c.error_pct(), c.zero_shot_error_pct());
+    o << line;
+  }
+  double zero = 0;
+  for (const auto& c : r.few_shot) zero += std::fabs(c.zero_shot_error_pct()) / r.few_shot.size();
+  std::snprintf(line, sizeof line, "  few-shot MAPE %.1f %%, max |error| %.1f %% over %zu cases (zero-shot %.1f %%)\n",
+                mape_of(r.few_shot), max_abs_error_of(r.few_shot), r.few_shot.size(), zero);
+  o << line;
+  if (banded_of(r.few_shot) > 0) {
+    std::snprintf(line, sizeof line, "  few-shot bands: %d of %d inside, median width high / low %.2f\n",
+                  static_cast<int>(std::lround(band_coverage_of(r.few_shot) * banded_of(r.few_shot))),
+                  banded_of(r.few_shot), band_median_width_of(r.few_shot));
+    o << line;
+  }
+  for (const auto& f : r.few_shot_fits) o << "    fitted " << f << "\n";
+  return o.str();
+}
+
+}  // namespace
+
 std::string validation_table(const ValidationReport& r) {
   std::ostringstream o;
   char line[256];
@@ -346,6 +483,7 @@ std::string validation_table(const ValidationReport& r) {
         o << line;
       }
   }
+  o << few_shot_table(r);
   for (const auto& n : r.notes) o << "  note: " << n << "\n";
   if (!spreads.empty()) {
     std::snprintf(line, sizeof line,
@@ -357,6 +495,35 @@ std::string validation_table(const ValidationReport& r) {
   for (const auto& [name, d] : r.differences) o << "\n" << name << ":\n" << diff_table(d);
   return o.str();
 }
+
+namespace {
+
+nlohmann::ordered_json few_shot_json(const ValidationReport& r) {
+  nlohmann::ordered_json j{{"fit_nodes", r.few_shot_nodes},
+                           {"mape_pct", mape_of(r.few_shot)},
+                           {"max_abs_error_pct", max_abs_error_of(r.few_shot)}};
+  if (banded_of(r.few_shot) > 0) {
+    j["band_coverage"] = band_coverage_of(r.few_shot);
+    j["band_median_width"] = band_median_width_of(r.few_shot);
+  }
+  nlohmann::ordered_json cases = nlohmann::ordered_json::array();
+  for (const auto& c : r.few_shot) {
+    nlohmann::ordered_json one{{"case", c.name},
+                               {"metric", c.metric},
+                               {"predicted", c.predicted},
+                               {"measured", c.measured},
+                               {"error_pct", c.error_pct()},
+                               {"zero_shot_predicted", c.zero_shot},
+                               {"zero_shot_error_pct", c.zero_shot_error_pct()}};
+    if (c.has_band()) one.update({{"predicted_low", c.low}, {"predicted_high", c.high}, {"in_band", c.in_band()}});
+    cases.push_back(one);
+  }
+  j["cases"] = cases;
+  j["fits"] = r.few_shot_fits;
+  return j;
+}
+
+}  // namespace
 
 std::string validation_json(const ValidationReport& r) {
   nlohmann::ordered_json j;
@@ -385,6 +552,7 @@ std::string validation_json(const ValidationReport& r) {
     }
   }
   j["cases"] = cases;
+  if (!r.few_shot.empty()) j["few_shot"] = few_shot_json(r);
   if (!r.notes.empty()) j["notes"] = r.notes;
   if (!r.differences.empty()) {
     nlohmann::ordered_json diffs = nlohmann::ordered_json::array();
@@ -522,22 +690,23 @@ Plot validation_plot(const ValidationReport& r) {
   return p;
 }
 
-std::vector<std::string> regressions(const ValidationReport& r, const std::string& recorded_json, double tolerance) {
-  const std::string expected = "not a validation JSON (ringsim validate --json)";
-  const auto j = read_json_file(recorded_json, expected);
-  std::map<std::string, double> recorded;
-  try {
-    for (const auto& c : j.at("cases"))
-      recorded[c.at("case").get<std::string>() + " / " + c.at("metric").get<std::string>()] =
-          c.at("error_pct").get<double>();
-  } catch (const nlohmann::json::exception& e) {
-    throw InputError({recorded_json, 0, 0, ""}, expected + ": " + e.what());
-  }
-  std::vector<std::string> out;
-  char buf[256];
-  for (const auto& c : r.cases) {
-    const std::string key = c.name + " / " + c.metric;
-    auto it = recorded.find(key);
+namespace {
+
+// "case / metric" -> recorded error, of one list of cases in a validation JSON.
+std::map<std::string, double> recorded_errors(const nlohmann::json& cases) {
+  std::map<std::string, double> out;
+  for (const auto& c : cases)
+    out[c.at("case").get<std::string>() + " / " + c.at("metric").get<std::string>()] = c.at("error_pct").get<double>();
+  return out;
+}
+
+void compare(const std::vector<ValidationCase>& cases, const std::map<std::string, double>& recorded,
+             const std::string& prefix, const std::string& recorded_json, double tolerance,
+             std::vector<std::string>& out) {
+  char buf[320];
+  for (const auto& c : cases) {
+    const std::string key = prefix + c.name + " / " + c.metric;
+    auto it = recorded.find(prefix + c.name + " / " + c.metric);
     if (it == recorded.end()) {
       out.push_back(key + ": not in " + recorded_json);
       continue;
@@ -548,6 +717,25 @@ std::vector<std::string> regressions(const ValidationReport& r, const std::strin
       out.push_back(buf);
     }
   }
+}
+
+}  // namespace
+
+std::vector<std::string> regressions(const ValidationReport& r, const std::string& recorded_json, double tolerance) {
+  const std::string expected = "not a validation JSON (ringsim validate --json)";
+  const auto j = read_json_file(recorded_json, expected);
+  std::map<std::string, double> recorded, few_shot;
+  try {
+    recorded = recorded_errors(j.at("cases"));
+    if (j.contains("few_shot"))
+      for (const auto& [key, error] : recorded_errors(j.at("few_shot").at("cases")))
+        few_shot["few-shot " + key] = error;
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError({recorded_json, 0, 0, ""}, expected + ": " + e.what());
+  }
+  std::vector<std::string> out;
+  compare(r.cases, recorded, "", recorded_json, tolerance, out);
+  compare(r.few_shot, few_shot, "few-shot ", recorded_json, tolerance, out);
   return out;
 }
 

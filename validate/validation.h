@@ -3,6 +3,7 @@
 // (ringsim-real train --json, or any file in the result schema).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -33,7 +34,18 @@ struct ValidationCase {
   double low = 0, high = 0;
   bool has_band() const { return high > 0; }
   bool in_band() const { return measured >= low && measured <= high; }
+  // A few-shot case (calibrated on smaller runs): the zero-shot prediction of the same run; 0 for others.
+  double zero_shot = 0;
+  double zero_shot_error_pct() const { return measured != 0 ? (zero_shot - measured) / measured * 100 : 0; }
 };
+
+// Over a set of cases: mean |error| in %, the largest |error|, how many have a band, the share of those whose
+// measurement is inside it (-1: none), and the median of their high / low (-1: none).
+double mape_of(const std::vector<ValidationCase>& cases);
+double max_abs_error_of(const std::vector<ValidationCase>& cases);
+int banded_of(const std::vector<ValidationCase>& cases);
+double band_coverage_of(const std::vector<ValidationCase>& cases);
+double band_median_width_of(const std::vector<ValidationCase>& cases);
 
 struct ValidationReport {
   std::string title;
@@ -41,12 +53,17 @@ struct ValidationReport {
   std::vector<ValidationCase> cases;
   // Result files (--measured): where each differs from the prediction, part by part.
   std::vector<std::pair<std::string, ResultDiff>> differences;
-  std::vector<std::string> notes;    // what was left out, and why
-  double mape() const;               // mean |error| in %
-  double max_abs_error() const;      // in %
-  int banded() const;                // cases with a band
-  double band_coverage() const;      // of those, the share whose measurement is inside it (-1: none)
-  double band_median_width() const;  // the median of high / low over them (-1: none)
+  std::vector<std::string> notes;  // what was left out, and why
+  // Published few-shot check: each series calibrated on its runs of up to `few_shot_nodes` nodes (`ringsim
+  // calibrate --runs`), its larger runs predicted with the fitted figures; what each fit found.
+  std::int64_t few_shot_nodes = 0;
+  std::vector<ValidationCase> few_shot;
+  std::vector<std::string> few_shot_fits;
+  double mape() const { return mape_of(cases); }
+  double max_abs_error() const { return max_abs_error_of(cases); }
+  int banded() const { return banded_of(cases); }
+  double band_coverage() const { return band_coverage_of(cases); }
+  double band_median_width() const { return band_median_width_of(cases); }
 };
 
 // (largest - smallest) / median of repeated measurements, in %; -1 for fewer than two.
@@ -59,7 +76,7 @@ double others_error_pct(const std::vector<double>& runs);
 double against_others_pct(const std::vector<double>& runs, std::size_t i);
 
 // Each case predicted in its own process (one SimGrid engine per process), with its band unless `band` is
-// false.
+// false. Where the file has `few_shot: {fit_nodes: N}`, also the few-shot check (ValidationReport::few_shot).
 ValidationReport validate_published(const Catalog& catalog, const std::string& cases_file, bool band = true);
 // Bench rows with placement probes (calibrate/placement.h) count where the CPUs were as near as the files
 // saw them, or as `nearest_core_to_core_ns` (other launches' nearest probe, in ns; 0: none).

@@ -304,7 +304,11 @@ void follow_valleys(RunsFitter& f, const std::vector<const UncertainParameter*>&
 
 RunsFit fit_runs(const Catalog& catalog, const std::string& scenario_file, const std::vector<Override>& sets,
                  const std::string& runs_file) {
-  const std::vector<MeasuredRun> runs = read_runs(runs_file);
+  return fit_runs(catalog, scenario_file, sets, read_runs(runs_file), runs_file);
+}
+
+RunsFit fit_runs(const Catalog& catalog, const std::string& scenario_file, const std::vector<Override>& sets,
+                 const std::vector<MeasuredRun>& runs, const std::string& runs_file) {
   const std::vector<Scenario> scenarios = run_scenarios(catalog, scenario_file, sets, runs, runs_file);
   RunsFit fit;
   for (const auto& r : runs) fit.measured.push_back(r.images_per_sec);

@@ -41,5 +41,8 @@ struct RunsFit {
 // more figures do than there are runs; it names what more to measure.
 RunsFit fit_runs(const Catalog& catalog, const std::string& scenario_file, const std::vector<Override>& sets,
                  const std::string& runs_file);
+// The same for runs read elsewhere; `source` names their file in errors and in the overlay's header.
+RunsFit fit_runs(const Catalog& catalog, const std::string& scenario_file, const std::vector<Override>& sets,
+                 const std::vector<MeasuredRun>& runs, const std::string& source);
 
 }  // namespace ringsim
