@@ -190,6 +190,17 @@ TEST_CASE("calibrate: a bad overlay is reported with file, line and column", "[c
   CHECK_THAT(msg, Catch::Contains("unknown library 'ncl'; did you mean nccl"));
   std::ofstream(overlay) << "libraries:\n  mpi:\n    paths:\n      infiniband: {bandwidth_fraction: 2}\n";
   CHECK_THAT(test::input_error_of([&] { c.apply_overlay(overlay); }), Catch::Contains("must be between 0.01 and 1"));
+  // A fit's ranges: names of uncertain parameters, each [LOW, HIGH].
+  std::ofstream(overlay) << "fitted_ranges:\n  tf_rpc_rate: [3e8, 4e8]\n  step_time_c: [0.01, 0.02]\n";
+  std::string e = test::input_error_of([&] { c.apply_overlay(overlay); });
+  CHECK_THAT(e, Catch::StartsWith(overlay + ":3:"));
+  CHECK_THAT(e, Catch::Contains("unknown uncertain parameter 'step_time_c'; did you mean step_time_cv"));
+  std::ofstream(overlay) << "fitted_ranges:\n  tf_rpc_rate: [4e8, 3e8]\n";
+  CHECK_THAT(test::input_error_of([&] { c.apply_overlay(overlay); }), Catch::Contains("expected LOW <= HIGH"));
+  std::ofstream(overlay) << "fitted_ranges:\n  tf_rpc_rate: 3e8\n";
+  e = test::input_error_of([&] { c.apply_overlay(overlay); });
+  CHECK_THAT(e, Catch::StartsWith(overlay + ":2:"));
+  CHECK_THAT(e, Catch::Contains("expected [LOW, HIGH]"));
   std::remove(overlay.c_str());
 }
 
@@ -500,7 +511,15 @@ TEST_CASE("calibrate --runs: runs generated from known figures are fitted back",
         Approx(std::hypot(0.02, gpus)).epsilon(0.15));
   // The socket fraction and the Ethernet rate multiply: their product is what the runs determine.
   CHECK(value.at("nccl_socket_fraction") * value.at("azure_ethernet_rate") == Approx(0.40).epsilon(0.2));
-  // Written and read back as any overlay; predict then takes these figures out of its band.
+  // Each fitted value lies in what the runs leave it, itself inside the figure's range; the overlay keeps it.
+  for (const auto& x : fit.fitted) {
+    CHECK(x.fit_low <= x.value);
+    CHECK(x.fit_high >= x.value);
+    CHECK(x.fit_low >= x.low * (1 - 1e-12));
+    CHECK(x.fit_high <= x.high * (1 + 1e-12));
+    REQUIRE(fit.overlay.fitted_ranges.count(x.name) == 1);
+  }
+  // Written and read back as any overlay, with those ranges; predict then samples them in its band.
   const std::string overlay = temp("ringsim_runs_overlay_") + ".yaml";
   std::ofstream(overlay) << fit.overlay.to_yaml();
   CHECK(catalog.read_overlay(overlay).same_figures(fit.overlay));
@@ -523,6 +542,40 @@ TEST_CASE("calibrate --runs: runs generated from known figures are fitted back",
   }
   CHECK(after_sq < before_sq);
   for (const auto& f : {scenario_file, open_file, channels, co_run, runs, overlay}) std::remove(f.c_str());
+}
+
+TEST_CASE("calibrate --runs: where the runs leave each fitted figure, in closed form", "[calibrate]") {
+  // Three runs, one figure moving each by d log(rate) / du = 1: s^2 = |r|^2 / (3 - 1) = 1e-4, var(u) = 1/3,
+  // half-width t(2 dof) sqrt(s^2 var) = 2.920 x 0.005774 = 0.01686.
+  Eigen::MatrixXd jac(3, 1);
+  jac << 1, 1, 1;
+  Eigen::VectorXd r(3);
+  r << 0.01, -0.01, 0;
+  auto i = fitted_intervals(jac, r, {0.5});
+  CHECK(i[0].first == Approx(0.5 - 0.01686).epsilon(1e-3));
+  CHECK(i[0].second == Approx(0.5 + 0.01686).epsilon(1e-3));
+  // Clipped to the figure's range.
+  i = fitted_intervals(jac, r, {0.99});
+  CHECK(i[0].second == 1.0);
+  // As many runs as figures: nothing says how well they fit, the figure keeps its range.
+  Eigen::MatrixXd one(1, 1);
+  one << 1;
+  i = fitted_intervals(one, Eigen::VectorXd::Constant(1, 0.0), {0.5});
+  CHECK(i[0] == std::pair{0.0, 1.0});
+  // Two figures that move the runs only together (their sum): neither is pinned down; a third, alone, is.
+  Eigen::MatrixXd pair(4, 3);
+  pair << 1, 1, 0.5, 1, 1, -0.5, 1, 1, 1, 1, 1, 0;
+  Eigen::VectorXd r4(4);
+  r4 << 0.01, -0.01, 0.005, -0.005;
+  i = fitted_intervals(pair, r4, {0.5, 0.5, 0.5});
+  CHECK(i[0] == std::pair{0.0, 1.0});
+  CHECK(i[1] == std::pair{0.0, 1.0});
+  CHECK(i[2].first > 0.4);
+  CHECK(i[2].second < 0.6);
+  // A figure that moves no run by 0.5 % over its whole range is not pinned either.
+  Eigen::MatrixXd flat(3, 1);
+  flat << 0.001, 0.001, 0.001;
+  CHECK(fitted_intervals(flat, r, {0.5})[0] == std::pair{0.0, 1.0});
 }
 
 TEST_CASE("calibrate --runs: runs in the flow fidelity are searched in the step fidelity, fitted in their own",

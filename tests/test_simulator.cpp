@@ -1670,10 +1670,24 @@ TEST_CASE("band: it holds the prediction, and a calibration that measures a figu
   CHECK(std::count(narrower.parameters.begin(), narrower.parameters.end(), "nccl_socket_fraction") == 0);
   CHECK(std::count(narrower.parameters.begin(), narrower.parameters.end(), "azure_ethernet_rate") == 0);
   CHECK(narrower.rate_high / narrower.rate_low < band.rate_high / band.rate_low);
-  // Runs that measured the GPUs' spread measured the run's GPUs: the reference GPU leaves the band too.
+  // Fitted to runs instead (calibrate --runs), the figures keep what the runs leave them: sampled over those
+  // narrower ranges, between the band of nothing measured and the band of both measured exactly.
+  CatalogOverlay fitted = measured;
+  fitted.fitted_ranges["nccl_socket_fraction"] = {0.45, 0.55};
+  fitted.fitted_ranges["azure_ethernet_rate"] = {0.9, 1.1};  // factors of the figure the overlay sets
+  const BandRatios ranged = band_ratios(catalog, s, fitted);
+  CHECK(std::count(ranged.parameters.begin(), ranged.parameters.end(), "nccl_socket_fraction") == 1);
+  CHECK(ranged.rate_high / ranged.rate_low < band.rate_high / band.rate_low);
+  CHECK(ranged.rate_high / ranged.rate_low > narrower.rate_high / narrower.rate_low);
+  // Runs that measured the GPUs' spread measured the run's GPUs: the reference GPU leaves the band too,
+  // whether the spread is set exactly or over a fitted range.
   measured.compute.gpu_to_gpu_cv = 0.015;
   const BandRatios gpus_measured = band_ratios(catalog, s, measured);
   CHECK(std::count(gpus_measured.parameters.begin(), gpus_measured.parameters.end(), "reference_gpu_score") == 0);
+  measured.fitted_ranges["gpu_to_gpu_cv"] = {0.01, 0.02};
+  const BandRatios gpus_fitted = band_ratios(catalog, s, measured);
+  CHECK(std::count(gpus_fitted.parameters.begin(), gpus_fitted.parameters.end(), "gpu_to_gpu_cv") == 1);
+  CHECK(std::count(gpus_fitted.parameters.begin(), gpus_fitted.parameters.end(), "reference_gpu_score") == 0);
   // One node of NVLink GPUs, compute-bound: the reference GPU alone spreads the band both ways by more than
   // one standard deviation of the catalog's spread.
   const BandRatios node = band_ratios(catalog, scenario("cluster: {sku: DGX-1-P100, nodes: 1}\n"

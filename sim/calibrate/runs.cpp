@@ -263,6 +263,25 @@ void search(RunsFitter& f, const std::vector<const UncertainParameter*>& params,
   u[i] = last[1] < last[0] ? 0.0 : last[2] < last[0] ? 1.0 : best;
 }
 
+// The runs' log errors against each coordinate of u, by forward differences (r: the errors at u).
+Eigen::MatrixXd jacobian(RunsFitter& f, const std::vector<const UncertainParameter*>& params,
+                         const std::vector<double>& u, const Eigen::VectorXd& r) {
+  Eigen::MatrixXd jac(r.size(), static_cast<Eigen::Index>(params.size()));
+  std::vector<std::vector<double>> xs(params.size(), u);
+  for (std::size_t j = 0; j < xs.size(); ++j) xs[j][j] += u[j] < 0.9 ? 0.1 : -0.1;
+  const std::vector<Eigen::VectorXd> rs = f.residuals(params, xs);  // the columns side by side
+  for (std::size_t j = 0; j < xs.size(); ++j) jac.col(static_cast<Eigen::Index>(j)) = (rs[j] - r) / (xs[j][j] - u[j]);
+  return jac;
+}
+
+// Student's t at 95 % (one-sided) for `dof` degrees of freedom: a table to 10, then its expansion in 1 / dof.
+double t95(std::size_t dof) {
+  static const double kTable[] = {6.314, 2.920, 2.353, 2.132, 2.015, 1.943, 1.895, 1.860, 1.833, 1.812};
+  if (dof >= 1 && dof <= 10) return kTable[dof - 1];
+  const double z = 1.6449, v = static_cast<double>(dof);
+  return z + (z * z * z + z) / (4 * v) + (5 * std::pow(z, 5) + 16 * z * z * z + 3 * z) / (96 * v * v);
+}
+
 // Levenberg-Marquardt from u, each coordinate kept in [0, 1], on the runs' log errors (Jacobian by forward
 // differences): it follows the valleys that run across figures which trade against each other (the compute's
 // variation and the collectives' hold on it, the network's figures), where searches along one figure stall.
@@ -273,11 +292,7 @@ void follow_valleys(RunsFitter& f, const std::vector<const UncertainParameter*>&
   // A few iterations, while each still lowers the cost by a hundredth: a fit stays well under a minute.
   for (int it = 0; it < 4 && r.squaredNorm() > 1e-12; ++it) {
     const double before = r.squaredNorm();
-    Eigen::MatrixXd jac(r.size(), n);
-    std::vector<std::vector<double>> xs(static_cast<std::size_t>(n), u);
-    for (std::size_t j = 0; j < xs.size(); ++j) xs[j][j] += u[j] < 0.9 ? 0.1 : -0.1;
-    const std::vector<Eigen::VectorXd> rs = f.residuals(params, xs);  // the columns side by side
-    for (std::size_t j = 0; j < xs.size(); ++j) jac.col(static_cast<Eigen::Index>(j)) = (rs[j] - r) / (xs[j][j] - u[j]);
+    const Eigen::MatrixXd jac = jacobian(f, params, u, r);
     const Eigen::MatrixXd a = jac.transpose() * jac;
     const Eigen::VectorXd g = jac.transpose() * r;
     bool better = false;
@@ -301,6 +316,31 @@ void follow_valleys(RunsFitter& f, const std::vector<const UncertainParameter*>&
 }
 
 }  // namespace
+
+std::vector<std::pair<double, double>> fitted_intervals(const Eigen::MatrixXd& jac, const Eigen::VectorXd& r,
+                                                        const std::vector<double>& u) {
+  const Eigen::JacobiSVD<Eigen::MatrixXd> svd(jac, Eigen::ComputeFullV);
+  const Eigen::VectorXd sv = svd.singularValues();
+  const Eigen::MatrixXd v = svd.matrixV();
+  Eigen::Index kept = 0;
+  while (kept < sv.size() && sv[kept] > 0.005) ++kept;
+  std::vector<std::pair<double, double>> out(u.size(), {0.0, 1.0});
+  const auto runs = static_cast<std::size_t>(r.size());
+  if (kept == 0 || runs <= static_cast<std::size_t>(kept)) return out;
+  const std::size_t dof = runs - static_cast<std::size_t>(kept);
+  const double s2 = r.squaredNorm() / static_cast<double>(dof), t = t95(dof);
+  for (std::size_t j = 0; j < u.size(); ++j) {
+    const auto row = static_cast<Eigen::Index>(j);
+    bool pinned = true;  // no direction the runs do not see moves it by a tenth of what it moves
+    for (Eigen::Index i = kept; i < v.cols(); ++i) pinned = pinned && std::fabs(v(row, i)) < 0.1;
+    if (!pinned) continue;
+    double var = 0;
+    for (Eigen::Index i = 0; i < kept; ++i) var += v(row, i) * v(row, i) / (sv[i] * sv[i]);
+    const double half = t * std::sqrt(s2 * var);
+    out[j] = {std::clamp(u[j] - half, 0.0, 1.0), std::clamp(u[j] + half, 0.0, 1.0)};
+  }
+  return out;
+}
 
 RunsFit fit_runs(const Catalog& catalog, const std::string& scenario_file, const std::vector<Override>& sets,
                  const std::string& runs_file) {
@@ -368,15 +408,24 @@ RunsFit fit_runs(const Catalog& catalog, const std::string& scenario_file, const
   f.use_own_fidelity(true);
   follow_valleys(f, params, u);
   fit.after = f.predictions(params, u);
-  for (std::size_t i = 0; i < params.size(); ++i)
-    fit.fitted.push_back(
-        {params[i]->name, params[i]->low, params[i]->high, value_at(*params[i], u[i]), params[i]->scale});
+  Eigen::VectorXd r(static_cast<Eigen::Index>(runs.size()));
+  for (std::size_t i = 0; i < runs.size(); ++i)
+    r[static_cast<Eigen::Index>(i)] = std::log(fit.after[i] / fit.measured[i]);
+  const auto intervals = fitted_intervals(jacobian(f, params, u, r), r, u);
   fit.overlay = f.figures(params, u);
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const UncertainParameter& p = *params[i];
+    const double value = value_at(p, u[i]), lo = value_at(p, intervals[i].first), hi = value_at(p, intervals[i].second);
+    fit.fitted.push_back({p.name, p.low, p.high, value, p.scale, lo, hi});
+    // A factor's range is read against the figure the overlay sets, the catalog's times `value`.
+    fit.overlay.fitted_ranges[p.name] = p.scale ? std::pair{lo / value, hi / value} : std::pair{lo, hi};
+  }
   fit.overlay.header = {"ringsim calibration overlay, fitted by `ringsim calibrate --runs " + runs_file + "` to " +
                         std::to_string(runs.size()) + " measured runs of " + scenario_file};
   for (const auto& x : fit.fitted)
-    fit.overlay.header.push_back("  " + x.name + (x.scale ? " (factor)" : "") + " = " + format_number(x.value) +
-                                 ", range " + format_number(x.low) + " to " + format_number(x.high));
+    fit.overlay.header.push_back("  " + x.name + (x.scale ? " (factor)" : "") + " = " + format_number(x.value) + " (" +
+                                 format_number(x.fit_low) + " to " + format_number(x.fit_high) +
+                                 " 9 times in 10), range " + format_number(x.low) + " to " + format_number(x.high));
   return fit;
 }
 

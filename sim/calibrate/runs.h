@@ -5,7 +5,9 @@
 // predictions of the runs match them; the result is an overlay for `predict --calibration`.
 #pragma once
 
+#include <Eigen/Dense>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "load/catalog.h"
@@ -28,6 +30,8 @@ struct FittedFigure {
   std::string name;  // the uncertain parameter
   double low = 0, high = 0, value = 0;
   bool scale = false;
+  // Where the runs leave it, 9 times in 10 (its whole range where they do not pin it down).
+  double fit_low = 0, fit_high = 0;
 };
 
 struct RunsFit {
@@ -36,6 +40,14 @@ struct RunsFit {
   std::vector<double> measured, before, after;  // per run: images/s measured, predicted before and after
   CatalogOverlay overlay;
 };
+
+// Where each fitted coordinate u (0..1 along a figure's range) may lie, 9 times in 10, given how well the runs
+// are fitted: Gauss-Newton, cov(u) = s^2 (J^T J)^-1 over the directions that move the runs by 0.5 % or more
+// (J: the runs' log errors against u, r: those errors), s^2 the residuals' variance per degree of freedom
+// left, Student's t. A coordinate the runs do not pin down (a direction that moves no run, or no degree of
+// freedom left to say how well they fit) keeps all of [0, 1].
+std::vector<std::pair<double, double>> fitted_intervals(const Eigen::MatrixXd& jac, const Eigen::VectorXd& r,
+                                                        const std::vector<double>& u);
 
 // Refuses (InputError) a fit the runs do not determine: no uncertain figure changes their predictions, or
 // more figures do than there are runs; it names what more to measure.

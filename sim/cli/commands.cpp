@@ -281,7 +281,8 @@ int calibrate_from_runs(const Catalog& catalog, const CalibrateOptions& o, const
   std::ostringstream out;
   for (const auto& x : fit.fitted)
     out << "  fitted " << x.name << (x.scale ? " (factor of the catalog's figure)" : "") << ": "
-        << format_number(x.value) << " (range " << format_number(x.low) << " to " << format_number(x.high) << ")\n";
+        << format_number(x.value) << ", " << format_number(x.fit_low) << " to " << format_number(x.fit_high)
+        << " 9 times in 10 (range " << format_number(x.low) << " to " << format_number(x.high) << ")\n";
   for (const auto& n : fit.not_fitted) out << "  not fitted: " << n << "\n";
   out << "  run   measured   predicted before   after   residual\n";
   for (std::size_t i = 0; i < fit.measured.size(); ++i) {

@@ -32,18 +32,21 @@ int prime(std::size_t i) {
 
 // The single-GPU rate was measured on one GPU, not on the run's: where GPUs of one type differ by an
 // uncertain spread, the band also samples where that GPU stands among them (ComputeSpec::reference_gpu_score).
+// Runs fitted for the spread measured the run's GPUs, so a calibration that fitted it leaves the score out.
 constexpr const char* kReferenceGpu = "reference_gpu_score";
-bool samples_reference_gpu(const std::vector<const UncertainParameter*>& params) {
-  return std::any_of(params.begin(), params.end(), [](auto* p) { return p->figure == "compute.gpu_to_gpu_cv"; });
+bool samples_reference_gpu(const std::vector<const UncertainParameter*>& params, const CatalogOverlay& calibration) {
+  return std::any_of(params.begin(), params.end(), [&](auto* p) {
+    return p->figure == "compute.gpu_to_gpu_cv" && !calibration.fitted_ranges.count(p->name);
+  });
 }
 
 // The catalog's figures moved to sample k (0: none).
-CatalogOverlay sample_figures(const Catalog& catalog, const std::vector<const UncertainParameter*>& params, int k) {
+CatalogOverlay sample_figures(const Catalog& catalog, const std::vector<const UncertainParameter*>& params, int k,
+                              bool reference_gpu) {
   CatalogOverlay o;
   for (std::size_t i = 0; k > 0 && i < params.size(); ++i)
     o.merge(uncertain_overlay(catalog, *params[i], value_at(*params[i], halton(k, prime(i)))));
-  if (k > 0 && samples_reference_gpu(params))
-    o.compute.reference_gpu_score = normal_quantile(halton(k, prime(params.size())));
+  if (k > 0 && reference_gpu) o.compute.reference_gpu_score = normal_quantile(halton(k, prime(params.size())));
   return o;
 }
 
@@ -95,19 +98,28 @@ BandRatios band_ratios(const Catalog& catalog, const Scenario& s, const CatalogO
                        Fidelity fidelity) {
   BandRatios band;
   std::vector<const UncertainParameter*> params;
+  std::vector<UncertainParameter> fitted;  // figures a fit to runs set, over what the runs leave them
+  fitted.reserve(catalog.uncertain().size());
   // The roofline's efficiency moves only a rate the roofline gives (not a measured or given one).
   const bool roofline = build_compute_model(catalog, s, false).source == "roofline";
-  for (const auto& p : catalog.uncertain())
-    if (applies_to(p, s, catalog) && !overlay_sets(catalog, calibration, p) &&
-        (roofline || p.figure != "compute.roofline_efficiency_scale")) {
-      params.push_back(&p);
-      band.parameters.push_back(p.name);
+  for (const auto& p : catalog.uncertain()) {
+    if (!applies_to(p, s, catalog) || (!roofline && p.figure == "compute.roofline_efficiency_scale")) continue;
+    const auto range = calibration.fitted_ranges.find(p.name);
+    if (overlay_sets(catalog, calibration, p) && range == calibration.fitted_ranges.end()) continue;
+    if (range != calibration.fitted_ranges.end()) {
+      fitted.push_back(p);
+      std::tie(fitted.back().low, fitted.back().high) = range->second;
     }
+    params.push_back(range != calibration.fitted_ranges.end() ? &fitted.back() : &p);
+    band.parameters.push_back(p.name);
+  }
   if (params.empty()) return band;
-  if (samples_reference_gpu(params)) band.parameters.push_back(kReferenceGpu);
+  const bool reference_gpu = samples_reference_gpu(params, calibration);
+  if (reference_gpu) band.parameters.push_back(kReferenceGpu);
   std::vector<ChildPrediction> jobs;
   const bool step = band_samples_step(s, fidelity);
-  for (int k = 0; k <= kBandSamples; ++k) jobs.push_back({&s, sample_figures(catalog, params, k), step, fidelity});
+  for (int k = 0; k <= kBandSamples; ++k)
+    jobs.push_back({&s, sample_figures(catalog, params, k, reference_gpu), step, fidelity});
   const auto q = predict_in_children(catalog, jobs);  // q[0]: the catalog's own figures
   std::vector<double> rate, time;
   for (const auto& [r, t] : q) {

@@ -24,12 +24,12 @@ struct BandRatios {
 
 // Predictions at kBandSamples deterministic points (a Halton sequence: log-uniform over each range, uniform
 // where it starts at 0) and at the catalog's figures; each end is the most extreme of them relative to the
-// catalog's (the expected 5.9th and 94.1st percentiles of the figures' ranges: a band of 9 in 10). Where the GPUs' spread (compute.gpu_to_gpu_cv) is
-// uncertain, the samples also place the GPU that gave the single-GPU rate among the run's GPUs, a standard
-// normal score (ComputeSpec::reference_gpu_score). Figures that `calibration` sets are measured and stay.
-// Each prediction runs in a child process (SimGrid allows one engine per process): call this before the
-// process runs its own prediction.
-// The samples run the step fidelity with one collective at a time, except where the prediction runs the
+// catalog's (the expected 5.9th and 94.1st percentiles of the figures' ranges: a band of 9 in 10). Where the GPUs'
+// spread (compute.gpu_to_gpu_cv) is uncertain, the samples also place the GPU that gave the single-GPU rate among the
+// run's GPUs, a standard normal score (ComputeSpec::reference_gpu_score). Figures that `calibration` sets are measured
+// and stay, except those a fit to runs set: these are sampled over the ranges the runs leave them (fitted_ranges). Each
+// prediction runs in a child process (SimGrid allows one engine per process): call this before the process runs its own
+// prediction. The samples run the step fidelity with one collective at a time, except where the prediction runs the
 // flow fidelity with collectives at once: then that, as the prediction does (the links the collectives
 // share make the network's figures move it more than one collective at a time shows).
 constexpr int kBandSamples = 16;

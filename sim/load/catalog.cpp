@@ -922,9 +922,28 @@ void apply_gpu(const GpuOverlay& o, GpuSpec& g) {
 }
 }  // namespace
 
+// fitted_ranges: {NAME: [LOW, HIGH]}, each NAME an uncertain parameter, in its units without a unit suffix.
+std::map<std::string, std::pair<double, double>> Catalog::read_fitted_ranges(const YamlField& f) const {
+  f.require_map();
+  std::vector<std::string> names;
+  for (const auto& p : uncertain_) names.push_back(p.name);
+  std::map<std::string, std::pair<double, double>> out;
+  for (const auto& [name, range] : f.entries()) {
+    if (std::find(names.begin(), names.end(), name) == names.end())
+      range.fail("unknown uncertain parameter '" + name + "'" + suggestion_suffix(name, names));
+    if (!range.is_sequence() || range.items().size() != 2) range.fail("expected [LOW, HIGH]");
+    const auto ends = range.items();
+    const double low = ends[0].number(0, 1e15), high = ends[1].number(0, 1e15);
+    if (low > high) range.fail("expected LOW <= HIGH");
+    out[name] = {low, high};
+  }
+  return out;
+}
+
 CatalogOverlay Catalog::read_overlay(const std::string& file) const {
-  YamlField root = open_root(file, {"compute", "libraries", "link_classes", "gpus", "skus"});
+  YamlField root = open_root(file, {"compute", "libraries", "link_classes", "gpus", "skus", "fitted_ranges"});
   CatalogOverlay o;
+  if (auto r = root.find("fitted_ranges")) o.fitted_ranges = read_fitted_ranges(*r);
   if (auto c = root.find("compute")) {
     c->require_map(
         {"step_time_cv", "gpu_to_gpu_cv", "reference_gpu_score", "co_run_slowdown", "roofline_efficiency_scale"});

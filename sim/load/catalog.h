@@ -499,6 +499,7 @@ class Catalog {
   std::vector<std::string> dataset_names() const { return dataset_order_; }
 
  private:
+  std::map<std::string, std::pair<double, double>> read_fitted_ranges(const YamlField& f) const;
   // One reader per catalog file, in the order load() calls them (each may refer to what came before).
   void load_links(const std::filesystem::path& base);
   void load_gpus(const std::filesystem::path& base);

@@ -93,6 +93,13 @@ class Writer {
       put(y_, "ethernet_bandwidth", k.ethernet_bandwidth, "B/s");
       y_ << YAML::EndMap;
     });
+    if (!o_.fitted_ranges.empty()) {
+      y_ << YAML::Key << "fitted_ranges" << YAML::Value << YAML::BeginMap;
+      for (const auto& [name, range] : o_.fitted_ranges)
+        y_ << YAML::Key << name << YAML::Value << YAML::Flow << YAML::BeginSeq << quantity(range.first, "")
+           << quantity(range.second, "") << YAML::EndSeq;
+      y_ << YAML::EndMap;
+    }
     y_ << YAML::EndMap;
     return std::string(y_.c_str()) + "\n";
   }
@@ -183,6 +190,7 @@ void CatalogOverlay::merge(const CatalogOverlay& o) {
     take(skus[name].vcpus, k.vcpus);
     take(skus[name].ethernet_bandwidth, k.ethernet_bandwidth);
   }
+  for (const auto& [name, range] : o.fitted_ranges) fitted_ranges[name] = range;
   header.insert(header.end(), o.header.begin(), o.header.end());
   for (const auto& [at, c] : o.comments) comments[at] = c;
 }

@@ -70,6 +70,11 @@ struct CatalogOverlay {
   std::map<std::string, GpuOverlay> gpus;
   std::map<std::string, SkuOverlay> skus;
 
+  // What a fit to runs (calibrate --runs) leaves each figure it set: uncertain parameter name -> [low, high],
+  // as uncertain.yaml gives them (values, or factors of the figure this overlay sets). The band samples these
+  // ranges instead of leaving the figures out.
+  std::map<std::string, std::pair<double, double>> fitted_ranges;
+
   // Comments for people, not read back: lines at the top, and one after an entry, keyed by its dotted
   // path ("libraries.mpi.collective_overhead", "link_classes.shm", "gpus.cpu_process").
   std::vector<std::string> header;
@@ -80,10 +85,10 @@ struct CatalogOverlay {
     std::string& c = comments[at];
     c += (c.empty() ? "" : "; ") + text;
   }
-  // The same figures (comments aside).
+  // The same figures and fitted ranges (comments aside).
   bool same_figures(const CatalogOverlay& o) const {
     return compute == o.compute && libraries == o.libraries && link_classes == o.link_classes && gpus == o.gpus &&
-           skus == o.skus;
+           skus == o.skus && fitted_ranges == o.fitted_ranges;
   }
   // Another overlay's figures replace or join these.
   void merge(const CatalogOverlay& o);
