@@ -112,8 +112,8 @@ double band_median_width_of(const std::vector<ValidationCase>& cases) {
 
 namespace {
 
-// A published throughput run, as the few-shot check uses it: its series (scenario, model and batch) and the
-// keys that make it this run of the series.
+// A published throughput run, as the few-shot check uses it: its series (its scenario, and the case keys that
+// `few_shot: series` names) and the keys that make it this run of the series.
 struct SeriesRun {
   ValidationCase zero_shot;
   std::string scenario_file, series;
@@ -706,7 +706,7 @@ void compare(const std::vector<ValidationCase>& cases, const std::map<std::strin
   char buf[320];
   for (const auto& c : cases) {
     const std::string key = prefix + c.name + " / " + c.metric;
-    auto it = recorded.find(prefix + c.name + " / " + c.metric);
+    auto it = recorded.find(key);
     if (it == recorded.end()) {
       out.push_back(key + ": not in " + recorded_json);
       continue;
