@@ -52,6 +52,19 @@ nlohmann::json predict_isolated(const Catalog& catalog, const Scenario& s) {
       run_in_child([&] { return result_json(predict(catalog, s, default_fidelity(s)), "predict"); }));
 }
 
+// A case's prediction: the scenario's images/s (in a child), and its band over the uncertain figures (those
+// a calibration fitted over the ranges it left them) unless `band` is false.
+void predict_case(const Catalog& catalog, const Scenario& s, const CatalogOverlay& calibration, bool band,
+                  ValidationCase& vc) {
+  const BandRatios ratios = band ? band_ratios(catalog, s, calibration, default_fidelity(s)) : BandRatios{};
+  vc.predicted = predict_isolated(catalog, s)["images_per_sec"].get<double>();
+  vc.low = vc.high = 0;
+  if (ratios.samples > 0) {
+    vc.low = std::min(vc.predicted, vc.predicted * ratios.rate_low);
+    vc.high = std::max(vc.predicted, vc.predicted * ratios.rate_high);
+  }
+}
+
 }  // namespace
 
 double spread_pct(std::vector<double> runs) {
@@ -156,15 +169,7 @@ void few_shot_series(const Catalog& catalog, const std::vector<const SeriesRun*>
     const Scenario s = load_scenario(x->scenario_file, calibrated, sets);
     ValidationCase vc = x->zero_shot;
     vc.zero_shot = vc.predicted;
-    vc.predicted = predict_isolated(calibrated, s)["images_per_sec"].get<double>();
-    vc.low = vc.high = 0;
-    if (with_band) {
-      const BandRatios band = band_ratios(calibrated, s, fit.overlay, default_fidelity(s));
-      if (band.samples > 0) {
-        vc.low = std::min(vc.predicted, vc.predicted * band.rate_low);
-        vc.high = std::max(vc.predicted, vc.predicted * band.rate_high);
-      }
-    }
+    predict_case(calibrated, s, fit.overlay, with_band, vc);
     r.few_shot.push_back(vc);
   }
 }
@@ -265,17 +270,13 @@ ValidationReport validate_published(const Catalog& catalog, const std::string& c
     for (std::size_t i = 0; i < sets.size(); ++i) {
       const bool splits = std::find(split_by.begin(), split_by.end(), keys[i]) != split_by.end();
       (splits ? run.series_sets : run.run_sets).push_back(sets[i]);
-      if (splits) run.series += " " + c.get(keys[i]).str();
-      if (!splits) run.columns.push_back(c.has(keys[i]) ? c.get(keys[i]).location().column : c.location().column);
+      if (splits)
+        run.series += " " + c.get(keys[i]).str();
+      else
+        run.columns.push_back(c.has(keys[i]) ? c.get(keys[i]).location().column : c.location().column);
     }
-    const BandRatios band = with_band ? band_ratios(catalog, s, {}, default_fidelity(s)) : BandRatios{};
-    const nlohmann::json p = predict_isolated(catalog, s);
-    ValidationCase vc{c.get("name").str(), "images_per_sec", p["images_per_sec"].get<double>(),
-                      c.get("published_images_per_sec").positive_number()};
-    if (band.samples > 0) {
-      vc.low = std::min(vc.predicted, vc.predicted * band.rate_low);
-      vc.high = std::max(vc.predicted, vc.predicted * band.rate_high);
-    }
+    ValidationCase vc{c.get("name").str(), "images_per_sec", 0, c.get("published_images_per_sec").positive_number()};
+    predict_case(catalog, s, {}, with_band, vc);
     vc.group =
         s.cluster.sku + " " + c.get("model").str() + " b" + std::to_string(c.get("batch_per_gpu").integer(1, 1 << 20));
     vc.x = static_cast<double>(gpus);

@@ -96,9 +96,6 @@ double negotiations(const Catalog& catalog, const Scenario& s, Fidelity fidelity
   return std::ceil((compute.forward_s + compute.backward_s) / std::max(c.cycle_time_s, allreduce)) + e.fusion_buffers;
 }
 
-}  // namespace
-
-namespace {
 // Every member's sends in every step of `coll` (transfers_per_buffer), and those the step fidelity evaluates
 // in its distinct steps (step_transfers_per_buffer). By node class (the step fidelity's way where nodes are
 // alike and their GPUs talk inside the VM, not through a rack's switch), a member sends as many as its twin
@@ -129,6 +126,7 @@ void count_transfers(const Catalog& catalog, const Scenario& s, const collective
     e.step_transfers_per_buffer += evaluated;
   }
 }
+
 }  // namespace
 
 WorkEstimate estimate_work(const Catalog& catalog, const Scenario& s, Fidelity fidelity) {
