@@ -26,10 +26,11 @@ std::string substitute(std::string s, const std::string& out, const std::string&
 }
 
 // Standard error only (standard output is discarded), with the given catalog.
-ringsim::test::CommandResult ringsim_stderr(const std::string& args,
-                                            const std::string& catalog = RINGSIM_TEST_CATALOG) {
-  return ringsim::test::run_command("(RINGSIM_CATALOG=" + catalog + " " + RINGSIM_TEST_BINARY + " " + args +
-                                    " 2>&1 >/dev/null)");
+// `env`: more VARIABLE=value settings for the run.
+ringsim::test::CommandResult ringsim_stderr(const std::string& args, const std::string& catalog = RINGSIM_TEST_CATALOG,
+                                            const std::string& env = "") {
+  return ringsim::test::run_command("(RINGSIM_CATALOG=" + catalog + " " + env + " " + RINGSIM_TEST_BINARY + " " +
+                                    args + " 2>&1 >/dev/null)");
 }
 
 // A copy of the bundled catalog with `edit.replace` replaced by `edit.with` in `edit.file`.
@@ -68,7 +69,8 @@ TEST_CASE("bad inputs: every case of the catalogue is refused with its message",
     DYNAMIC_SECTION(name) {
       const std::string catalog =
           c["catalog_edit"] ? edited_catalog(c["catalog_edit"], tmp / "catalog") : RINGSIM_TEST_CATALOG;
-      const auto r = ringsim_stderr(substitute(c["args"].as<std::string>(), out, catalog), catalog);
+      const auto r = ringsim_stderr(substitute(c["args"].as<std::string>(), out, catalog), catalog,
+                                    c["env"] ? c["env"].as<std::string>() : "");
       const int status = c["status"] ? c["status"].as<int>() : 2;
       CHECK(r.status == status);
       CHECK(r.output == substitute(c["error"].as<std::string>(), out, catalog) + "\n");
@@ -94,8 +96,8 @@ TEST_CASE("bad inputs: a 100 MB YAML file is refused before it is parsed", "[bad
     const auto r = ringsim_stderr(std::string(command) + " " + file.string());
     CHECK(r.status == 2);
     CHECK(r.output == file.string() +
-                          ": error: the file is larger than 4 MiB, the most a scenario or catalog file may be (the "
-                          "bundled ones are under 32 KiB); is it the right file?\n");
+                          ": error: the file is larger than 4 MiB, the most ringsim reads as a scenario file; is it "
+                          "the right file?\n");
     check_no_internals(r.output);
   }
   fs::remove(file);

@@ -51,11 +51,10 @@ std::size_t last_whole_event_end(const std::string& text) {
 // bracket and may end inside an event. Such a prefix is read up to its last whole event; `cut` says so.
 nlohmann::json read_trace(const std::string& file, bool& cut) {
   cut = false;
+  const std::string text = read_input_file(file, kMaxTimelineInputBytes, "Horovod timeline");
   try {
-    return read_json_file(file, "not a complete JSON trace");
+    return parse_json_text(text, file, "not a complete JSON trace");
   } catch (const InputError& whole) {
-    std::ifstream in(file, std::ios::binary);
-    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     const auto first = text.find_first_not_of(" \t\r\n");
     const std::size_t end = last_whole_event_end(text);
     if (first == std::string::npos || text[first] != '[' || end == std::string::npos) throw;

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -24,6 +25,7 @@
 #include "load/yaml_reader.h"
 #include "report/plot.h"
 #include "report/prediction_report.h"
+#include "report/progress.h"
 #include "report/stats.h"
 #include "validate/horovod_timeline.h"
 
@@ -147,11 +149,13 @@ std::string fitted_figures(const RunsFit& fit) {
 
 // One series' larger runs, predicted with the figures fitted to its runs of up to `fit_nodes` nodes.
 void few_shot_series(const Catalog& catalog, const std::vector<const SeriesRun*>& runs, std::int64_t fit_nodes,
-                     bool with_band, const std::string& cases_file, ValidationReport& r) {
+                     bool with_band, const std::string& cases_file, ValidationReport& r, Progress& progress) {
   std::vector<MeasuredRun> small;
   for (const auto* x : runs)
     if (x->nodes <= fit_nodes) small.push_back({x->run_sets, x->columns, x->zero_shot.measured, x->line});
   const SeriesRun& first = *runs.front();
+  progress.note("ringsim validate: few-shot " + first.series + ": fitting on " + std::to_string(small.size()) +
+                " runs");
   RunsFit fit;
   try {
     fit = fit_runs(catalog, first.scenario_file, first.series_sets, small, cases_file);
@@ -162,6 +166,7 @@ void few_shot_series(const Catalog& catalog, const std::vector<const SeriesRun*>
   r.few_shot_fits.push_back(first.series + " (" + std::to_string(small.size()) + " runs): " + fitted_figures(fit));
   Catalog calibrated = catalog;
   calibrated.apply(fit.overlay);
+  progress.add(runs.size() - small.size());
   for (const auto* x : runs) {
     if (x->nodes <= fit_nodes) continue;
     std::vector<Override> sets = x->series_sets;
@@ -171,12 +176,13 @@ void few_shot_series(const Catalog& catalog, const std::vector<const SeriesRun*>
     vc.zero_shot = vc.predicted;
     predict_case(calibrated, s, fit.overlay, with_band, vc);
     r.few_shot.push_back(vc);
+    progress.done("few-shot case " + vc.name + " done");
   }
 }
 
 // Every series with runs on at most `fit_nodes` nodes and runs on more, in the order the file has them.
 void add_few_shot(const Catalog& catalog, const std::vector<SeriesRun>& runs, std::int64_t fit_nodes, bool with_band,
-                  const std::string& cases_file, ValidationReport& r) {
+                  const std::string& cases_file, ValidationReport& r, Progress& progress) {
   r.few_shot_nodes = fit_nodes;
   std::vector<std::string> order;
   std::map<std::string, std::vector<const SeriesRun*>> series;
@@ -188,14 +194,14 @@ void add_few_shot(const Catalog& catalog, const std::vector<SeriesRun>& runs, st
     const auto& members = series[name];
     const auto small = std::count_if(members.begin(), members.end(), [&](auto* x) { return x->nodes <= fit_nodes; });
     if (small > 0 && small < static_cast<std::ptrdiff_t>(members.size()))
-      few_shot_series(catalog, members, fit_nodes, with_band, cases_file, r);
+      few_shot_series(catalog, members, fit_nodes, with_band, cases_file, r, progress);
   }
 }
 
 }  // namespace
 
 ValidationReport validate_published(const Catalog& catalog, const std::string& cases_file, bool with_band) {
-  auto doc = std::make_shared<YamlDocument>(YamlDocument::load_file(cases_file));
+  auto doc = std::make_shared<YamlDocument>(YamlDocument::load_file(cases_file, "published cases"));
   YamlField root = YamlField::root(doc);
   root.require_map({"cases", "few_shot"});
   const std::filesystem::path scenario_dir =
@@ -212,7 +218,9 @@ ValidationReport validate_published(const Catalog& catalog, const std::string& c
     if (auto k = few_shot->find("series"))
       for (const auto& key : k->items()) split_by.push_back(key.choice({"model", "batch_per_gpu"}));
   }
-  for (auto& c : root.get("cases").items()) {
+  std::vector<YamlField> cases = root.get("cases").items();
+  Progress progress("ringsim validate", "cases", cases.size(), std::cerr);  // minutes for the whole file
+  for (auto& c : cases) {
     c.require_map({"name", "scenario", "model", "batch_per_gpu", "gpus", "nodes", "parameter_servers",
                    "published_images_per_sec", "bytes", "published_busbw_GBps"});
     // Two kinds of case: training throughput (model, batch, images/s) or one allreduce's bus bandwidth
@@ -257,6 +265,7 @@ ValidationReport validate_published(const Catalog& catalog, const std::string& c
       vc.group = s.cluster.sku + " allreduce busbw";
       vc.x = static_cast<double>(gpus);
       r.cases.push_back(vc);
+      progress.done("case " + vc.name + " done");
       continue;
     }
     sets.push_back(parse_override("model.name=" + c.get("model").str()));
@@ -281,10 +290,11 @@ ValidationReport validate_published(const Catalog& catalog, const std::string& c
         s.cluster.sku + " " + c.get("model").str() + " b" + std::to_string(c.get("batch_per_gpu").integer(1, 1 << 20));
     vc.x = static_cast<double>(gpus);
     r.cases.push_back(vc);
+    progress.done("case " + vc.name + " done");
     run.zero_shot = vc;
     series_runs.push_back(std::move(run));
   }
-  if (few_shot) add_few_shot(catalog, series_runs, fit_nodes, with_band, cases_file, r);
+  if (few_shot) add_few_shot(catalog, series_runs, fit_nodes, with_band, cases_file, r, progress);
   return r;
 }
 
@@ -338,6 +348,23 @@ void add_bench_cases(const Catalog& catalog, const Scenario& scenario, const nlo
 
 }  // namespace
 
+namespace {
+
+// One --measured file's JSON; an nccl-tests log is named as such, with the commands that take one.
+nlohmann::json read_measured(const std::string& f) {
+  const std::string text = read_input_file(f, kMaxJsonInputBytes, "measured result");
+  if (text.find("out-of-place") != std::string::npos || text.find("Avg bus bandwidth") != std::string::npos ||
+      text.find("nccl-tests") != std::string::npos)
+    throw InputError({f, 0, 0, ""},
+                     "this is an nccl-tests log, not a result JSON: `ringsim bench SCENARIO` predicts the same "
+                     "table to hold beside it, `ringsim calibrate SCENARIO --nccl-tests FILE` fits the "
+                     "scenario's links to it, and --measured takes `ringsim-real bench --json` files");
+  return parse_json_text(text, f,
+                         "not JSON (--measured takes `ringsim-real train --json` or `ringsim-real bench --json` files)");
+}
+
+}  // namespace
+
 ValidationReport validate_measured(const Catalog& catalog, const Scenario& s, const std::vector<std::string>& files,
                                    double nearest_core_to_core_ns) {
   ValidationReport r;
@@ -347,7 +374,7 @@ ValidationReport validate_measured(const Catalog& catalog, const Scenario& s, co
   std::vector<nlohmann::json> measured;
   PlacementFilter placement;
   for (const auto& f : files) {
-    measured.push_back(read_json_file(f));
+    measured.push_back(read_measured(f));
     const auto& m = measured.back();
     try {
       if (m.is_object() && m.contains("schema") && m["schema"] == "ringsim.bench/1") placement.add_file(m);
@@ -384,7 +411,11 @@ ValidationReport validate_measured(const Catalog& catalog, const Scenario& s, co
     }
     const std::string label =
         m.contains("source") && m["source"].is_string() ? m["source"].get<std::string>() : std::string("measured");
-    r.differences.emplace_back(name, compare_results(p, "predicted", m, label, f));
+    try {
+      r.differences.emplace_back(name, compare_results(p, "predicted", m, label, f));
+    } catch (const nlohmann::json::exception& e) {
+      throw InputError({f, 0, 0, ""}, std::string("not a ringsim result file: ") + json_error_text(e.what()));
+    }
   }
   if (placement.active()) r.notes.push_back("placement: " + placement.summary("bench rows"));
   return r;

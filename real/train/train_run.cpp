@@ -377,6 +377,10 @@ int run_train(const TrainOptions& o, MPI_Comm comm) {
   std::vector<Override> overrides;
   for (const auto& s : o.sets) overrides.push_back(parse_override(s));
   const Scenario s = load_scenario(o.scenario, catalog, overrides);
+  std::vector<NamedFile> out;
+  add_file(out, "--json", o.json_file);
+  add_file(out, "--trace", o.trace_file);
+  check_outputs(run_inputs(o.catalog_dir, o.scenario, s.calibration), out);
   // The scenario's calibration, as predict and emulate apply it: the compute stand-ins last what the
   // calibrated model says (the optimizer update streams at the calibrated memory rate).
   if (!s.calibration.empty()) catalog.apply_overlay(s.calibration);

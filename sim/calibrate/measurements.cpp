@@ -1,8 +1,5 @@
 #include "calibrate/measurements.h"
 
-#include <fstream>
-#include <iterator>
-
 #include "calibrate/nccl_tests.h"
 #include "load/input_error.h"
 #include "load/json_file.h"
@@ -16,7 +13,8 @@ namespace {
 std::vector<nlohmann::json> read_data_files(const CalibrationInputs& in, PlacementFilter& placement) {
   std::vector<nlohmann::json> data;
   for (const auto& f : in.data_files) {
-    data.push_back(read_json_file(f));
+    data.push_back(read_json_file(f, "not JSON (calibration data comes from `ringsim-real calibrate --json`)",
+                                  "calibration data"));
     try {
       placement.add_file(data.back());
     } catch (const nlohmann::json::exception& e) {
@@ -97,9 +95,7 @@ int rails_of(const Catalog& catalog, const Scenario& s, const NcclTestsData& d) 
 
 // One nccl-tests output file: across nodes its points are the network's (one rail's), else same_socket's.
 void add_nccl_tests_file(const Catalog& catalog, const Scenario& s, const std::string& f, Measurements& m) {
-  std::ifstream t(f);
-  if (!t) throw InputError({f, 0, 0, ""}, "cannot open file");
-  const std::string text((std::istreambuf_iterator<char>(t)), std::istreambuf_iterator<char>());
+  const std::string text = read_input_file(f, kMaxLogInputBytes, "nccl-tests log");
   NcclTestsData d = parse_nccl_tests(text, f, {s.cluster.total_gpus(), s.cluster.nodes});
   if (d.ranks_from_context)
     m.input_notes.push_back(f + ": no rank lines; " + std::to_string(d.ranks) + " ranks on " + std::to_string(d.hosts) +

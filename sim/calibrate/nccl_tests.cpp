@@ -11,6 +11,7 @@
 
 #include "collective/collective.h"
 #include "load/input_error.h"
+#include "load/input_file.h"
 
 namespace ringsim {
 
@@ -189,7 +190,7 @@ void Reader::line(std::string_view raw, int line_no) {
     if (auto c = header_columns(body)) columns_ = c;
     if (tokens(body.substr(1)).size() > 1 && tokens(body.substr(1))[0] == "Rank") rank_line(body);
     if (body.find("Out of bounds values") != std::string_view::npos && body.find("FAILED") != std::string_view::npos)
-      fail(line_no, "nccl-tests reported results out of bounds (" + std::string(body) +
+      fail(line_no, "nccl-tests reported results out of bounds (" + printable(std::string(body), 120) +
                         "): that run failed its own check; calibrate from a run without errors");
     return;
   }

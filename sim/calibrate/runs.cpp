@@ -3,12 +3,12 @@
 #include <Eigen/Dense>
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <map>
 #include <sstream>
 
 #include "execute/prediction_band.h"
 #include "load/input_error.h"
+#include "load/input_file.h"
 #include "load/uncertain.h"
 #include "load/units.h"
 
@@ -41,7 +41,8 @@ int rate_column(const std::vector<std::pair<std::string, int>>& header, const st
       rate = static_cast<int>(i);
     } else if (h.empty() || h.find('.') == std::string::npos) {
       throw InputError({file, 1, header[i].second, ""},
-                       "expected images_per_sec, samples_per_sec or a scenario key such as cluster.nodes, got '" + h +
+                       "expected images_per_sec, samples_per_sec or a scenario key such as cluster.nodes, got '" +
+                           printable(h, 60) +
                            "'" + suggestion_suffix(h, {"images_per_sec", "samples_per_sec"}));
     }
   }
@@ -52,8 +53,7 @@ int rate_column(const std::vector<std::pair<std::string, int>>& header, const st
 }  // namespace
 
 std::vector<MeasuredRun> read_runs(const std::string& file) {
-  std::ifstream in(file);
-  if (!in) throw InputError({file, 0, 0, ""}, "cannot open file");
+  std::istringstream in(read_input_file(file, kMaxCsvInputBytes, "runs CSV"));
   std::string line;
   if (!std::getline(in, line)) throw InputError({file, 1, 1, ""}, "expected a header row");
   const auto header = cells(line);

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <thread>
 
+#include "execute/child_process.h"
 #include "load/catalog.h"
 #include "load/input_error.h"
 
@@ -177,7 +177,7 @@ void CommandLine::define_sweep() {
   sweep_cmd->add_option("--set", sweep.sets, "Override a key for every point (repeatable)");
   sweep_cmd->add_option("--sweep", sweep.axes, "An axis: KEY=V1,V2,... (repeatable; after the file's axes)");
   sweep_cmd->add_flag("--zip", sweep.zip, "Take the axes side by side instead of their Cartesian product");
-  sweep_cmd->add_option("-j,--jobs", sweep.jobs, "Points run at once (default: the number of cores)")
+  sweep_cmd->add_option("-j,--jobs", sweep.jobs, "Points run at once (default: RINGSIM_JOBS, else the number of cores)")
       ->check(CLI::Range(1, 4096));
   sweep_cmd->add_option("--fidelity", sweep.fidelity, "flow | step for every point (default: by GPU count)")
       ->check(CLI::IsMember({"flow", "step"}));
@@ -216,7 +216,7 @@ void CommandLine::define_plan() {
   plan_cmd->add_option("--headroom", plan.headroom, "Extra VMs in the quota request, e.g. 10% (plan.quota_headroom)");
   plan_cmd->add_option("--top", plan.top, "Configurations shown (plan.top; default 10)")->check(CLI::Range(1, 100000));
   plan_cmd->add_option("--prices", plan.price_files, "Prices file over topologies/prices.yaml (repeatable)");
-  plan_cmd->add_option("-j,--jobs", plan.jobs, "Configurations predicted at once (default: the number of cores)")
+  plan_cmd->add_option("-j,--jobs", plan.jobs, "Configurations predicted at once (default: RINGSIM_JOBS, else the number of cores)")
       ->check(CLI::Range(1, 1024));
   plan_cmd
       ->add_option(
@@ -278,7 +278,7 @@ bool CommandLine::prints_only() const {
 }
 
 int CommandLine::run_sweep_or_plan(const std::string& self) {
-  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int cores = child_jobs();  // RINGSIM_JOBS where set, as every command's children
   if (*sweep_cmd) {
     sweep.catalog_dir = catalog_dir;
     if (sweep_cmd->count("--jobs") == 0) sweep.jobs = cores;

@@ -11,6 +11,7 @@
 #include "calibrate/calibrate.h"
 #include "calibrate/runs.h"
 #include "execute/allreduce_bench.h"
+#include "execute/child_process.h"
 #include "execute/prediction_band.h"
 #include "execute/training_sim.h"
 #include "graph/exporters.h"
@@ -60,6 +61,11 @@ int run_topo(const std::string& catalog_dir, const TopoOptions& o) {
                      "rail_optimized");
   shape.nodes_per_leaf = o.nodes_per_leaf.value_or(0);
   shape.oversubscription = o.oversubscription.value_or(1.0);
+  std::vector<NamedFile> in, out;
+  add_folder(in, "the catalog's file", catalog_dir);
+  add_file(out, "--dot", o.dot_file);
+  add_file(out, "--platform-xml", o.platform_xml_file);
+  check_outputs(in, out);
   const Topology topology = Topology::build(catalog, shape);
   // Render everything before writing anything, so an error leaves no partial output.
   std::string dot, xml;
@@ -114,8 +120,11 @@ static Scenario load_calibrated(Catalog& catalog, const std::string& file, const
 int run_predict(const std::string& catalog_dir, const PredictOptions& o) {
   Catalog catalog = Catalog::load(catalog_dir);
   const Scenario s = load_calibrated(catalog, o.scenario, o.sets, o.calibration);
-  for (const auto& f : {o.json_file, o.trace_file, o.links_file})
-    if (f) check_output_path(*f);
+  std::vector<NamedFile> out;
+  add_file(out, "--json", o.json_file);
+  add_file(out, "--trace", o.trace_file);
+  add_file(out, "--links", o.links_file);
+  check_outputs(run_inputs(catalog_dir, o.scenario, s.calibration), out);
   const Fidelity fidelity =
       o.fidelity ? (*o.fidelity == "flow" ? Fidelity::Flow : Fidelity::Step) : default_fidelity(s);
   WorkEstimate work = estimate_work(catalog, s, fidelity);
@@ -123,7 +132,11 @@ int run_predict(const std::string& catalog_dir, const PredictOptions& o) {
     Scenario one = s;
     if (band_samples_step(s, fidelity)) one.communication.concurrent_collectives = 1;
     const Fidelity band = band_samples_step(s, fidelity) ? Fidelity::Step : fidelity;
-    work.seconds += (kBandSamples + 1) * estimate_work(catalog, one, band).seconds;
+    // Side by side in children, child_jobs() at once.
+    work.band_runs = kBandSamples + 1;
+    const int rounds = (work.band_runs + child_jobs() - 1) / child_jobs();
+    work.band_seconds = rounds * estimate_work(catalog, one, band).seconds;
+    work.seconds += work.band_seconds;
   }
   check_work_limits(work, fidelity, o.limits, "predict");
   const CatalogOverlay calibration = s.calibration.empty() ? CatalogOverlay{} : catalog.read_overlay(s.calibration);
@@ -152,7 +165,9 @@ int run_bench(const std::string& catalog_dir, const BenchCommandOptions& o) {
     throw InputError({}, std::string("bench: ") + e.what());
   }
   if (sizes.min_bytes > sizes.max_bytes) throw InputError({}, "bench: -b must not exceed -e");
-  if (o.json_file) check_output_path(*o.json_file);
+  std::vector<NamedFile> out;
+  add_file(out, "--json", o.json_file);
+  check_outputs(run_inputs(catalog_dir, o.scenario, s.calibration), out);
   const BenchPrediction b = predict_allreduce_bench(catalog, s, sizes);
   const std::string title = std::to_string(s.cluster.nodes) + " x " + s.cluster.sku + " (" +
                             std::to_string(s.cluster.gpus_per_node) + " GPUs each), " +
@@ -168,6 +183,9 @@ int run_job(const std::string& catalog_dir, const JobCommandOptions& o) {
   for (const auto& s : o.sets) overrides.push_back(parse_override(s));
   const Scenario s = load_scenario(o.scenario, catalog, overrides);
   if (const std::string why = real_run_refusal(s); !why.empty()) throw InputError({}, "job: " + why);
+  std::vector<NamedFile> out;
+  add_file(out, "-o", o.out_file);
+  check_outputs(run_inputs(catalog_dir, o.scenario, s.calibration), out);
   const std::string script = job_script(s, {o.launcher, o.transport, o.scenario, o.sets});
   if (o.out_file)
     write_file_atomically(*o.out_file, script);
@@ -179,8 +197,14 @@ int run_job(const std::string& catalog_dir, const JobCommandOptions& o) {
 int run_validate(const std::string& catalog_dir, const ValidateOptions& o) {
   const Catalog catalog = Catalog::load(catalog_dir);
   ValidationReport report;
-  for (const auto& f : {o.json_file})
-    if (f) check_output_path(*f);
+  std::vector<NamedFile> in = run_inputs(catalog_dir, o.scenario.value_or("")), out;
+  for (const auto& m : o.measured) add_file(in, "--measured", m);
+  add_file(in, "--horovod-timeline", o.horovod_timeline);
+  add_file(in, "--published", o.published);
+  add_file(in, "--baseline", o.baseline);
+  add_file(out, "--json", o.json_file);
+  add_plot_files(out, o.plot_file);
+  check_outputs(in, out);
   if (o.plot_file) check_plot_file(*o.plot_file);
   if (o.local) {
     if (o.published || o.scenario || !o.measured.empty() || o.horovod_timeline)
@@ -276,7 +300,6 @@ namespace {
 
 // --runs: the fitted figures with their ranges, each run's prediction before and after, the overlay.
 int calibrate_from_runs(const Catalog& catalog, const CalibrateOptions& o, const std::vector<Override>& overrides) {
-  if (o.out_file) check_output_path(*o.out_file);
   const RunsFit fit = fit_runs(catalog, o.scenario, overrides, *o.runs_file);
   std::ostringstream out;
   for (const auto& x : fit.fitted)
@@ -311,6 +334,13 @@ int run_calibrate(const std::string& catalog_dir, const CalibrateOptions& o) {
   std::vector<Override> overrides;
   for (const auto& s : o.sets) overrides.push_back(parse_override(s));
   const Scenario s = load_scenario(o.scenario, catalog, overrides);
+  std::vector<NamedFile> in = run_inputs(catalog_dir, o.scenario, s.calibration), out;
+  for (const auto& f : o.data_files) add_file(in, "--data", f);
+  for (const auto& f : o.nccl_tests_files) add_file(in, "--nccl-tests", f);
+  add_file(in, "--runs", o.runs_file);
+  add_file(out, "-o", o.out_file);
+  add_plot_files(out, o.plot_file);
+  check_outputs(in, out);
   if (o.runs_file) {
     if (!o.data_files.empty() || !o.nccl_tests_files.empty())
       throw InputError(
@@ -321,7 +351,6 @@ int run_calibrate(const std::string& catalog_dir, const CalibrateOptions& o) {
     throw InputError({},
                      "calibrate: give measurements with --data FILE (ringsim-real calibrate), --nccl-tests FILE "
                      "or --runs RUNS.csv");
-  if (o.out_file) check_output_path(*o.out_file);
   if (o.plot_file) check_plot_file(*o.plot_file);
   const CalibrationResult r = calibrate(catalog, s, {o.data_files, o.nccl_tests_files});
   for (const auto& f : r.fits) std::cout << "  " << fit_summary(f) << "\n";

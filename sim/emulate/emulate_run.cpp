@@ -78,6 +78,10 @@ int run_emulate(const std::string& catalog_dir, const EmulateOptions& o) {
   EmulationSpec spec{fs::absolute(catalog_dir).string(), fs::absolute(o.scenario).string(), o.sets};
   if (o.calibration) spec.sets.push_back("calibration=" + fs::absolute(*o.calibration).string());
   const auto [catalog, s] = spec.load();  // bad input is reported here, before anything runs
+  std::vector<NamedFile> out;
+  add_file(out, "--json", o.json_file);
+  add_file(out, "--trace", o.trace_file);
+  check_outputs(run_inputs(catalog_dir, o.scenario, s.calibration), out);
   if (const std::string why = real_run_refusal(s); !why.empty()) throw InputError({}, "emulate: " + why);
   const int ranks = o.bench ? s.cluster.total_gpus() : emulated_ranks(s);
   if (ranks > kMaxEmulatedRanks)

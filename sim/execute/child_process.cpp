@@ -14,6 +14,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include "load/input_error.h"
+
 extern char** environ;
 
 namespace ringsim {
@@ -93,8 +95,8 @@ int child_jobs() {
     char* end = nullptr;
     const long n = std::strtol(v, &end, 10);
     if (end == v || *end != '\0' || n < 1 || n > 1024)
-      throw std::runtime_error(std::string("RINGSIM_JOBS=") + v +
-                               ": expected a whole number from 1 to 1024 (children run at once)");
+      throw InputError({"", 0, 0, std::string("RINGSIM_JOBS=") + v},
+                       "expected a whole number from 1 to 1024 (children run at once)");
     return static_cast<int>(n);
   }
   return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));

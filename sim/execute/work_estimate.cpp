@@ -234,6 +234,17 @@ std::string describe(const WorkEstimate& e, Fidelity fidelity) {
          (fidelity == Fidelity::Emulated ? " per iteration" : "");
 }
 
+namespace {
+
+// "; the band's 17 runs are 48 s of it (--no-band leaves them out)", or "" without a band.
+std::string band_share(const WorkEstimate& e) {
+  if (e.band_seconds <= 0) return "";
+  return "; the band's " + std::to_string(e.band_runs) + " runs are " + about_time(e.band_seconds) +
+         " of it (--no-band leaves them out)";
+}
+
+}  // namespace
+
 void check_work_limits(const WorkEstimate& e, Fidelity fidelity, const WorkLimits& limits, const std::string& what) {
   const double max_transfers = limits.max_transfers;
   const double memory = physical_memory_bytes();
@@ -264,8 +275,9 @@ void check_work_limits(const WorkEstimate& e, Fidelity fidelity, const WorkLimit
                              (fidelity == Fidelity::Emulated ? " per iteration" : "") + " (" +
                              std::to_string(e.fusion_buffers) + " fusion buffers" +
                              (e.iterations > 1 ? ", " + std::to_string(e.iterations) + " iterations" : "") +
-                             "), more than the limit of " + about_time(limits.max_seconds) +
-                             ". Use a larger communication.fusion_threshold (fewer buffers), fewer nodes, or raise "
+                             ")" + band_share(e) + ", more than the limit of " + about_time(limits.max_seconds) +
+                             ". Use " + (e.band_seconds > 0.5 * e.seconds ? "--no-band, " : "") +
+                             "a larger communication.fusion_threshold (fewer buffers), fewer nodes, or raise "
                              "the limit with --max-seconds");
 }
 

@@ -29,6 +29,8 @@ struct WorkEstimate {
   // allreduce of readiness flags (its transfers are in transfers_per_iteration).
   double negotiations_per_iteration = 0;
   int iterations = 1;       // iterations `predict` simulates (more with a storage section)
+  double band_seconds = 0;  // of `seconds`, the band's runs (predict without --no-band)
+  int band_runs = 0;
   double memory_bytes = 0;  // peak, for the fidelity asked
   double seconds = 0;       // rough wall time on one core of a 2020s server
 };

@@ -122,11 +122,11 @@ LinkKind parse_link_kind(const YamlField& f) {
   f.fail("unknown link kind");
 }
 
-YamlField open_root(const fs::path& file, std::vector<std::string> top_keys) {
+YamlField open_root(const fs::path& file, std::vector<std::string> top_keys, const std::string& kind = "catalog") {
   std::error_code ec;
   if (!fs::exists(file, ec))
-    throw InputError({file.string(), 0, 0, ""}, ec ? "cannot access: " + ec.message() : "catalog file is missing");
-  auto doc = std::make_shared<YamlDocument>(YamlDocument::load_file(file.string()));
+    throw InputError({file.string(), 0, 0, ""}, ec ? "cannot access: " + ec.message() : kind + " file is missing");
+  auto doc = std::make_shared<YamlDocument>(YamlDocument::load_file(file.string(), kind));
   YamlField root = YamlField::root(doc);
   root.require_map(top_keys);
   return root;
@@ -941,7 +941,8 @@ std::map<std::string, std::pair<double, double>> Catalog::read_fitted_ranges(con
 }
 
 CatalogOverlay Catalog::read_overlay(const std::string& file) const {
-  YamlField root = open_root(file, {"compute", "libraries", "link_classes", "gpus", "skus", "fitted_ranges"});
+  YamlField root =
+      open_root(file, {"compute", "libraries", "link_classes", "gpus", "skus", "fitted_ranges"}, "calibration overlay");
   CatalogOverlay o;
   if (auto r = root.find("fitted_ranges")) o.fitted_ranges = read_fitted_ranges(*r);
   if (auto c = root.find("compute")) {

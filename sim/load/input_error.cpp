@@ -1,5 +1,7 @@
 #include "load/input_error.h"
 
+#include "load/input_file.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
@@ -18,8 +20,24 @@ std::string SourceLocation::str() const {
   return s;
 }
 
+namespace {
+
+// The message as a terminal shows it faithfully: a value echoed from a file or the command line may hold
+// escape sequences or invisible characters (a zero-width space in a SKU's name), written as \x1b, \u200b.
+std::string shown(const std::string& message) {
+  std::string out;
+  std::size_t start = 0;
+  for (std::size_t nl; (nl = message.find('\n', start)) != std::string::npos; start = nl + 1)
+    out += printable(message.substr(start, nl - start), std::string::npos) + "\n";
+  return out + printable(message.substr(start), std::string::npos);
+}
+
+}  // namespace
+
 InputError::InputError(SourceLocation where, std::string message)
-    : std::runtime_error(where.str() + ": error: " + message), where_(std::move(where)), message_(std::move(message)) {}
+    : std::runtime_error(shown(where.str()) + ": error: " + shown(message)),
+      where_(std::move(where)),
+      message_(shown(message)) {}
 
 namespace {
 

@@ -1,13 +1,13 @@
-// Reading a JSON input file: a missing file or malformed JSON (any nlohmann exception, including number
-// overflow) becomes an InputError naming the file, prefixed with what the reader expected.
+// Reading a JSON input file: a missing file, what is not a regular file, a file over its limit or malformed
+// JSON (any nlohmann exception, including number overflow) becomes an InputError naming the file, prefixed
+// with what the reader expected.
 #pragma once
 
-#include <fstream>
-#include <iterator>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "load/input_error.h"
+#include "load/input_file.h"
 
 namespace ringsim {
 
@@ -20,10 +20,9 @@ inline std::string json_error_text(const std::string& what) {
   return m;
 }
 
-inline nlohmann::json read_json_file(const std::string& file, const std::string& bad_json_message = "not JSON") {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw InputError({file, 0, 0, ""}, "cannot open file");
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+// `text`, read from `file`, as JSON.
+inline nlohmann::json parse_json_text(const std::string& text, const std::string& file,
+                                      const std::string& bad_json_message = "not JSON") {
   try {
     return nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
@@ -41,6 +40,11 @@ inline nlohmann::json read_json_file(const std::string& file, const std::string&
   } catch (const nlohmann::json::exception& e) {
     throw InputError({file, 0, 0, ""}, bad_json_message + ": " + json_error_text(e.what()));
   }
+}
+
+inline nlohmann::json read_json_file(const std::string& file, const std::string& bad_json_message = "not JSON",
+                                     const std::string& kind = "JSON", std::size_t max_bytes = kMaxJsonInputBytes) {
+  return parse_json_text(read_input_file(file, max_bytes, kind), file, bad_json_message);
 }
 
 }  // namespace ringsim

@@ -10,8 +10,7 @@ namespace ringsim {
 PriceTable PriceTable::load(const std::string& file, const Catalog& catalog) {
   std::error_code ec;
   if (!std::filesystem::exists(file, ec)) throw InputError({file, 0, 0, ""}, "prices file is missing");
-  if (!std::filesystem::is_regular_file(file, ec)) throw InputError({file, 0, 0, ""}, "not a regular file");
-  auto doc = std::make_shared<YamlDocument>(YamlDocument::load_file(file));
+  auto doc = std::make_shared<YamlDocument>(YamlDocument::load_file(file, "prices"));
   YamlField root = YamlField::root(doc);
   if (!root.is_map()) root.fail("expected a mapping with currency and regions");
   root.require_map({"currency", "regions"});

@@ -7,6 +7,7 @@
 #include <memory>
 #include <sstream>
 
+#include "load/input_file.h"
 #include "load/units.h"
 #include "load/yaml_reader.h"
 
@@ -237,6 +238,9 @@ void parse_calibration(const YamlField& root, const YamlDocument& doc, Scenario&
     std::error_code ec;
     if (!fs::exists(p, ec))
       f->fail(ec ? "cannot access calibration file: " + ec.message() : "no calibration file '" + p.string() + "'");
+    if (!fs::is_regular_file(p, ec))
+      f->fail("'" + p.string() + "' " + (fs::is_directory(p, ec) ? "is a folder" : "is not a regular file") +
+              "; expected a calibration overlay (written by `ringsim calibrate -o FILE`)");
     s.calibration = p.string();
   }
 }
@@ -295,7 +299,11 @@ void parse_single_gpu_rate(const YamlField& mo, Scenario& s) {
     mo.get("samples_per_sec_single_gpu")
         .fail("give samples_per_sec_single_gpu or its synonym images_per_sec_single_gpu, not both");
   for (const char* key : {"images_per_sec_single_gpu", "samples_per_sec_single_gpu"})
-    if (auto f = mo.find(key)) s.model.images_per_sec_single_gpu = f->number(1e-3, 1e9);
+    if (auto f = mo.find(key)) {
+      s.model.images_per_sec_single_gpu = f->number(1e-3, 1e9);
+      const SourceLocation at = f->location();
+      s.model.single_gpu_rate_from = at.origin.empty() ? "in " + at.file : "from " + at.origin;
+    }
 }
 
 // model.precision: one the GPU has a peak for.
@@ -322,6 +330,32 @@ std::vector<std::string> text_models(const Catalog& catalog) {
   for (const auto& n : catalog.model_names())
     if (catalog.model(n).seq_len_settable) names.push_back(n);
   return names;
+}
+
+// A text the reports print (name, description): control characters (terminal escape sequences) and
+// invisible ones are refused; a description may run over several lines.
+std::string shown_text(const YamlField& f, bool lines = false) {
+  const std::string v = f.str();
+  std::string one_line = v;
+  if (lines) std::replace(one_line.begin(), one_line.end(), '\n', ' ');
+  if (printable(one_line, std::string::npos) != one_line)
+    f.fail("holds control or invisible characters ('" + printable(v, 60) + "'); reports print it on terminals");
+  return v;
+}
+
+// An optimizer step must fit in an epoch: a global batch beyond the data set is a mistake (a batch meant
+// for the whole cluster given per GPU), not a run to predict.
+void check_global_batch(const YamlField& mo, const ModelSpec& model, const Scenario& s) {
+  const double global = static_cast<double>(s.cluster.total_gpus()) * s.samples_per_gpu_step();
+  if (global <= static_cast<double>(s.training.dataset_images)) return;
+  mo.get("batch_per_gpu")
+      .fail("a global batch of " + std::to_string(static_cast<std::int64_t>(global)) + " " + model.sample_noun() + " (" +
+            std::to_string(s.cluster.total_gpus()) + " GPUs x " + std::to_string(s.model.batch_per_gpu) +
+            (s.training.gradient_accumulation > 1
+                 ? " x " + std::to_string(s.training.gradient_accumulation) + " micro-batches"
+                 : std::string()) +
+            ") is larger than the data set's " + std::to_string(s.training.dataset_images) +
+            " (training.dataset_samples): an epoch would be less than one step; batch_per_gpu is per GPU");
 }
 
 // model and training; returns the model.
@@ -362,6 +396,7 @@ const ModelSpec& parse_model(const YamlField& root, const Catalog& catalog, Scen
     s.training.dataset_images = catalog.dataset(model->dataset).samples(s.model.tokens);
   if (auto f = tr.find("gradient_accumulation"))
     s.training.gradient_accumulation = static_cast<int>(f->integer(1, 4096));
+  check_global_batch(mo, *model, s);
 
   return *model;
 }
@@ -582,8 +617,9 @@ Scenario parse(std::shared_ptr<YamlDocument> doc, const Catalog& catalog, const 
 
   Scenario s;
   s.file = doc->file;
-  if (auto f = root.find("name")) s.name = f->str();
-  if (auto f = root.find("description")) s.description = f->str();
+  if (auto f = root.find("name")) s.name = shown_text(*f);
+  if (auto f = root.find("description")) s.description = shown_text(*f, true);
+  if (s.name.empty()) s.name = std::filesystem::path(doc->file).stem().string();  // named after its file
   parse_calibration(root, *doc, s);
   const SkuSpec& sku = parse_cluster(root, catalog, s);
   const ModelSpec& model = parse_model(root, catalog, s);
@@ -662,7 +698,7 @@ Override parse_override(const std::string& arg) {
 }
 
 Scenario load_scenario(const std::string& path, const Catalog& catalog, const std::vector<Override>& overrides) {
-  return parse(std::make_shared<YamlDocument>(YamlDocument::load_file(path)), catalog, overrides);
+  return parse(std::make_shared<YamlDocument>(YamlDocument::load_file(path, "scenario")), catalog, overrides);
 }
 
 Scenario load_scenario_text(const std::string& text, const std::string& name, const Catalog& catalog,

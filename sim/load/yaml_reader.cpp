@@ -2,9 +2,10 @@
 
 #include <charconv>
 #include <cmath>
-#include <fstream>
 #include <set>
 #include <sstream>
+
+#include "load/input_file.h"
 
 namespace ringsim {
 namespace {
@@ -28,31 +29,45 @@ std::string describe(const YAML::Node& n) {
   }
 }
 
+// The 1-based line of the '---' that starts the second document, or 0 when there is none to be found.
+int second_document_line(const std::string& text) {
+  std::istringstream in(text);
+  std::string line;
+  bool content = false;  // a document's content seen since the last marker
+  for (int n = 1; std::getline(in, line); ++n) {
+    const bool marker = line.rfind("---", 0) == 0 && (line.size() == 3 || line[3] == ' ' || line[3] == '\r');
+    if (marker && content) return n;
+    const auto first = line.find_first_not_of(" \t\r");
+    if (!marker && first != std::string::npos && line[first] != '#' && line.rfind("%", 0) != 0) content = true;
+  }
+  return 0;
+}
+
 YamlDocument parse(const std::string& text, const std::string& name) {
   YamlDocument doc;
   doc.file = name;
+  std::vector<YAML::Node> docs;
   try {
-    doc.root = YAML::Load(text);
+    docs = YAML::LoadAll(text);
   } catch (const YAML::ParserException& e) {
     throw InputError({name, e.mark.line + 1, e.mark.column + 1, ""}, "YAML syntax: " + e.msg);
   }
+  // A second document would otherwise be dropped without a word.
+  if (docs.size() > 1) {
+    int line = second_document_line(text);
+    if (line == 0 && !docs[1].Mark().is_null()) line = docs[1].Mark().line + 1;
+    throw InputError({name, line, line > 0 ? 1 : 0, ""},
+                     "a second YAML document starts here ('---'); the file must hold one: remove the '---' "
+                     "line, or put the second document in a file of its own");
+  }
+  if (!docs.empty()) doc.root = docs.front();
   return doc;
 }
 
 }  // namespace
 
-YamlDocument YamlDocument::load_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError({path, 0, 0, ""}, "cannot open file for reading");
-  // Read in blocks and stop past the limit (a device such as /dev/zero has no size to check first).
-  std::string text;
-  char block[1 << 16];
-  while (text.size() <= kMaxYamlBytes && (in.read(block, sizeof block) || in.gcount() > 0))
-    text.append(block, static_cast<std::size_t>(in.gcount()));
-  if (text.size() > kMaxYamlBytes)
-    throw InputError({path, 0, 0, ""}, "the file is larger than " + std::to_string(kMaxYamlBytes >> 20) +
-                                           " MiB, the most a scenario or catalog file may be (the bundled ones "
-                                           "are under 32 KiB); is it the right file?");
+YamlDocument YamlDocument::load_file(const std::string& path, const std::string& kind) {
+  const std::string text = read_input_file(path, kMaxYamlBytes, kind);
   if (text.find('\0') != std::string::npos)
     throw InputError({path, 0, 0, ""}, "the file is binary (it contains NUL bytes), expected YAML text");
   return parse(text, path);

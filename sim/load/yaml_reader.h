@@ -23,9 +23,10 @@ struct YamlDocument {
   YAML::Node root;
   std::map<std::string, std::string> overrides;  // dotted key path -> "--set path=value"
 
-  // Parses `path`; syntax errors become InputError with the parser's line and column. Files over
-  // kMaxYamlBytes and binary files are refused before parsing.
-  static YamlDocument load_file(const std::string& path);
+  // Parses `path`; syntax errors become InputError with the parser's line and column. What is not a
+  // regular file, files over kMaxYamlBytes, binary files and a second document are refused; `kind` names
+  // what the file was expected to be in those errors ("scenario").
+  static YamlDocument load_file(const std::string& path, const std::string& kind = "YAML");
   static constexpr std::size_t kMaxYamlBytes = 4u << 20;
   static YamlDocument load_string(const std::string& text, const std::string& name);
 };

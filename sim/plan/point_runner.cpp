@@ -45,6 +45,9 @@ void run_predict_points(const PointRunOptions& o, const std::vector<PredictPoint
     running[pid] = &p;
   };
   Progress progress("ringsim " + o.label, "points", points.size(), std::cerr);
+  progress.note("ringsim " + o.label + ": " + std::to_string(points.size()) + " points, " +
+                std::to_string(std::min<std::size_t>(points.size(), std::max(1, o.jobs))) +
+                " at once (-j, else RINGSIM_JOBS, else the cores)");
   std::size_t next = 0;
   std::string failure;
   try {

@@ -155,6 +155,14 @@ void check_plot_file(const std::string& image) {
                      "gnuplot-nox) or leave --plot out");
 }
 
+void add_plot_files(std::vector<NamedFile>& outputs, const std::optional<std::string>& image) {
+  if (!image) return;
+  const fs::path img(*image);
+  add_file(outputs, "--plot", image);
+  add_file(outputs, "--plot's data", (img.parent_path() / (img.stem().string() + ".dat")).string());
+  add_file(outputs, "--plot's gnuplot script", (img.parent_path() / (img.stem().string() + ".gp")).string());
+}
+
 PlotFiles plot_files(const std::string& image, const Plot& p) {
   const fs::path img(image);
   const std::string stem = img.stem().string();

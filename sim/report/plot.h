@@ -3,8 +3,11 @@
 // the script and running `gnuplot STEM.gp` there. The text of both is deterministic.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "report/output_file.h"
 
 namespace ringsim {
 
@@ -35,6 +38,9 @@ struct Plot {
 // Refuses before any work (InputError): an image name gnuplot cannot write (not .png, .svg or .pdf, or
 // its folder missing) or a machine without gnuplot (`RINGSIM_GNUPLOT` names another program).
 void check_plot_file(const std::string& image);
+
+// `outputs` gains the files --plot IMAGE writes: the image, its data and its script.
+void add_plot_files(std::vector<NamedFile>& outputs, const std::optional<std::string>& image);
 
 struct PlotFiles {
   std::string script_file, data_file;  // beside the image

@@ -58,7 +58,7 @@ double micro_batch_s(const Catalog& catalog, const Scenario& s, ComputeModel& cm
   if (s.model.images_per_sec_single_gpu) {
     cm.source = "scenario";
     cm.source_detail = "model.samples_per_sec_single_gpu = " + format_number(*s.model.images_per_sec_single_gpu) + " " +
-                       noun + "/s in " + s.file;
+                       noun + "/s" + (s.model.single_gpu_rate_from.empty() ? "" : " " + s.model.single_gpu_rate_from);
     return batch / *s.model.images_per_sec_single_gpu - cm.update_s;
   }
   if (const MeasuredRate* m =
