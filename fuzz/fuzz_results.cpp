@@ -23,8 +23,7 @@ const ringsim::Scenario& scenario() {
 }
 
 std::string temp_file(const char* name) {
-  return (std::filesystem::temp_directory_path() / ("ringsim_fuzz_" + std::to_string(getpid()) + "_" + name))
-      .string();
+  return (std::filesystem::temp_directory_path() / ("ringsim_fuzz_" + std::to_string(getpid()) + "_" + name)).string();
 }
 
 }  // namespace

@@ -29,8 +29,8 @@ std::string substitute(std::string s, const std::string& out, const std::string&
 // `env`: more VARIABLE=value settings for the run.
 ringsim::test::CommandResult ringsim_stderr(const std::string& args, const std::string& catalog = RINGSIM_TEST_CATALOG,
                                             const std::string& env = "") {
-  return ringsim::test::run_command("(RINGSIM_CATALOG=" + catalog + " " + env + " " + RINGSIM_TEST_BINARY + " " +
-                                    args + " 2>&1 >/dev/null)");
+  return ringsim::test::run_command("(RINGSIM_CATALOG=" + catalog + " " + env + " " + RINGSIM_TEST_BINARY + " " + args +
+                                    " 2>&1 >/dev/null)");
 }
 
 // A copy of the bundled catalog with `edit.replace` replaced by `edit.with` in `edit.file`.

@@ -104,7 +104,8 @@ TEST_CASE("cli: errors exit non-zero, name the problem and leave no output file"
              Catch::Contains("--set cluster.nodes=0: error: cluster.nodes: must be between 1 and 65536, got 0"));
   const Run missing = run_ringsim("check " + (dir / "missing.yaml").string());
   CHECK(missing.status == 2);
-  CHECK_THAT(missing.output, Catch::Contains("missing.yaml: error: cannot open file"));
+  CHECK_THAT(missing.output,
+             Catch::Contains("missing.yaml: error: cannot read the scenario: No such file or directory"));
   CHECK(run_ringsim("topo").status != 0);  // the SKU argument is required
   const Run bad_fidelity =
       run_ringsim("predict " + kScenarios + "/resnet50_imagenet_8x_nc24rs_v3.yaml --fidelity exact");

@@ -41,9 +41,9 @@ constexpr bool kSanitized = false;
 
 struct Outcome {
   int status = -1;
-  std::string err;        // standard error
-  double seconds = 0;     // wall time
-  long max_rss_kb = 0;    // the child's peak resident memory
+  std::string err;         // standard error
+  double seconds = 0;      // wall time
+  long max_rss_kb = 0;     // the child's peak resident memory
   bool timed_out = false;  // killed after the time limit: a reader that never returns
 };
 
@@ -110,9 +110,11 @@ struct Inputs {
     fs::copy(RINGSIM_TEST_CATALOG, dir / "catalog", fs::copy_options::recursive);
     put("{S}", "scenario.yaml", ringsim::test::slurp(std::string(RINGSIM_TEST_BAD_INPUTS) + "/valid.yaml"));
     put("{R}", "runs.csv", "cluster.nodes,images_per_sec\n1,600\n2,1150\n");
-    put("{N}", "nccl.txt", ringsim::test::slurp(std::string(RINGSIM_TEST_DATA) + "/../../fuzz/corpus/measurements/all_reduce_perf.txt"));
+    put("{N}", "nccl.txt",
+        ringsim::test::slurp(std::string(RINGSIM_TEST_DATA) + "/../../fuzz/corpus/measurements/all_reduce_perf.txt"));
     put("{M}", "measured.json", "{\"schema\": \"ringsim.result/1\"}\n");
-    put("{T}", "timeline.json", ringsim::test::slurp(std::string(RINGSIM_TEST_DATA) + "/../../fuzz/corpus/measurements/timeline.json"));
+    put("{T}", "timeline.json",
+        ringsim::test::slurp(std::string(RINGSIM_TEST_DATA) + "/../../fuzz/corpus/measurements/timeline.json"));
     put("{P}", "published.yaml", "cases: []\n");
     put("{PR}", "prices.yaml", ringsim::test::slurp(std::string(RINGSIM_TEST_DATA) + "/plan_prices.yaml"));
     files["{C}"] = (dir / "catalog").string();
@@ -194,8 +196,8 @@ TEST_CASE("file safety: no output may be an input or another output", "[file_saf
         DYNAMIC_SECTION(c.args << " --plot chart.png " << out << " chart.dat") {
           const std::string dat = (in.dir / "chart.dat").string();
           std::ofstream(dat) << "a user's data\n";
-          const Outcome o =
-              run_ringsim(catalog + base + " --plot " + (in.dir / "chart.png").string() + " " + out + " " + dat, in.dir);
+          const Outcome o = run_ringsim(
+              catalog + base + " --plot " + (in.dir / "chart.png").string() + " " + out + " " + dat, in.dir);
           CHECK(o.status == 2);
           CHECK_THAT(o.err, Catch::Contains("name the same file"));
           CHECK(ringsim::test::slurp(dat) == "a user's data\n");
@@ -371,8 +373,8 @@ TEST_CASE("file safety: RINGSIM_JOBS sets how many points sweep and plan run at 
 
 TEST_CASE("new user: reports say where a value came from, and what a refused run would cost", "[new_user][cli]") {
   Inputs in;
-  const std::string predict = std::string(RINGSIM_TEST_BINARY) + " --catalog " + in.files.at("{C}") + " predict " +
-                              in.files.at("{S}") + " ";
+  const std::string predict =
+      std::string(RINGSIM_TEST_BINARY) + " --catalog " + in.files.at("{C}") + " predict " + in.files.at("{S}") + " ";
   SECTION("a single-GPU rate given with --set is reported as --set's") {
     const auto r = ringsim::test::run_command(predict + "--no-band --set model.samples_per_sec_single_gpu=1350");
     CHECK(r.status == 0);
@@ -382,6 +384,15 @@ TEST_CASE("new user: reports say where a value came from, and what a refused run
   SECTION("a scenario without a name is called by its file's") {
     const auto r = ringsim::test::run_command(predict + "--no-band");
     CHECK_THAT(r.output, Catch::Contains("ringsim predict: scenario (flow fidelity)"));
+  }
+  SECTION("a megabyte-long value echoed in an error is cut to a line") {
+    in.put("{R}", "long.csv", "cluster.nodes,images_per_sec\n" + std::string(1 << 20, '9') + ",300\n");
+    const Outcome o = run_ringsim("--catalog " + in.files.at("{C}") + " calibrate " + in.files.at("{S}") +
+                                      " --runs " + in.files.at("{R}"),
+                                  in.dir);
+    CHECK(o.status == 2);
+    CHECK_THAT(o.err, Catch::Contains("999..."));
+    CHECK(o.err.size() < 300);
   }
   SECTION("a run refused as too long says how much of it the band is") {
     const auto r = ringsim::test::run_command(predict + "--max-seconds 0.001");

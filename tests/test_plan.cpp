@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <sstream>
 
 #include "load/prices.h"
@@ -312,4 +313,48 @@ TEST_CASE("plan: a plan over several GPU types refuses a fixed single-GPU rate",
   r = run_ringsim("plan " + kPlanScenario + " --region westeurope");
   CHECK(r.status == 2);
   CHECK_THAT(r.output, Catch::Contains("no prices for region 'westeurope'") && Catch::Contains("eastus"));
+}
+
+namespace {
+
+// The table's rows (they start with their rank), each row's time cell ("1.001 h"), and where its unit ends.
+struct TimeCell {
+  std::string text;
+  std::size_t end = 0;
+};
+std::vector<TimeCell> time_cells(const std::string& report) {
+  std::vector<TimeCell> cells;
+  static const std::regex row(R"(^\d+ .* (dedicated|low-prio\*?) +([0-9.]+ [a-z]+) +\$)");
+  std::istringstream in(report);
+  for (std::string line; std::getline(in, line);) {
+    std::smatch m;
+    if (std::regex_search(line, m, row))
+      cells.push_back({m[2].str(), static_cast<std::size_t>(m.position(2) + m.length(2))});
+  }
+  return cells;
+}
+
+}  // namespace
+
+TEST_CASE("plan: counts pluralised, the time column in one unit, aligned (issue 50)", "[plan]") {
+  // About an hour and a quarter of one (once "1.001 h" beside "943.2 s"): both in hours, 1 epoch and 1 VM.
+  auto r = run_ringsim("plan " + kPlanScenario + kHandArgs + " --deadline 2h");
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  CHECK_THAT(r.output,
+             Catch::Contains(", 1 epoch of 360000 images\n") && Catch::Contains("(1 VM x 6 vCPUs; 1 VM needed)"));
+  CHECK_THAT(r.output, !Catch::Contains("1 epochs") && !Catch::Contains("1 VMs"));
+  auto cells = time_cells(r.output);
+  REQUIRE(cells.size() == 2);
+  for (const auto& c : cells) CHECK_THAT(c.text, Catch::EndsWith(" h") && Catch::Contains("."));
+  CHECK(cells[0].end == cells[1].end);
+  CHECK(cells[0].text.size() == cells[1].text.size());  // as many decimals
+  // A tenth of that, under an hour: both in seconds, the digits lined up.
+  r = run_ringsim("plan " + kPlanScenario + kHandArgs + " --set training.dataset_images=36000 --set training.epochs=2");
+  REQUIRE(r.status == 0);
+  CHECK_THAT(r.output, Catch::Contains(", 2 epochs of 36000 images\n"));
+  cells = time_cells(r.output);
+  REQUIRE(cells.size() == 2);
+  for (const auto& c : cells) CHECK_THAT(c.text, Catch::EndsWith(" s"));
+  CHECK(cells[0].end == cells[1].end);
 }

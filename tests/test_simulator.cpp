@@ -1761,7 +1761,8 @@ TEST_CASE("children: side by side, results in the tasks' order, failures and RIN
   CHECK_THROWS_WITH(run_in_children(tasks), Catch::Contains("task five failed"));
   for (const char* bad : {"0", "two", "3x", ""}) {
     ::setenv("RINGSIM_JOBS", bad, 1);
-    CHECK_THROWS_WITH(child_jobs(), Catch::Contains("RINGSIM_JOBS=" + std::string(bad) + ": expected a whole number"));
+    CHECK_THROWS_WITH(child_jobs(),
+                      Catch::Contains("RINGSIM_JOBS=" + std::string(bad) + ": error: expected a whole number"));
   }
   ::unsetenv("RINGSIM_JOBS");
   CHECK(child_jobs() >= 1);

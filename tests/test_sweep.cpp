@@ -145,3 +145,46 @@ TEST_CASE("progress: one line rewritten in place on a terminal, a line per point
                              Catch::Contains("\rringsim sweep: 3/3 points, "));
   CHECK(tty.output.find("point 2 done") == std::string::npos);
 }
+
+TEST_CASE("sweep: a text model's chart counts sequences, not images (issue 50)", "[sweep]") {
+  const fs::path dir = fs::temp_directory_path() / ("ringsim_sweep_noun_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string bert = std::string(RINGSIM_TEST_SCENARIOS) + "/bert_large_bf16_plan.yaml";
+  const Run r = run_ringsim("sweep " + bert + " --sweep cluster.nodes=1,2 -j2 --csv " + (dir / "a.csv").string() +
+                            " --plot " + (dir / "a.svg").string());
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  const std::string gp = slurp(dir / "a.gp");
+  CHECK_THAT(gp, Catch::Contains("set ylabel \"sequences/s, all GPUs\""));
+  CHECK_THAT(gp, Catch::Contains(" sequences/s\""));  // the linear-scaling line's title
+  CHECK_THAT(gp + r.output, !Catch::Contains("images"));
+  // The CSV keeps its columns (a schema that --resume and users read).
+  CHECK_THAT(slurp(dir / "a.csv"), Catch::Contains(",images_per_sec,images_per_sec_per_gpu,"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("progress: validate --published shows its cases on standard error, stdout unchanged (issue 50)",
+          "[sweep][validate]") {
+  const fs::path dir = fs::temp_directory_path() / ("ringsim_validate_progress_" + std::to_string(::getpid()));
+  fs::create_directories(dir / "data");
+  const std::string published = std::string(RINGSIM_TEST_CATALOG) + "/../validate/";
+  fs::create_directory_symlink(fs::path(published) / "scenarios", dir / "scenarios");
+  std::ofstream cases(dir / "data" / "published.yaml");
+  cases << "cases:\n";
+  std::istringstream in(slurp(published + "data/published.yaml"));
+  for (std::string line; std::getline(in, line);)
+    if (line.find("name: vgg16 b32 x8,") != std::string::npos ||
+        line.find("name: resnet50 b64 x2,") != std::string::npos)
+      cases << line << "\n";
+  cases.close();
+  const std::string cmd = std::string(RINGSIM_TEST_BINARY) + " --catalog " + RINGSIM_TEST_CATALOG +
+                          " validate --no-band --published " + (dir / "data" / "published.yaml").string();
+  const auto err = ringsim::test::run_command("(" + cmd + " 2>&1 >/dev/null)");  // standard error alone
+  CHECK(err.status == 0);
+  CHECK_THAT(err.output, Catch::Contains("ringsim validate: case vgg16 b32 x8") && Catch::Contains("(1/2)\n") &&
+                             Catch::Contains("(2/2)\n"));
+  const auto out = ringsim::test::run_command("(" + cmd + " 2>/dev/null)");  // standard output alone
+  CHECK(out.status == 0);
+  CHECK_THAT(out.output, !Catch::Contains("ringsim validate: case"));
+  fs::remove_all(dir);
+}

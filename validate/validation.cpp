@@ -359,8 +359,8 @@ nlohmann::json read_measured(const std::string& f) {
                      "this is an nccl-tests log, not a result JSON: `ringsim bench SCENARIO` predicts the same "
                      "table to hold beside it, `ringsim calibrate SCENARIO --nccl-tests FILE` fits the "
                      "scenario's links to it, and --measured takes `ringsim-real bench --json` files");
-  return parse_json_text(text, f,
-                         "not JSON (--measured takes `ringsim-real train --json` or `ringsim-real bench --json` files)");
+  return parse_json_text(
+      text, f, "not JSON (--measured takes `ringsim-real train --json` or `ringsim-real bench --json` files)");
 }
 
 }  // namespace

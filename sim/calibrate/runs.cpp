@@ -42,8 +42,7 @@ int rate_column(const std::vector<std::pair<std::string, int>>& header, const st
     } else if (h.empty() || h.find('.') == std::string::npos) {
       throw InputError({file, 1, header[i].second, ""},
                        "expected images_per_sec, samples_per_sec or a scenario key such as cluster.nodes, got '" +
-                           printable(h, 60) +
-                           "'" + suggestion_suffix(h, {"images_per_sec", "samples_per_sec"}));
+                           printable(h, 60) + "'" + suggestion_suffix(h, {"images_per_sec", "samples_per_sec"}));
     }
   }
   if (rate < 0) throw InputError({file, 1, 1, ""}, "expected a column images_per_sec (or samples_per_sec)");
@@ -77,7 +76,7 @@ std::vector<MeasuredRun> read_runs(const std::string& file) {
       char* end = nullptr;
       r.images_per_sec = std::strtod(row[i].first.c_str(), &end);
       if (row[i].first.empty() || *end || !(r.images_per_sec > 0) || !std::isfinite(r.images_per_sec))
-        throw InputError(at, "expected a measured rate above 0, got '" + row[i].first + "'");
+        throw InputError(at, "expected a measured rate above 0, got '" + printable(row[i].first, 60) + "'");
     }
     runs.push_back(r);
   }

@@ -216,7 +216,9 @@ void CommandLine::define_plan() {
   plan_cmd->add_option("--headroom", plan.headroom, "Extra VMs in the quota request, e.g. 10% (plan.quota_headroom)");
   plan_cmd->add_option("--top", plan.top, "Configurations shown (plan.top; default 10)")->check(CLI::Range(1, 100000));
   plan_cmd->add_option("--prices", plan.price_files, "Prices file over topologies/prices.yaml (repeatable)");
-  plan_cmd->add_option("-j,--jobs", plan.jobs, "Configurations predicted at once (default: RINGSIM_JOBS, else the number of cores)")
+  plan_cmd
+      ->add_option("-j,--jobs", plan.jobs,
+                   "Configurations predicted at once (default: RINGSIM_JOBS, else the number of cores)")
       ->check(CLI::Range(1, 1024));
   plan_cmd
       ->add_option(

@@ -274,9 +274,9 @@ void check_work_limits(const WorkEstimate& e, Fidelity fidelity, const WorkLimit
                              " ranks would take " + about_time(e.seconds) +
                              (fidelity == Fidelity::Emulated ? " per iteration" : "") + " (" +
                              std::to_string(e.fusion_buffers) + " fusion buffers" +
-                             (e.iterations > 1 ? ", " + std::to_string(e.iterations) + " iterations" : "") +
-                             ")" + band_share(e) + ", more than the limit of " + about_time(limits.max_seconds) +
-                             ". Use " + (e.band_seconds > 0.5 * e.seconds ? "--no-band, " : "") +
+                             (e.iterations > 1 ? ", " + std::to_string(e.iterations) + " iterations" : "") + ")" +
+                             band_share(e) + ", more than the limit of " + about_time(limits.max_seconds) + ". Use " +
+                             (e.band_seconds > 0.5 * e.seconds ? "--no-band, " : "") +
                              "a larger communication.fusion_threshold (fewer buffers), fewer nodes, or raise "
                              "the limit with --max-seconds");
 }

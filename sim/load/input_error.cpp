@@ -1,12 +1,12 @@
 #include "load/input_error.h"
 
-#include "load/input_file.h"
-
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <numeric>
 #include <tuple>
+
+#include "load/input_file.h"
 
 namespace ringsim {
 
@@ -23,13 +23,15 @@ std::string SourceLocation::str() const {
 namespace {
 
 // The message as a terminal shows it faithfully: a value echoed from a file or the command line may hold
-// escape sequences or invisible characters (a zero-width space in a SKU's name), written as \x1b, \u200b.
+// escape sequences or invisible characters (a zero-width space in a SKU's name), written as \x1b, \u200b;
+// a line is cut at kMaxLine characters (an echoed value may be megabytes long).
 std::string shown(const std::string& message) {
+  constexpr std::size_t kMaxLine = 2000;
   std::string out;
   std::size_t start = 0;
   for (std::size_t nl; (nl = message.find('\n', start)) != std::string::npos; start = nl + 1)
-    out += printable(message.substr(start, nl - start), std::string::npos) + "\n";
-  return out + printable(message.substr(start), std::string::npos);
+    out += printable(message.substr(start, nl - start), kMaxLine) + "\n";
+  return out + printable(message.substr(start), kMaxLine);
 }
 
 }  // namespace

@@ -39,8 +39,8 @@ std::string not_a_file(const struct stat& st) {
 
 // "a scenario file", "an nccl-tests log file".
 std::string a_file(const std::string& kind) {
-  const bool vowel = !kind.empty() && (std::string("aeiouAEIOU").find(kind[0]) != std::string::npos ||
-                                       kind.rfind("nccl", 0) == 0);
+  const bool vowel =
+      !kind.empty() && (std::string("aeiouAEIOU").find(kind[0]) != std::string::npos || kind.rfind("nccl", 0) == 0);
   return (vowel ? "an " : "a ") + kind + " file";
 }
 
@@ -53,8 +53,7 @@ std::string read_input_file(const std::string& path, std::size_t max_bytes, cons
   if (f.fd < 0) throw InputError(at, "cannot read the " + kind + ": " + std::strerror(errno));
   struct stat st {};
   if (::fstat(f.fd, &st) != 0) throw InputError(at, "cannot read the " + kind + ": " + std::strerror(errno));
-  if (const std::string why = not_a_file(st); !why.empty())
-    throw InputError(at, why + "; expected " + a_file(kind));
+  if (const std::string why = not_a_file(st); !why.empty()) throw InputError(at, why + "; expected " + a_file(kind));
   auto too_large = [&] {
     return InputError(at, "the file is larger than " + mib(max_bytes) + ", the most ringsim reads as " + a_file(kind) +
                               "; is it the right file?");

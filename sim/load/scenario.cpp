@@ -349,8 +349,8 @@ void check_global_batch(const YamlField& mo, const ModelSpec& model, const Scena
   const double global = static_cast<double>(s.cluster.total_gpus()) * s.samples_per_gpu_step();
   if (global <= static_cast<double>(s.training.dataset_images)) return;
   mo.get("batch_per_gpu")
-      .fail("a global batch of " + std::to_string(static_cast<std::int64_t>(global)) + " " + model.sample_noun() + " (" +
-            std::to_string(s.cluster.total_gpus()) + " GPUs x " + std::to_string(s.model.batch_per_gpu) +
+      .fail("a global batch of " + std::to_string(static_cast<std::int64_t>(global)) + " " + model.sample_noun() +
+            " (" + std::to_string(s.cluster.total_gpus()) + " GPUs x " + std::to_string(s.model.batch_per_gpu) +
             (s.training.gradient_accumulation > 1
                  ? " x " + std::to_string(s.training.gradient_accumulation) + " micro-batches"
                  : std::string()) +

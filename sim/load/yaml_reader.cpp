@@ -23,7 +23,7 @@ std::string describe(const YAML::Node& n) {
     case YAML::NodeType::Null:
       return "nothing (null)";
     case YAML::NodeType::Scalar:
-      return "'" + n.Scalar() + "'";
+      return "'" + printable(n.Scalar(), 80) + "'";
     default:
       return "an undefined value";
   }
@@ -161,7 +161,7 @@ std::string YamlField::choice(const std::vector<std::string>& allowed) const {
   require_scalar("one of the listed names");
   const std::string& v = node_.Scalar();
   if (std::find(allowed.begin(), allowed.end(), v) != allowed.end()) return v;
-  fail("unknown value '" + v + "'" + suggestion_suffix(v, allowed));
+  fail("unknown value '" + printable(v, 80) + "'" + suggestion_suffix(v, allowed));
 }
 
 std::int64_t YamlField::integer(std::int64_t min, std::int64_t max) const {
@@ -169,9 +169,10 @@ std::int64_t YamlField::integer(std::int64_t min, std::int64_t max) const {
   const std::string& s = node_.Scalar();
   std::int64_t v = 0;
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec == std::errc::result_out_of_range) fail("number '" + s + "' is out of range");
-  if (ec != std::errc() || p != s.data() + s.size()) fail("expected a whole number, got '" + s + "'");
-  if (v < min || v > max) fail("must be between " + std::to_string(min) + " and " + std::to_string(max) + ", got " + s);
+  if (ec == std::errc::result_out_of_range) fail("number '" + printable(s, 80) + "' is out of range");
+  if (ec != std::errc() || p != s.data() + s.size()) fail("expected a whole number, got '" + printable(s, 80) + "'");
+  if (v < min || v > max)
+    fail("must be between " + std::to_string(min) + " and " + std::to_string(max) + ", got " + printable(s, 80));
   return v;
 }
 
@@ -180,7 +181,8 @@ double YamlField::number(double min, double max) const {
   const std::string& s = node_.Scalar();
   double v = 0;
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || p != s.data() + s.size() || !std::isfinite(v)) fail("expected a number, got '" + s + "'");
+  if (ec != std::errc() || p != s.data() + s.size() || !std::isfinite(v))
+    fail("expected a number, got '" + printable(s, 80) + "'");
   if (v < min || v > max) {
     std::ostringstream os;
     os << "must be between " << min << " and " << max << ", got " << s;
@@ -200,7 +202,7 @@ bool YamlField::boolean() const {
   const std::string& s = node_.Scalar();
   if (s == "true") return true;
   if (s == "false") return false;
-  fail("expected true or false, got '" + s + "'");
+  fail("expected true or false, got '" + printable(s, 80) + "'");
 }
 
 double YamlField::quantity(Quantity kind) const {
@@ -214,7 +216,7 @@ double YamlField::quantity(Quantity kind) const {
 
 double YamlField::positive_quantity(Quantity kind) const {
   double v = quantity(kind);
-  if (!(v > 0)) fail("must be greater than 0, got '" + node_.Scalar() + "'");
+  if (!(v > 0)) fail("must be greater than 0, got '" + printable(node_.Scalar(), 80) + "'");
   return v;
 }
 
@@ -222,13 +224,13 @@ double YamlField::quantity_between(Quantity kind, double min, double max) const 
   const double v = quantity(kind);
   if (v < min || v > max)
     fail("must be between " + format_quantity(min, kind) + " and " + format_quantity(max, kind) + ", got '" +
-         node_.Scalar() + "'");
+         printable(node_.Scalar(), 80) + "'");
   return v;
 }
 
 double YamlField::nonnegative_quantity(Quantity kind) const {
   double v = quantity(kind);
-  if (v < 0) fail("must not be negative, got '" + node_.Scalar() + "'");
+  if (v < 0) fail("must not be negative, got '" + printable(node_.Scalar(), 80) + "'");
   return v;
 }
 

@@ -94,6 +94,31 @@ std::string pad(const std::string& s, std::size_t w) {
   return s.size() >= w ? s + " " : s + std::string(w - s.size(), ' ');
 }
 
+// "1 epoch", "90 epochs".
+std::string count_of(std::int64_t n, const std::string& noun) {
+  return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
+}
+
+// A column's times in one unit, its largest value's (s below an hour, else h), 4 digits for that value and
+// as many decimals for the others, right-aligned: the column compares by eye.
+std::vector<std::string> time_column(const std::vector<double>& seconds) {
+  double top = 0;
+  for (double t : seconds)
+    if (std::isfinite(t)) top = std::max(top, t);
+  const double scale = top >= 3600 ? 3600 : 1;
+  const int decimals = std::clamp(3 - static_cast<int>(std::floor(std::log10(std::max(top / scale, 1e-6)))), 1, 6);
+  std::vector<std::string> out;
+  std::size_t width = 0;
+  for (double t : seconds) {
+    char b[64];
+    std::snprintf(b, sizeof b, "%.*f %s", decimals, t / scale, scale == 1 ? "s" : "h");
+    out.push_back(b);
+    width = std::max(width, out.back().size());
+  }
+  for (auto& t : out) t.insert(0, width - t.size(), ' ');
+  return out;
+}
+
 // A configuration to predict: everything but the capacity kind (dedicated or low-priority).
 struct Candidate {
   int index = 0;
@@ -237,7 +262,7 @@ void apply_plan_options(const PlanOptions& cli, const Catalog& catalog, PlanGoal
 PlanGoal read_plan_goal(const std::string& scenario_file, const PlanOptions& cli, const Catalog& catalog) {
   PlanGoal g;
   g.where = {scenario_file, 0, 0, ""};
-  auto doc = std::make_shared<YamlDocument>(YamlDocument::load_file(scenario_file));
+  auto doc = std::make_shared<YamlDocument>(YamlDocument::load_file(scenario_file, "scenario"));
   YamlField root = YamlField::root(doc);
   if (root.is_map()) {
     if (auto p = root.find("plan")) {
@@ -601,8 +626,8 @@ std::string report_header(const PlanRun& r) {
   int feasible = 0;
   for (const auto& e : r.evals) feasible += e.feasible() ? 1 : 0;
   out << "ringsim plan: " << model.display_name << ", batch " << r.base.model.batch_per_gpu << " per GPU, "
-      << r.base.model.precision << ", " << r.base.training.epochs << " epochs of " << r.base.training.dataset_images
-      << " " << model.sample_noun() << "\n";
+      << r.base.model.precision << ", " << count_of(r.base.training.epochs, "epoch") << " of "
+      << r.base.training.dataset_images << " " << model.sample_noun() << "\n";
   out << "  goal           ";
   if (r.goal.deadline_s) out << "deadline " << format_time(*r.goal.deadline_s);
   if (r.goal.deadline_s && r.goal.budget_usd) out << ", ";
@@ -634,10 +659,43 @@ std::string report_header(const PlanRun& r) {
   return out.str();
 }
 
+// The table's rows: the ranking's first --top, only those that meet the goal when any does.
+std::vector<const PlanEvaluation*> shown_rows(const PlanRun& r) {
+  std::vector<const PlanEvaluation*> rows;
+  for (int i : r.order) {
+    const auto& e = r.evals[static_cast<std::size_t>(i)];
+    if (static_cast<int>(rows.size()) >= r.goal.top || (r.met() && !e.feasible())) break;
+    rows.push_back(&e);
+  }
+  return rows;
+}
+
+// One row's cells; `rank` counts from 1, `time` is the time column's text for it.
+std::vector<std::string> table_cells(const PlanEvaluation& e, std::size_t rank, const std::string& time) {
+  std::string bottleneck =
+      e.bottleneck_kind.empty() ? "none" : e.bottleneck_kind + " " + fmt_pct(e.bottleneck_utilisation);
+  if (!e.meets_deadline) bottleneck += " over deadline";
+  if (!e.meets_budget) bottleneck += " over budget";
+  char ips[32];
+  std::snprintf(ips, sizeof ips, "%.1f", e.images_per_sec);
+  return {std::to_string(rank),
+          e.sku,
+          std::to_string(e.vms),
+          std::to_string(e.gpus),
+          e.strategy,
+          e.fusion,
+          e.low_priority ? (e.price_estimated ? "low-prio*" : "low-prio") : "dedicated",
+          time,
+          fmt_usd(e.cost_usd),
+          ips,
+          fmt_pct(e.scaling_efficiency),
+          bottleneck};
+}
+
 std::string report_table(const PlanRun& r) {
-  const bool met = r.met();
   std::ostringstream out;
-  out << "\n" << (met ? "Configurations that meet the goal" : "No configuration meets the goal; the closest") << ":\n";
+  out << "\n"
+      << (r.met() ? "Configurations that meet the goal" : "No configuration meets the goal; the closest") << ":\n";
   std::size_t sku_width = 11;  // the longest SKU shown, and a space
   for (int i : r.order) sku_width = std::max(sku_width, r.evals[static_cast<std::size_t>(i)].sku.size() + 1);
   const std::vector<std::size_t> w = {4, sku_width, 5, 6, 17, 8, 14, 14, 12, 10, 8, 30};
@@ -650,35 +708,12 @@ std::string report_table(const PlanRun& r) {
     out << line.substr(0, line.find_last_not_of(' ') + 1) << "\n";
   };
   row(head);
-  bool any_estimated = false;
-  int shown = 0;
-  for (int i : r.order) {
-    const auto& e = r.evals[static_cast<std::size_t>(i)];
-    if (shown >= r.goal.top || (met && !e.feasible())) break;
-    ++shown;
-    any_estimated = any_estimated || e.price_estimated;
-    std::string why;
-    if (!e.meets_deadline) why += " over deadline";
-    if (!e.meets_budget) why += " over budget";
-    char ips[32];
-    std::snprintf(ips, sizeof ips, "%.1f", e.images_per_sec);
-    const std::vector<std::string> cells = {
-        std::to_string(shown),
-        e.sku,
-        std::to_string(e.vms),
-        std::to_string(e.gpus),
-        e.strategy,
-        e.fusion,
-        e.low_priority ? (e.price_estimated ? "low-prio*" : "low-prio") : "dedicated",
-        format_time(e.time_to_train_s),
-        fmt_usd(e.cost_usd),
-        ips,
-        fmt_pct(e.scaling_efficiency),
-        (e.bottleneck_kind.empty() ? std::string("none")
-                                   : e.bottleneck_kind + " " + fmt_pct(e.bottleneck_utilisation)) +
-            why};
-    row(cells);
-  }
+  const auto rows = shown_rows(r);
+  std::vector<double> seconds;
+  for (const auto* e : rows) seconds.push_back(e->time_to_train_s);
+  const std::vector<std::string> times = time_column(seconds);
+  for (std::size_t k = 0; k < rows.size(); ++k) row(table_cells(*rows[k], k + 1, times[k]));
+  const bool any_estimated = std::any_of(rows.begin(), rows.end(), [](auto* e) { return e->price_estimated; });
   if (any_estimated && r.region->low_priority_discount)
     out << "  * low-priority price estimated as " << fmt_pct(*r.region->low_priority_discount) << " off dedicated ("
         << r.region->file << "): a lower bound on the cost. Low-priority VMs can be preempted; "
@@ -709,8 +744,8 @@ std::string report_quota(const PlanRun& r, const QuotaRequest& q) {
     out << "  " << pad(q.family.empty() ? "(none: not an Azure size)" : q.family, 30) << pad(q.region, 10)
         << pad(std::to_string(q.dedicated_vcpus), 17) << pad(std::to_string(q.low_priority_vcpus), 20)
         << q.requested_nodes << "\n";
-    out << "  (" << q.requested_nodes << " VMs x " << q.vcpus_per_node << " vCPUs; " << q.nodes
-        << (q.nodes == 1 ? " VM needed" : " VMs needed")
+    out << "  (" << count_of(q.requested_nodes, "VM") << " x " << q.vcpus_per_node << " vCPUs; "
+        << count_of(q.nodes, "VM") << " needed"
         << (r.goal.quota_headroom > 0 ? ", headroom " + fmt_pct(r.goal.quota_headroom) : std::string()) << ")\n";
   }
   return out.str();
@@ -833,8 +868,12 @@ int run_plan(const PlanOptions& o) {
   std::vector<Override> base_overrides;
   for (const auto& s : o.sets) base_overrides.push_back(parse_override(s));
   PlanRun r{o, catalog, read_plan_goal(o.scenario, o, catalog), load_scenario(o.scenario, catalog, base_overrides)};
-  for (const auto& f : {o.csv_file, o.json_file})
-    if (f) check_output_path(*f);
+  std::vector<NamedFile> in = run_inputs(o.catalog_dir, o.scenario, r.base.calibration), out;
+  for (const auto& f : o.price_files) add_file(in, "--prices", f);
+  add_file(out, "--csv", o.csv_file);
+  add_file(out, "--json", o.json_file);
+  add_plot_files(out, o.plot_file);
+  check_outputs(in, out);
   if (o.plot_file) check_plot_file(*o.plot_file);
   load_prices(r);
   choose_skus(r);
@@ -859,7 +898,7 @@ int run_plan(const PlanOptions& o) {
   if (o.json_file) write_file_atomically(*o.json_file, json);
   if (o.plot_file)
     write_plot(*o.plot_file, plan_plot("ringsim plan: " + catalog.model(r.base.model.name).display_name + ", " +
-                                           std::to_string(r.base.training.epochs) + " epochs",
+                                           count_of(r.base.training.epochs, "epoch"),
                                        r.evals, r.goal.deadline_s, r.goal.budget_usd));
   return r.met() ? 0 : 1;
 }

@@ -57,11 +57,11 @@ std::string log_tics(const std::string& axis, double lo, double hi) {
 }  // namespace
 
 Plot sweep_plot(const std::string& title, const std::string& x_label, bool gpus_on_x,
-                const std::vector<SweepChartPoint>& points) {
+                const std::vector<SweepChartPoint>& points, const std::string& noun) {
   Plot p;
   p.title = title;
   p.source = "ringsim sweep --plot: predicted throughput and scaling efficiency";
-  PlotPanel rate{"Throughput", x_label, "images/s, all GPUs", 0, 0, {}, {}, {}};
+  PlotPanel rate{"Throughput", x_label, noun + "/s, all GPUs", 0, 0, {}, {}, {}};
   PlotPanel eff{"Scaling efficiency", x_label, "% of linear scaling from one GPU", 0, 0, {"set yrange [0:*]"}, {}, {}};
   bool numeric = gpus_on_x;
   double lo = std::numeric_limits<double>::infinity(), hi = 0;
@@ -101,11 +101,11 @@ Plot sweep_plot(const std::string& title, const std::string& x_label, bool gpus_
     rate.series.push_back(std::move(r));
     eff.series.push_back(std::move(e));
   }
-  // Linear scaling, r images/s per GPU: a straight line on linear axes, a curve on this log2 axis.
+  // Linear scaling, r samples/s per GPU: a straight line on linear axes, a curve on this log2 axis.
   for (const auto& [r, color] : ideal_color)
     rate.functions.push_back(r + "*x with lines dt 2 lw 1.5 lc " +
                              (ideal_color.size() > 1 ? std::to_string(color) : "rgb 'black'") +
-                             " title \"linear scaling: GPUs x " + r + " images/s\"");
+                             " title \"linear scaling: GPUs x " + r + " " + noun + "/s\"");
   if (gpus_on_x) eff.functions.push_back("100 with lines dt 2 lw 1.5 lc rgb 'black' notitle");
   eff.setup.push_back("unset key");  // the same lines as above, named there
   p.panels = {rate, eff};

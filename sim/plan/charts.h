@@ -20,9 +20,9 @@ struct SweepChartPoint {
 };
 
 // Throughput and scaling efficiency against x. With GPUs on x: a log2 axis, and linear scaling from the
-// single-GPU rate drawn as the curve it is there.
+// single-GPU rate drawn as the curve it is there. `noun`: what the rates count ("images", "sequences").
 Plot sweep_plot(const std::string& title, const std::string& x_label, bool gpus_on_x,
-                const std::vector<SweepChartPoint>& points);
+                const std::vector<SweepChartPoint>& points, const std::string& noun);
 
 // Cost against time to train for every priced configuration, one colour per SKU; the deadline and budget
 // as lines; the configurations no other beats in both time and cost joined and named.

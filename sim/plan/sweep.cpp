@@ -146,7 +146,7 @@ std::pair<int, int> launcher_rank() {
 // The chart of the rows: against GPUs where the sweep varies them, else against its first axis; a line
 // per value of the other axes.
 Plot sweep_chart(const std::string& scenario, const std::vector<SweepAxis>& axes,
-                 const std::map<int, std::vector<std::string>>& rows) {
+                 const std::map<int, std::vector<std::string>>& rows, const std::string& noun) {
   const std::size_t gpus_col = 1 + axes.size(), ips_col = gpus_col + 4, per_gpu_col = gpus_col + 5,
                     eff_col = gpus_col + 6;
   std::set<std::string> gpu_counts;
@@ -174,14 +174,14 @@ Plot sweep_chart(const std::string& scenario, const std::vector<SweepAxis>& axes
     points.push_back(q);
   }
   return sweep_plot("ringsim sweep: " + std::filesystem::path(scenario).filename().string(),
-                    gpus_on_x ? "GPUs" : axes[0].key, gpus_on_x, points);
+                    gpus_on_x ? "GPUs" : axes[0].key, gpus_on_x, points, noun);
 }
 
 }  // namespace
 
 std::vector<SweepAxis> read_sweep_axes(const std::string& scenario_file, const std::vector<std::string>& cli_axes) {
   std::vector<SweepAxis> axes;
-  auto doc = std::make_shared<YamlDocument>(YamlDocument::load_file(scenario_file));
+  auto doc = std::make_shared<YamlDocument>(YamlDocument::load_file(scenario_file, "scenario"));
   YamlField root = YamlField::root(doc);
   if (root.is_map()) {
     if (auto sw = root.find("sweep")) {
@@ -287,14 +287,15 @@ std::vector<std::string> point_sets(const SweepOptions& o, const std::vector<Swe
 }
 
 // Every point must be a valid scenario before anything runs; a value the scenario refuses on its own is
-// reported where the sweep gives it.
-void check_points(const SweepOptions& o, const Catalog& catalog, const std::vector<SweepAxis>& axes,
-                  const std::vector<SweepPoint>& points) {
+// reported where the sweep gives it. Returns what the points' rates count ("samples" when models differ).
+std::string check_points(const SweepOptions& o, const Catalog& catalog, const std::vector<SweepAxis>& axes,
+                         const std::vector<SweepPoint>& points) {
+  std::set<std::string> nouns;
   for (const auto& p : points) {
     std::vector<Override> ov;
     for (const auto& s : point_sets(o, axes, p)) ov.push_back(parse_override(s));
     try {
-      load_scenario(o.scenario, catalog, ov);
+      nouns.insert(catalog.model(load_scenario(o.scenario, catalog, ov).model.name).sample_noun());
     } catch (const InputError& e) {
       for (std::size_t k = 0; k < axes.size(); ++k) {
         const auto& a = axes[k];
@@ -309,6 +310,7 @@ void check_points(const SweepOptions& o, const Catalog& catalog, const std::vect
                        "sweep point " + std::to_string(p.index) + " (" + at + "): " + e.what());
     }
   }
+  return nouns.size() == 1 ? *nouns.begin() : "samples";
 }
 
 std::vector<std::string> sweep_header(const std::vector<SweepAxis>& axes) {
@@ -404,10 +406,13 @@ int run_sweep(const SweepOptions& o) {
   const Catalog catalog = Catalog::load(o.catalog_dir);
   const std::vector<SweepAxis> axes = read_sweep_axes(o.scenario, o.axes);
   const std::vector<SweepPoint> points = expand_sweep(axes, o.zip);
-  for (const auto& f : {o.csv_file, o.json_file})
-    if (f) check_output_path(*f);
+  std::vector<NamedFile> out;
+  add_file(out, "--csv", o.csv_file);  // read first with --resume, and meant to be rewritten
+  add_file(out, "--json", o.json_file);
+  add_plot_files(out, o.plot_file);
+  check_outputs(run_inputs(o.catalog_dir, o.scenario), out);
   if (o.plot_file) check_plot_file(*o.plot_file);
-  check_points(o, catalog, axes, points);
+  const std::string noun = check_points(o, catalog, axes, points);
   const std::vector<std::string> header = sweep_header(axes);
   Rows rows = resumed_rows(o, header, points);
 
@@ -444,7 +449,7 @@ int run_sweep(const SweepOptions& o) {
   for (const auto& [idx, row] : rows) csv += csv_line(row);
   if (o.csv_file) write_file_atomically(*o.csv_file, csv);
   if (o.json_file) write_file_atomically(*o.json_file, sweep_json(o, axes, rows));
-  if (o.plot_file) write_plot(*o.plot_file, sweep_chart(o.scenario, axes, rows));
+  if (o.plot_file) write_plot(*o.plot_file, sweep_chart(o.scenario, axes, rows, noun));
   if (!o.csv_file && !o.json_file) std::cout << csv;
   return 0;
 }

@@ -103,7 +103,8 @@ namespace {
 // Whether `a` and `b` name one file: the same inode where both exist, else the same absolute path once
 // symbolic links and "." and ".." are resolved.
 bool same_file(const std::string& a, const std::string& b) {
-  struct stat sa {}, sb {};
+  struct stat sa {
+  }, sb{};
   const bool ea = ::stat(a.c_str(), &sa) == 0, eb = ::stat(b.c_str(), &sb) == 0;
   if (ea && eb) return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
   if (ea != eb) return false;

@@ -1,5 +1,5 @@
-// Progress of a command that runs many points or launches (sweep, plan, validate --local). On a terminal
-// (standard error) one line, rewritten in place: done/total, rate and time left. Elsewhere (a log, CI) one
+// Progress of a command that runs many points or launches (sweep, plan, validate --published and --local). On a
+// terminal (standard error) one line, rewritten in place: done/total, rate and time left. Elsewhere (a log, CI) one
 // plain line per finished item, so that a log shows what ran.
 #pragma once
 
