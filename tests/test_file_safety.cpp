@@ -349,6 +349,19 @@ TEST_CASE("file safety: a failed write says why, exits 2 and leaves no file", "[
     CHECK(o.status == 2);
     CHECK(o.err == in.dir.string() + ": error: cannot write the output file: Is a directory\n");
   }
+  SECTION("a file-size limit (as a full file system): the old file kept, no temporary file left") {
+    const std::string out = (in.dir / "o.json").string();
+    std::ofstream(out) << "a user's earlier result\n";
+    // Ignoring SIGXFSZ turns the limit into EFBIG, as a full disk gives ENOSPC.
+    const auto r =
+        ringsim::test::run_command("bash -c \"trap '' XFSZ; ulimit -f 1; " + std::string(RINGSIM_TEST_BINARY) + " " +
+                                   predict + "--json " + out + "\"");
+    CHECK(r.status == 2);
+    CHECK_THAT(r.output, Catch::Contains(out + ": error: cannot write the output file: File too large"));
+    CHECK(ringsim::test::slurp(out) == "a user's earlier result\n");
+    for (const auto& e : fs::directory_iterator(in.dir))
+      CHECK(e.path().filename().string().find(".tmp") == std::string::npos);
+  }
   SECTION("/dev/null takes every output") {
     const Outcome o = run_ringsim(predict + "--json /dev/null --trace /dev/null", in.dir);
     CHECK(o.status == 0);
@@ -387,9 +400,9 @@ TEST_CASE("new user: reports say where a value came from, and what a refused run
   }
   SECTION("a megabyte-long value echoed in an error is cut to a line") {
     in.put("{R}", "long.csv", "cluster.nodes,images_per_sec\n" + std::string(1 << 20, '9') + ",300\n");
-    const Outcome o = run_ringsim("--catalog " + in.files.at("{C}") + " calibrate " + in.files.at("{S}") +
-                                      " --runs " + in.files.at("{R}"),
-                                  in.dir);
+    const Outcome o = run_ringsim(
+        "--catalog " + in.files.at("{C}") + " calibrate " + in.files.at("{S}") + " --runs " + in.files.at("{R}"),
+        in.dir);
     CHECK(o.status == 2);
     CHECK_THAT(o.err, Catch::Contains("999..."));
     CHECK(o.err.size() < 300);
