@@ -23,6 +23,19 @@ class ActorRuntime final : public TrainRuntime {
   void allreduce_min(std::uint8_t* flags, int count, MPI_Comm comm, double, int, const std::string&) override {
     MPI_Allreduce(MPI_IN_PLACE, flags, count, MPI_UINT8_T, MPI_MIN, comm);
   }
+  void signal() override {
+    std::unique_lock<sg4::Mutex> lock(*mutex_);
+    ++signals_;
+    signal_cv_->notify_all();
+  }
+  long signals() override {
+    std::unique_lock<sg4::Mutex> lock(*mutex_);
+    return signals_;
+  }
+  void wait_signal(long seen, double, int, const std::string&) override {
+    std::unique_lock<sg4::Mutex> lock(*mutex_);
+    while (signals_ <= seen) signal_cv_->wait(lock);
+  }
   void start_compute(std::function<void(int)> body) override {
     actor_ = sg4::Actor::create("compute", sg4::this_actor::get_host(), [this, body = std::move(body)] {
       for (int it = 0;; ++it) {
@@ -58,6 +71,8 @@ class ActorRuntime final : public TrainRuntime {
   sg4::ConditionVariablePtr cv_ = sg4::ConditionVariable::create();
   int go_ = -1;
   bool stop_ = false;
+  sg4::ConditionVariablePtr signal_cv_ = sg4::ConditionVariable::create();
+  long signals_ = 0;
 };
 
 }  // namespace

@@ -45,6 +45,24 @@ class ThreadRuntime final : public TrainRuntime {
       sched_yield();
     }
   }
+  void signal() override {
+    {
+      std::lock_guard<std::mutex> lock(signal_m_);
+      ++signals_;
+    }
+    signal_cv_.notify_all();
+  }
+  long signals() override {
+    std::lock_guard<std::mutex> lock(signal_m_);
+    return signals_;
+  }
+  void wait_signal(long seen, double timeout_s, int rank, const std::string& what) override {
+    std::unique_lock<std::mutex> lock(signal_m_);
+    if (!signal_cv_.wait_for(lock, std::chrono::duration<double>(timeout_s), [&] { return signals_ > seen; }))
+      throw TimeoutError("rank " + std::to_string(rank) + ": " + what + " did not come within " +
+                         std::to_string(static_cast<int>(timeout_s)) + " s");
+  }
+
   void start_compute(std::function<void(int)> body) override {
     thread_ = std::thread([this, body = std::move(body)] {
       for (int it = 0;; ++it) {
@@ -80,6 +98,9 @@ class ThreadRuntime final : public TrainRuntime {
   std::condition_variable cv_;
   int go_ = -1;
   bool stop_ = false;
+  std::mutex signal_m_;
+  std::condition_variable signal_cv_;
+  long signals_ = 0;
 };
 
 }  // namespace

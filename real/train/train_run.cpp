@@ -26,6 +26,8 @@
 #include "report/prediction_report.h"
 #include "report/stats.h"
 #include "schedule/compute_model.h"
+#include "train/framework.h"
+#include "train/iteration.h"
 #include "train/train_runtime.h"
 #include "transport/backend.h"
 
@@ -68,9 +70,11 @@ class Gradients {
   std::vector<std::pair<char*, std::uint64_t>> spans_;
 };
 
-// One rank's training: its compute thread, the gradients and fusion buffer, and Horovod's cycle
-// (collective/horovod_cycle.h) run over the backend's transport. The cycle's runtime: ranks agree on the
-// ready gradients with an allreduce of flags (servers count as always ready) and wait by the clock.
+// One rank's training: its compute thread (train/iteration.h's compute program), the gradients and fusion
+// buffer, and Horovod's cycle (collective/horovod_cycle.h) run over the backend's transport, by the
+// framework's rules (train/framework.h). The cycle's runtime: where the framework agrees on readiness
+// (Horovod), ranks agree on the ready gradients with an allreduce of flags (servers count as always ready)
+// and wait by the clock; elsewhere (DDP) a rank announces its own gradients and waits for the next.
 class TrainLoop final : public collective::CycleRuntime, public collective::BufferRunner {
  public:
   TrainLoop(const TrainOptions& o, MPI_Comm comm, const Catalog& catalog, const Scenario& s);
@@ -82,6 +86,8 @@ class TrainLoop final : public collective::CycleRuntime, public collective::Buff
   double iteration(int it, bool last);
   void stop() { runtime_->stop_compute(); }
   double comm_time() const { return comm_time_; }
+  int negotiations() const { return negotiation_; }  // readiness allreduces in the last iteration
+  bool agrees_readiness() const { return framework_->agrees_readiness(); }
   std::int64_t wrong() const { return wrong_; }
   const Backend& backend() const { return *backend_; }
   // Rank 0's result from the timed iterations, in predict's schema.
@@ -89,9 +95,7 @@ class TrainLoop final : public collective::CycleRuntime, public collective::Buff
 
   double now() override { return runtime_->now() - iteration_start_; }
   void agree_ready(collective::FusionPlanner& planner, double tick) override;
-  void wait_next_cycle(collective::FusionPlanner&, double tick, double cycle_s, bool) override {
-    runtime_->sleep_until(iteration_start_ + tick + cycle_s);
-  }
+  void wait_next_cycle(collective::FusionPlanner&, double tick, double cycle_s, bool idle) override;
   void start(const collective::FusionBuffer& b) override;
   void finish() override {}  // each buffer ran to its end in start()
 
@@ -103,7 +107,6 @@ class TrainLoop final : public collective::CycleRuntime, public collective::Buff
   // PyTorch DDP's copies of the gradients into its buckets (in the compute thread, after each layer's backward
   // pass) and out of them (collective::bucket_copies_end), stood in for at the GPU's copy rate, as predict has
   // them; none for Horovod, whose fusion copies copy_in and copy_out charge.
-  bool ddp() const { return s_.communication.framework == Framework::PytorchDdp; }
   double bucket_copy_s(const std::vector<int>& tensors) const;
   void copy_out_of_buckets(bool last);
 
@@ -111,6 +114,7 @@ class TrainLoop final : public collective::CycleRuntime, public collective::Buff
   MPI_Comm comm_;
   int rank_ = 0;
   const Scenario& s_;
+  std::unique_ptr<TrainingFramework> framework_;
   const ModelSpec& model_;
   ComputeModel cm_;
   bool ps_ = false, worker_ = false;
@@ -131,19 +135,21 @@ class TrainLoop final : public collective::CycleRuntime, public collective::Buff
   std::vector<std::uint8_t> flags_, announced_;
   std::atomic<bool> recording_{false};  // the pass being timed is the last iteration's, whose spans are kept
   double iteration_start_ = 0, comm_time_ = 0;
-  int pass_ = 0;         // iterations run, retaken ones included: the compute thread's count
-  int negotiation_ = 0;  // this iteration's, for the coordination's timeout messages
+  int pass_ = 0;           // iterations run, retaken ones included: the compute thread's count
+  int negotiation_ = 0;    // this iteration's, for the coordination's timeout messages
+  long signals_seen_ = 0;  // the compute thread's signals before the last announcement (no agreement)
   bool last_ = false;
   std::int64_t wrong_ = 0;
   const GpuSpec& gpu_;
-  bool bucket_copies_ = false;                     // ddp_copies_buckets, on a worker
-  std::vector<double> bucket_done_, bucket_copy_;  // this iteration's buckets: allreduce end, copy out
+  bool bucket_copies_ = false;     // ddp_copies_buckets, on a worker
+  BucketCopyOut bucket_copy_out_;  // this iteration's buckets
 };
 
 TrainLoop::TrainLoop(const TrainOptions& o, MPI_Comm comm, const Catalog& catalog, const Scenario& s)
     : o_(o),
       comm_(comm),
       s_(s),
+      framework_(make_framework(s)),
       model_(catalog.model(s.model.name)),
       cm_(build_compute_model(catalog, s, false)),
       st_(model_.tensors.size()),
@@ -152,7 +158,7 @@ TrainLoop::TrainLoop(const TrainOptions& o, MPI_Comm comm, const Catalog& catalo
   ps_ = s.communication.strategy == Strategy::ParameterServer;
   workers_ = s.cluster.total_gpus();
   worker_ = rank_ < workers_;
-  bucket_copies_ = worker_ && ddp_copies_buckets(s);
+  bucket_copies_ = worker_ && framework_->bucket_copies();
   const DataType type = model_.dtype_bytes() == 4 ? DataType::Float32 : DataType::Float64;
   if (model_.dtype_bytes() != 4) throw UsageError("ringsim-real trains float32 models only");
   if (const std::string why = real_run_refusal(s); !why.empty()) throw UsageError(why);
@@ -199,35 +205,44 @@ TrainLoop::~TrainLoop() {
 void TrainLoop::start_compute() {
   runtime_->start_compute([this](int) {
     const bool record = recording_.load() && rank_ == 0;
-    const double scale = o_.compute_scale;
-    auto span = [&](const std::string& name, double secs) {
-      const double b = now();
-      backend_->compute_stand_in(secs);
-      if (record) spans_.push_back({rank_, name, b, now()});
-    };
-    span("FORWARD", cm_.forward_s * scale);
-    for (auto l = cm_.layers.rbegin(); l != cm_.layers.rend(); ++l) {
-      if (l->backward_s > 0) span(l->name, l->backward_s * scale);
-      if (bucket_copies_) span("DDP_COPY_IN", bucket_copy_s(l->tensors));
-      const double at = now();
-      for (int t : l->tensors) {
-        st_.ready_at[t] = at;
-        st_.ready[t].store(1, std::memory_order_release);
-      }
-    }
+    const ComputeHooks hooks{[&](const std::string& name, double secs) {
+                               const double b = now();
+                               backend_->compute_stand_in(secs);
+                               if (record) spans_.push_back({rank_, name, b, now()});
+                             },
+                             [&](const std::vector<int>& tensors) {
+                               const double at = now();
+                               for (int t : tensors) {
+                                 st_.ready_at[t] = at;
+                                 st_.ready[t].store(1, std::memory_order_release);
+                               }
+                               runtime_->signal();
+                             }};
+    run_compute_program(
+        cm_, *framework_, o_.compute_scale, [&](const std::vector<int>& t) { return bucket_copy_s(t); }, hooks);
   });
 }
 
 void TrainLoop::agree_ready(collective::FusionPlanner& planner, double tick) {
   const std::size_t n = flags_.size();
+  signals_seen_ = runtime_->signals();  // before the flags are read: a later signal means more are ready
   for (std::size_t t = 0; t < n; ++t) flags_[t] = worker_ ? st_.ready[t].load(std::memory_order_acquire) : 1;
-  runtime_->allreduce_min(flags_.data(), static_cast<int>(n), comm_, o_.timeout_s, rank_,
-                          "negotiation " + std::to_string(negotiation_++));
+  if (framework_->agrees_readiness())
+    runtime_->allreduce_min(flags_.data(), static_cast<int>(n), comm_, o_.timeout_s, rank_,
+                            "negotiation " + std::to_string(negotiation_++));
   for (std::size_t t = n; t-- > 0;)  // backward order: the same on every rank
     if (flags_[t] && !announced_[t]) {
       announced_[t] = 1;
       planner.announce(static_cast<int>(t), tick);
     }
+}
+
+void TrainLoop::wait_next_cycle(collective::FusionPlanner&, double tick, double cycle_s, bool idle) {
+  if (framework_->agrees_readiness()) {
+    runtime_->sleep_until(iteration_start_ + tick + cycle_s);
+  } else if (idle) {  // nothing new of this rank's own: wait for its compute thread's next gradients
+    runtime_->wait_signal(signals_seen_, o_.timeout_s, rank_, "the next ready gradient");
+  }
 }
 
 void TrainLoop::copy_in(const collective::FusionBuffer& b) {
@@ -237,7 +252,7 @@ void TrainLoop::copy_in(const collective::FusionBuffer& b) {
       backend_->host_copy(staging_ + off, grads_->data(t), tensor_bytes_[t]);
       off += tensor_bytes_[t];
     }
-    if (b.tensors.size() > 1 && !ddp()) backend_->charge_fusion_copy(b.bytes);
+    if (framework_->fusion_copies(b)) backend_->charge_fusion_copy(b.bytes);
   } else if (!backend_->emulated()) {
     // A server sums into its host buffer (the exchange's home space for servers): start from zero.
     std::memset(fusion_.host, 0, b.bytes);
@@ -253,7 +268,7 @@ void TrainLoop::copy_out(const collective::FusionBuffer& b) {
     backend_->host_copy(grads_->data(t), staging_ + off, tensor_bytes_[t]);
     off += tensor_bytes_[t];
   }
-  if (b.tensors.size() > 1 && !ddp()) backend_->charge_fusion_copy(b.bytes);
+  if (framework_->fusion_copies(b)) backend_->charge_fusion_copy(b.bytes);
 }
 
 double TrainLoop::bucket_copy_s(const std::vector<int>& tensors) const {
@@ -265,14 +280,12 @@ double TrainLoop::bucket_copy_s(const std::vector<int>& tensors) const {
 void TrainLoop::copy_out_of_buckets(bool last) {
   double backward_end = 0;
   for (double t : st_.ready_at) backward_end = std::max(backward_end, t);
-  const double end = collective::bucket_copies_end(backward_end, bucket_done_, bucket_copy_);
-  bucket_done_.clear();
-  bucket_copy_.clear();
+  const double end = bucket_copy_out_.finish(backward_end).end;
   // The copies that fit beside the last allreduces ran on the GPU then; what is left runs now.
   const double b = now();
   if (end <= b) return;
   backend_->compute_stand_in(end - b);
-  if (last && rank_ == 0) spans_.push_back({rank_, "DDP_COPY_OUT", b, now()});
+  if (last && rank_ == 0) spans_.push_back({rank_, std::string(kBucketCopyOut), b, now()});
 }
 
 void TrainLoop::start(const collective::FusionBuffer& b) {
@@ -297,10 +310,7 @@ void TrainLoop::start(const collective::FusionBuffer& b) {
   rec.comm_end = now();
   copy_out(b);
   rec.end = now();
-  if (bucket_copies_) {
-    bucket_done_.push_back(rec.end);
-    bucket_copy_.push_back(bucket_copy_s(b.tensors));
-  }
+  if (bucket_copies_) bucket_copy_out_.allreduce_done(rec.end, bucket_copy_s(b.tensors));
   comm_time_ += rec.end - rec.start;
   if (last_) records_.push_back(rec);
 }
@@ -324,13 +334,13 @@ double TrainLoop::iteration(int it, bool last) {
   }
   iteration_start_ = runtime_->now();
   runtime_->open(pass_++);
-  collective::FusionPlanner planner = gradient_planner(s_, fusion_tensors_, 1);
+  collective::FusionPlanner planner = framework_->planner(fusion_tensors_, 1);
   announced_.assign(flags_.size(), 0);
   comm_time_ = 0;
   negotiation_ = 0;
   collective::run_horovod_cycles(planner, *this, *this, s_.communication.cycle_time_s);
   if (bucket_copies_) copy_out_of_buckets(last);
-  if (worker_ && !ps_) backend_->compute_stand_in(cm_.update_s * o_.compute_scale);  // optimizer step
+  if (worker_ && framework_->optimizer_step()) backend_->compute_stand_in(cm_.update_s * o_.compute_scale);
   if (worker_ && last && !backend_->emulated()) check_gradients();
   double t = now();
   MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, comm_);
@@ -339,7 +349,6 @@ double TrainLoop::iteration(int it, bool last) {
 
 Prediction TrainLoop::result(std::vector<double> iteration_times, std::vector<double> comm_times) const {
   const auto& c = s_.communication;
-  const double scale = o_.compute_scale;
   Prediction p;
   p.scenario = s_;
   p.fidelity = backend_->emulated() ? Fidelity::Emulated : Fidelity::Measured;
@@ -349,18 +358,12 @@ Prediction TrainLoop::result(std::vector<double> iteration_times, std::vector<do
   p.server_nodes = ps_ && c.ps_placement == PsPlacement::Dedicated ? c.parameter_servers : 0;
   p.nodes = p.worker_nodes + p.server_nodes;
   p.iteration_time_s = upper_median(std::move(iteration_times));
-  p.forward_s = cm_.forward_s * scale;
-  p.backward_s = cm_.backward_s * scale;
-  p.update_s = ps_ ? 0 : cm_.update_s * scale;
-  p.compute_time_s = p.forward_s + p.backward_s + p.update_s;
+  set_compute_fields(p, cm_, *framework_, o_.compute_scale);
   p.communication_time_s = upper_median(std::move(comm_times));
   for (const auto& sp : spans_)
-    if (sp.name.starts_with("DDP_COPY_")) p.bucket_copy_s += sp.end - sp.start;
-  p.exposed_communication_s = std::max(0.0, p.iteration_time_s - p.compute_time_s - p.bucket_copy_s);
+    if (sp.name == kBucketCopyIn || sp.name == kBucketCopyOut) p.bucket_copy_s += sp.end - sp.start;
   p.single_gpu_images_per_sec = p.compute_time_s > 0 ? s_.model.batch_per_gpu / p.compute_time_s : 0;
-  derive_throughput(p, s_);
-  p.compute_source = cm_.source;
-  p.compute_source_detail = cm_.source_detail + (scale != 1 ? " x compute scale " + std::to_string(scale) : "");
+  finish_result(p, s_);
   set_tensors(p, model_, tensor_bytes_, st_.ready_at);
   p.collectives = records_;
   p.compute_spans = spans_;
@@ -429,6 +432,9 @@ int run_train(const TrainOptions& o, MPI_Comm comm) {
             << std::right << format_number(p.images_per_sec) << "\n"
             << "  communication time          " << format_time(p.communication_time_s) << " in " << p.collectives.size()
             << " " << gradient_buffers_noun(p.scenario) << "\n"
+            << "  readiness allreduces        " << loop.negotiations() << " in the last iteration ("
+            << (loop.agrees_readiness() ? "Horovod's negotiations" : "none: each rank launches its own full buckets")
+            << ")\n"
             << (probe ? "  core-to-core probe          CPUs " + std::to_string(probe->cpu(0)) + " and " +
                             std::to_string(probe->cpu(1)) + ", nearest " + format_number(probe->nearest()) + " ns; " +
                             std::to_string(retakes) + " iterations retaken, " + std::to_string(far) +

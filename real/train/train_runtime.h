@@ -27,6 +27,12 @@ class TrainRuntime {
   virtual void allreduce_min(std::uint8_t* flags, int count, MPI_Comm comm, double timeout_s, int rank,
                              const std::string& what) = 0;
 
+  // The compute thread tells the communication loop that gradients are ready (signal); the loop waits for a
+  // signal after the first `seen` (signals() counts them), giving up with TimeoutError after timeout_s.
+  virtual void signal() = 0;
+  virtual long signals() = 0;
+  virtual void wait_signal(long seen, double timeout_s, int rank, const std::string& what) = 0;
+
   // The compute thread: `body(iteration)` runs once per iteration released by open(iteration).
   virtual void start_compute(std::function<void(int)> body) = 0;
   virtual void open(int iteration) = 0;

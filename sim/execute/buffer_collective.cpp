@@ -221,17 +221,6 @@ BufferCollectiveLayout buffer_collective_layout(const Scenario& s, collective::S
   return l;
 }
 
-collective::FusionPlanner gradient_planner(const Scenario& s, std::vector<collective::FusionTensor> tensors,
-                                           int ranks) {
-  const CommunicationConfig& c = s.communication;
-  if (c.framework == Framework::PytorchDdp) {
-    auto buckets = collective::ddp_buckets(tensors, static_cast<std::uint64_t>(c.first_bucket_bytes),
-                                           static_cast<std::uint64_t>(c.bucket_bytes));
-    return collective::FusionPlanner(std::move(tensors), std::move(buckets), ranks);
-  }
-  return collective::FusionPlanner(std::move(tensors), static_cast<std::uint64_t>(c.fusion_threshold_bytes), ranks);
-}
-
 std::vector<int> tensor_servers(const Scenario& s, const std::vector<std::uint64_t>& tensor_bytes) {
   return collective::assign_to_servers(tensor_bytes, s.communication.parameter_servers, s.communication.ps_assignment);
 }

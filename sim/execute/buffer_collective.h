@@ -77,10 +77,6 @@ class CommModel;
 BufferCollectiveLayout buffer_collective_layout(const Scenario& s, collective::Space space, CommModel& costs,
                                                 bool multicast = true);
 
-// The framework's gradient planner for one step (predict and ringsim-real train): Horovod's fusion by
-// fusion_threshold, or PyTorch DDP's fixed buckets.
-collective::FusionPlanner gradient_planner(const Scenario& s, std::vector<collective::FusionTensor> tensors, int ranks);
-
 // parameter_server only: the server of each tensor, as the scenario assigns them.
 std::vector<int> tensor_servers(const Scenario& s, const std::vector<std::uint64_t>& tensor_bytes);
 

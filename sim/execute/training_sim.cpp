@@ -24,6 +24,8 @@
 #include "graph/topology_graph.h"
 #include "load/input_error.h"
 #include "schedule/compute_model.h"
+#include "train/framework.h"
+#include "train/iteration.h"
 
 namespace sg4 = simgrid::s4u;
 
@@ -186,14 +188,15 @@ class TrainingRun final : public collective::CycleRuntime, public collective::Bu
         compute_(build_compute_model(catalog, s)),
         topo_(Topology::build(catalog, simulated_shape(s))),
         cm_(catalog, s, topo_),
-        factory_(s, model_, cm_) {
+        factory_(s, model_, cm_),
+        framework_(make_framework(s)) {
     if (s.communication.strategy == Strategy::ParameterServer) place_servers();
     if (s.storage) plan_data_pipeline();
     std::vector<collective::FusionTensor> ft;
     for (auto b : factory_.tensor_bytes()) ft.push_back({b, s.model.gradient_bytes});
     const int announcing = fidelity == Fidelity::Flow ? s.cluster.total_gpus() : 1;
     for (int k = 0; k < iterations(); ++k)
-      planners_.push_back(std::make_unique<collective::FusionPlanner>(gradient_planner(s, ft, announcing)));
+      planners_.push_back(std::make_unique<collective::FusionPlanner>(framework_->planner(ft, announcing)));
     edge_bytes_.assign(cm_.edge_count(), 0);
     if (auto p = catalog.compute().precisions.find(s.model.precision); p != catalog.compute().precisions.end())
       bucket_element_bytes_ = gradient_element_bytes(p->second.gradient);
@@ -241,10 +244,9 @@ class TrainingRun final : public collective::CycleRuntime, public collective::Bu
   // PyTorch DDP without gradient_as_bucket_view (its default) copies each gradient into its bucket as backward
   // produces it (Reducer::mark_variable_ready_dense), and back out once the backward pass is over, bucket by
   // bucket in order as each allreduce is done (finalize_backward): GPU copies on the compute stream.
-  bool bucket_copies() const { return ddp_copies_buckets(s_); }
+  bool bucket_copies() const { return framework_->bucket_copies(); }
   std::uint64_t bucket_bytes(const std::vector<int>& tensors) const;  // the gradients' own type (DDP's buckets)
   void copy_out_of_buckets(const collective::FusionPlanner& planner);
-  static constexpr std::string_view kCopyIn = "DDP_COPY_IN", kCopyOut = "DDP_COPY_OUT";
   // Runs the buffer's collective here, or (several collectives at once) in an actor of its own once fewer
   // than the scenario's limit are in flight.
   void launch_buffer(const collective::FusionBuffer& b);
@@ -290,6 +292,7 @@ class TrainingRun final : public collective::CycleRuntime, public collective::Bu
   Topology topo_;
   CommModel cm_;
   CollectiveFactory factory_;
+  std::unique_ptr<TrainingFramework> framework_;
   std::vector<std::unique_ptr<collective::FusionPlanner>> planners_;  // one per iteration
   std::vector<double> edge_bytes_;
   std::vector<sg4::Host*> host_of_vertex_;
@@ -299,10 +302,9 @@ class TrainingRun final : public collective::CycleRuntime, public collective::Bu
   sg4::MutexPtr announce_mutex_;
   int in_flight_ = 0;  // collectives running in actors of their own
   sg4::ConditionVariablePtr collective_done_;
-  int started_ = 0;          // collectives started since the reported iteration began (their record's index)
-  int buckets_started_ = 0;  // DDP: buckets run, and this iteration's as (order, done, bytes)
-  std::vector<std::tuple<int, double, std::uint64_t>> buckets_done_;
-  int bucket_element_bytes_ = 4;  // the gradients' type before any compression
+  int started_ = 0;                // collectives started since the reported iteration began (their record's index)
+  BucketCopyOut bucket_copy_out_;  // DDP: this iteration's buckets, in the order their allreduces ended
+  int bucket_element_bytes_ = 4;   // the gradients' type before any compression
   // Iterations: phases x iterations per phase; iteration_ is the one running (ranks wait for their turn).
   int first_loaded_ = 0, phases_ = 1, per_phase_ = 1;  // first_loaded_: the first iteration with a loader
   int iteration_ = 0, reported_ = 0;
@@ -501,13 +503,14 @@ void TrainingRun::compute_actor(int rank) {
       if (wait > 0) span("DATA_WAIT", start);
     }
     collective::FusionPlanner& planner = *planners_[k];
-    exec("FORWARD", compute_.forward_s);
-    for (auto l = compute_.layers.rbegin(); l != compute_.layers.rend(); ++l) {
-      if (l->backward_s > 0) exec(l->name, l->backward_s);
-      if (bucket_copies()) exec(std::string(kCopyIn), cm_.device_copy_time(bucket_bytes(l->tensors)));
-      for (auto t = l->tensors.rbegin(); t != l->tensors.rend(); ++t) planner.announce(*t, sg4::Engine::get_clock());
-      announced_->notify_all();
-    }
+    const ComputeHooks hooks{exec, [&](const std::vector<int>& tensors) {
+                               for (auto t = tensors.rbegin(); t != tensors.rend(); ++t)
+                                 planner.announce(*t, sg4::Engine::get_clock());
+                               announced_->notify_all();
+                             }};
+    run_compute_program(
+        compute_, *framework_, 1,
+        [&](const std::vector<int>& tensors) { return cm_.device_copy_time(bucket_bytes(tensors)); }, hooks);
   }
 }
 
@@ -541,7 +544,7 @@ void TrainingRun::run_buffer(const collective::FusionBuffer& b) {
   rec.negotiated_at = b.negotiated_at - reported_start_;
   rec.start = sg4::Engine::get_clock();
   // Horovod's fusion buffer (DDP copies into its buckets on the compute stream: compute_actor)
-  const bool fused = b.tensors.size() > 1 && s_.communication.framework == Framework::Horovod;
+  const bool fused = framework_->fusion_copies(b);
   if (fused) sleep(cm_.fusion_copy_time(b.bytes));  // MEMCPY_IN_FUSION_BUFFER, on every rank at once
   rec.comm_start = sg4::Engine::get_clock();
   auto c = factory_.make(b);
@@ -570,7 +573,7 @@ void TrainingRun::run_buffer(const collective::FusionBuffer& b) {
   rec.comm_end = sg4::Engine::get_clock();
   if (fused) sleep(cm_.fusion_copy_time(b.bytes));  // MEMCPY_OUT_FUSION_BUFFER
   rec.end = sg4::Engine::get_clock();
-  if (bucket_copies()) buckets_done_.push_back({buckets_started_++, rec.end, bucket_bytes(b.tensors)});
+  if (bucket_copies()) bucket_copy_out_.allreduce_done(rec.end, cm_.device_copy_time(bucket_bytes(b.tensors)));
   if (!reported()) return;
   for (double* t : {&rec.start, &rec.comm_start, &rec.comm_end, &rec.end}) *t -= reported_start_;
   records_.push_back(std::move(rec));
@@ -643,7 +646,7 @@ void TrainingRun::coordinator() {
 void TrainingRun::run_iteration(int k) {
   collective::run_horovod_cycles(*planners_[k], *this, *this, s_.communication.cycle_time_s);
   if (bucket_copies()) copy_out_of_buckets(*planners_[k]);
-  if (s_.communication.strategy != Strategy::ParameterServer) sleep(compute_.update_s);  // optimizer step
+  if (framework_->optimizer_step()) sleep(compute_.update_s);
 }
 
 std::uint64_t TrainingRun::bucket_bytes(const std::vector<int>& tensors) const {
@@ -655,17 +658,11 @@ std::uint64_t TrainingRun::bucket_bytes(const std::vector<int>& tensors) const {
 void TrainingRun::copy_out_of_buckets(const collective::FusionPlanner& planner) {
   double backward_end = 0;  // the slowest rank's backward pass, its copies into the buckets included
   for (int i = 0; i < planner.tensor_count(); ++i) backward_end = std::max(backward_end, planner.ready_time(i));
-  std::sort(buckets_done_.begin(), buckets_done_.end());
-  std::vector<double> done, copy_s, starts;
-  for (const auto& [index, end, bytes] : buckets_done_) {
-    done.push_back(end);
-    copy_s.push_back(cm_.device_copy_time(bytes));
-  }
-  const double end = collective::bucket_copies_end(backward_end, done, copy_s, &starts);
-  for (std::size_t i = 0; reported() && i < starts.size(); ++i)
-    spans_.push_back({0, std::string(kCopyOut), starts[i] - reported_start_, starts[i] + copy_s[i] - reported_start_});
-  buckets_done_.clear();
-  sleep(end - sg4::Engine::get_clock());
+  const BucketCopyOut::Tail tail = bucket_copy_out_.finish(backward_end);
+  for (std::size_t i = 0; reported() && i < tail.starts.size(); ++i)
+    spans_.push_back({0, std::string(kBucketCopyOut), tail.starts[i] - reported_start_,
+                      tail.starts[i] + tail.copy_s[i] - reported_start_});
+  sleep(tail.end - sg4::Engine::get_clock());
 }
 
 void TrainingRun::wait_next_cycle(collective::FusionPlanner& planner, double tick, double cycle, bool idle) {
@@ -803,10 +800,7 @@ Prediction TrainingRun::run() {
   p.server_nodes = topo_.nodes() - s_.cluster.nodes;
   p.nodes = topo_.nodes();
   p.iteration_time_s = end_;
-  p.forward_s = compute_.forward_s;
-  p.backward_s = compute_.backward_s;
-  p.update_s = s_.communication.strategy == Strategy::ParameterServer ? 0 : compute_.update_s;
-  p.compute_time_s = p.forward_s + p.backward_s + p.update_s;
+  set_compute_fields(p, compute_, *framework_, 1);
   p.straggler_s = compute_.straggler_s;
   p.co_run_s = compute_.co_run_s;
   // The time some collective is in flight (the sum of their durations when they run one at a time).
@@ -822,16 +816,13 @@ Prediction TrainingRun::run() {
   double computed = 0;  // rank 0's forward and backward passes as they ran
   for (const auto& sp : spans_) {
     if (sp.rank != 0 || sp.name == "DATA_WAIT") continue;
-    (sp.name == kCopyIn || sp.name == kCopyOut ? p.bucket_copy_s : computed) += sp.end - sp.start;
+    (sp.name == kBucketCopyIn || sp.name == kBucketCopyOut ? p.bucket_copy_s : computed) += sp.end - sp.start;
   }
   const double slowed = computed - p.forward_s - p.backward_s;
   p.compute_interference_s = slowed > 1e-9 ? slowed : 0;
-  p.exposed_communication_s = std::max(0.0, p.iteration_time_s - p.compute_time_s - p.bucket_copy_s);
   p.single_gpu_images_per_sec = compute_.single_gpu_images_per_sec;
-  derive_throughput(p, s_);
+  finish_result(p, s_);
   if (s_.storage) apply_data_pipeline(p, p.gpus * s_.samples_per_gpu_step());
-  p.compute_source = compute_.source;
-  p.compute_source_detail = compute_.source_detail;
   std::vector<double> ready;
   for (std::size_t t = 0; t < model_.tensors.size(); ++t)
     ready.push_back(planner.ready_time(static_cast<int>(t)) - reported_start_);

@@ -1,0 +1,17 @@
+#include "train/framework.h"
+
+#include "load/scenario.h"
+
+namespace ringsim {
+
+std::unique_ptr<TrainingFramework> make_framework(const Scenario& s) {
+  switch (s.communication.framework) {
+    case Framework::PytorchDdp:
+      return make_pytorch_ddp(s);
+    case Framework::Horovod:
+      break;
+  }
+  return make_horovod(s);
+}
+
+}  // namespace ringsim

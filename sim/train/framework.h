@@ -1,0 +1,42 @@
+// A data-parallel framework as a plug-in: the rules of its training iteration that differ from one
+// framework to the next, asked by the one iteration that the simulation, ringsim-real and the emulation
+// run (sim/train/iteration.h). Adding a framework is one file here and one line in make_framework.
+#pragma once
+
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "collective/fusion.h"
+
+namespace ringsim {
+
+struct Scenario;
+
+class TrainingFramework {
+ public:
+  virtual ~TrainingFramework() = default;
+  virtual std::string_view name() const = 0;
+  // How the gradients become buffers: the planner that says which tensors a buffer holds and when it is
+  // ready (`ranks`: how many ranks announce each tensor).
+  virtual collective::FusionPlanner planner(std::vector<collective::FusionTensor> tensors, int ranks) const = 0;
+  // Whether the ranks agree on what is ready before each negotiation (Horovod's coordinator, an allreduce
+  // of flags in a real run); without it a rank launches a buffer when its own gradients are in it.
+  virtual bool agrees_readiness() const = 0;
+  // Whether a buffer is copied into a fusion buffer before its collective and out after it.
+  virtual bool fusion_copies(const collective::FusionBuffer& b) const = 0;
+  // Whether each gradient is copied into its bucket on the compute stream after its layer's backward
+  // pass, and out of it once backward is over (collective::bucket_copies_end).
+  virtual bool bucket_copies() const = 0;
+  // Whether every worker steps its optimizer after the collectives (not where servers apply the update).
+  virtual bool optimizer_step() const = 0;
+};
+
+// The scenario's framework (communication.framework, with its strategy and settings).
+std::unique_ptr<TrainingFramework> make_framework(const Scenario& s);
+
+// The frameworks, one file each.
+std::unique_ptr<TrainingFramework> make_horovod(const Scenario& s);
+std::unique_ptr<TrainingFramework> make_pytorch_ddp(const Scenario& s);
+
+}  // namespace ringsim

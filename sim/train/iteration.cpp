@@ -1,0 +1,40 @@
+#include "train/iteration.h"
+
+#include <algorithm>
+
+namespace ringsim {
+
+void run_compute_program(const ComputeModel& cm, const TrainingFramework& framework, double scale,
+                         const std::function<double(const std::vector<int>&)>& bucket_copy_s, const ComputeHooks& rt) {
+  rt.compute("FORWARD", cm.forward_s * scale);
+  for (auto l = cm.layers.rbegin(); l != cm.layers.rend(); ++l) {
+    if (l->backward_s > 0) rt.compute(l->name, l->backward_s * scale);
+    if (framework.bucket_copies()) rt.compute(std::string(kBucketCopyIn), bucket_copy_s(l->tensors));
+    rt.ready(l->tensors);
+  }
+}
+
+BucketCopyOut::Tail BucketCopyOut::finish(double backward_end) {
+  Tail t;
+  t.end = collective::bucket_copies_end(backward_end, done_, copy_s_, &t.starts);
+  t.copy_s = std::move(copy_s_);
+  done_.clear();
+  copy_s_.clear();
+  return t;
+}
+
+void set_compute_fields(Prediction& p, const ComputeModel& cm, const TrainingFramework& framework, double scale) {
+  p.forward_s = cm.forward_s * scale;
+  p.backward_s = cm.backward_s * scale;
+  p.update_s = framework.optimizer_step() ? cm.update_s * scale : 0;
+  p.compute_time_s = p.forward_s + p.backward_s + p.update_s;
+  p.compute_source = cm.source;
+  p.compute_source_detail = cm.source_detail + (scale != 1 ? " x compute scale " + std::to_string(scale) : "");
+}
+
+void finish_result(Prediction& p, const Scenario& s) {
+  p.exposed_communication_s = std::max(0.0, p.iteration_time_s - p.compute_time_s - p.bucket_copy_s);
+  derive_throughput(p, s);
+}
+
+}  // namespace ringsim

@@ -1,0 +1,63 @@
+// The parts of one training iteration that every runtime runs alike, written once: the simulation
+// (sim/execute/training_sim.cpp: SimGrid actors in both fidelities), ringsim-real train on MPI, CUDA and NCCL,
+// and its emulation under SMPI (real/train/train_run.cpp). The framework's rules come from its plug-in
+// (framework.h); Horovod's cycle of negotiations from collective/horovod_cycle.h.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "execute/prediction.h"
+#include "schedule/compute_model.h"
+#include "train/framework.h"
+
+namespace ringsim {
+
+// The compute spans of DDP's copies into its buckets and out of them.
+inline constexpr std::string_view kBucketCopyIn = "DDP_COPY_IN", kBucketCopyOut = "DDP_COPY_OUT";
+
+// Where a rank's compute program runs: GPU work of `seconds` named `name` (a span in the trace), and
+// gradients that are now computed.
+struct ComputeHooks {
+  std::function<void(const std::string& name, double seconds)> compute;
+  std::function<void(const std::vector<int>& tensors)> ready;
+};
+
+// One rank's compute in an iteration: the forward pass, then each layer's backward pass from the last
+// layer, the framework's copy of that layer's gradients into their buckets (`bucket_copy_s` of the
+// tensors), and the gradients announced ready. `scale` multiplies the passes (ringsim-real's
+// --compute-scale), not the copies.
+void run_compute_program(const ComputeModel& cm, const TrainingFramework& framework, double scale,
+                         const std::function<double(const std::vector<int>&)>& bucket_copy_s, const ComputeHooks& rt);
+
+// DDP's copies out of its buckets (Reducer::finalize_backward, on the compute stream): each bucket's
+// allreduce end and copy time as its allreduce ends; once the backward pass is over, the copies that did
+// not fit beside the allreduces run bucket by bucket in order (collective::bucket_copies_end).
+class BucketCopyOut {
+ public:
+  void allreduce_done(double end, double copy_s) {
+    done_.push_back(end);
+    copy_s_.push_back(copy_s);
+  }
+  struct Tail {
+    double end = 0;                      // when the last copy ends
+    std::vector<double> starts, copy_s;  // each copy's start and length, in bucket order
+  };
+  // The copies, given when the backward pass ended; forgets this iteration's buckets.
+  Tail finish(double backward_end);
+
+ private:
+  std::vector<double> done_, copy_s_;
+};
+
+// The result's compute fields from the compute model (its passes times `scale`; the optimizer step where
+// the framework takes one) and where the rate comes from.
+void set_compute_fields(Prediction& p, const ComputeModel& cm, const TrainingFramework& framework, double scale);
+
+// What follows from the iteration as it ran (p.iteration_time_s, p.bucket_copy_s and the compute fields
+// set): the exposed communication and the throughput and training times (derive_throughput).
+void finish_result(Prediction& p, const Scenario& s);
+
+}  // namespace ringsim
