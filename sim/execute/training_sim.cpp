@@ -13,7 +13,6 @@
 #include <string_view>
 #include <tuple>
 
-#include "collective/fusion.h"
 #include "collective/horovod_cycle.h"
 #include "collective/transport.h"
 #include "execute/buffer_collective.h"
@@ -21,13 +20,12 @@
 #include "execute/data_loader.h"
 #include "execute/platform_builder.h"
 #include "execute/step_model.h"
+#include "execute/training_run.h"
 #include "graph/topology_graph.h"
 #include "load/input_error.h"
 #include "schedule/compute_model.h"
 #include "train/framework.h"
 #include "train/iteration.h"
-
-namespace sg4 = simgrid::s4u;
 
 namespace ringsim {
 
@@ -42,62 +40,9 @@ ClusterShape simulated_shape(const Scenario& s) {
   return shape;
 }
 
+namespace training_detail {
+
 namespace {
-
-using collective::Collective;
-using collective::RankStep;
-using collective::Space;
-using collective::Transfer;
-
-// Builds the collective for one fusion buffer.
-class CollectiveFactory {
- public:
-  CollectiveFactory(const Scenario& s, const ModelSpec& model, CommModel& cm) : s_(s) {
-    for (const auto& t : model.tensors)
-      tensor_bytes_.push_back(static_cast<std::uint64_t>(t.numel) * s.model.gradient_bytes);
-    if (s.communication.strategy == Strategy::ParameterServer) server_of_ = tensor_servers(s, tensor_bytes_);
-    // Rings follow the fastest links inside a node, the same in every node, nodes in index order.
-    layout_ = buffer_collective_layout(s, cm.data_space(), cm);
-  }
-  std::unique_ptr<Collective> make(const collective::FusionBuffer& b) const {
-    BufferShards shards;
-    if (s_.communication.strategy == Strategy::ParameterServer)
-      shards = buffer_shards(s_, server_of_, tensor_bytes_, b.tensors);
-    return make_buffer_collective(s_, layout_, b.bytes, b.element_bytes, shards);
-  }
-  // What make(b) depends on: buffers with equal keys get the same collective.
-  std::vector<std::uint64_t> key(const collective::FusionBuffer& b) const {
-    std::vector<std::uint64_t> k{b.bytes, static_cast<std::uint64_t>(b.element_bytes)};
-    if (s_.communication.strategy != Strategy::ParameterServer) return k;
-    const BufferShards shards = buffer_shards(s_, server_of_, tensor_bytes_, b.tensors);
-    k.push_back(static_cast<std::uint64_t>(shards.aggregator));
-    k.insert(k.end(), shards.bytes.begin(), shards.bytes.end());
-    return k;
-  }
-  const std::vector<std::uint64_t>& tensor_bytes() const { return tensor_bytes_; }
-  // Every collective make(b) may return for a buffer like b: under auto the ring, the tree and NVLS (NVLSTree).
-  std::vector<std::unique_ptr<Collective>> alternatives(const collective::FusionBuffer& b) const {
-    std::vector<std::unique_ptr<Collective>> out;
-    if (s_.communication.strategy != Strategy::Auto) {
-      out.push_back(make(b));
-      return out;
-    }
-    for (Strategy st : {Strategy::Ring, Strategy::Tree}) {
-      Scenario one = s_;
-      one.communication.strategy = st;
-      one.communication.channels = st == Strategy::Tree ? 2 * s_.communication.channels : s_.communication.channels;
-      out.push_back(make_buffer_collective(one, layout_, b.bytes, b.element_bytes, {}));
-    }
-    if (auto nvls = make_nvls_candidate(s_, layout_, b.bytes, b.element_bytes)) out.push_back(std::move(nvls));
-    return out;
-  }
-
- private:
-  const Scenario& s_;
-  std::vector<std::uint64_t> tensor_bytes_;
-  std::vector<int> server_of_;
-  BufferCollectiveLayout layout_;
-};
 
 // Per-collective shared state of the flow fidelity: which messages of which step have arrived.
 struct FlowRendezvous {
@@ -175,242 +120,7 @@ class SimgridTransport final : public collective::Transport {
   std::vector<std::pair<double, std::size_t>> order_;  // (overhead, send) of the step posted
 };
 
-// The simulated run. It is Horovod's cycle runtime (collective/horovod_cycle.h): its ranks announce their
-// gradients to the planner as they compute, and an idle cycle waits for the next one ready; and the cycle's
-// buffer runner, on SimGrid flows (flow fidelity) or the step model.
-class TrainingRun final : public collective::CycleRuntime, public collective::BufferRunner {
- public:
-  TrainingRun(const Catalog& catalog, const Scenario& s, Fidelity fidelity)
-      : catalog_(catalog),
-        s_(s),
-        fidelity_(fidelity),
-        model_(catalog.model(s.model.name)),
-        compute_(build_compute_model(catalog, s)),
-        topo_(Topology::build(catalog, simulated_shape(s))),
-        cm_(catalog, s, topo_),
-        factory_(s, model_, cm_),
-        framework_(make_framework(s)) {
-    if (s.communication.strategy == Strategy::ParameterServer) place_servers();
-    if (s.storage) plan_data_pipeline();
-    std::vector<collective::FusionTensor> ft;
-    for (auto b : factory_.tensor_bytes()) ft.push_back({b, s.model.gradient_bytes});
-    const int announcing = fidelity == Fidelity::Flow ? s.cluster.total_gpus() : 1;
-    for (int k = 0; k < iterations(); ++k)
-      planners_.push_back(std::make_unique<collective::FusionPlanner>(framework_->planner(ft, announcing)));
-    edge_bytes_.assign(cm_.edge_count(), 0);
-    if (auto p = catalog.compute().precisions.find(s.model.precision); p != catalog.compute().precisions.end())
-      bucket_element_bytes_ = gradient_element_bytes(p->second.gradient);
-  }
-
-  Prediction run();
-  // Each edge that carried bytes, its load over an iteration of `iteration_s`: busiest first.
-  std::vector<LinkLoad> link_loads(double iteration_s) const;
-  CollectiveTiming run_alone(const Collective& c);
-
-  double now() override { return sg4::Engine::get_clock(); }
-  void agree_ready(collective::FusionPlanner&, double) override {}  // the ranks announce as they compute
-  void wait_next_cycle(collective::FusionPlanner& planner, double tick, double cycle_s, bool idle) override;
-  void start(const collective::FusionBuffer& b) override { launch_buffer(b); }
-  void finish() override;
-  // The collective this scenario runs for one fusion buffer of `bytes`.
-  std::unique_ptr<Collective> buffer_collective(std::uint64_t bytes, int element_bytes) const {
-    collective::FusionBuffer b;
-    b.bytes = bytes;
-    b.element_bytes = element_bytes;
-    return factory_.make(b);
-  }
-
- private:
-  void place_servers() { cm_.set_servers(parameter_server_places(s_, topo_)); }
-  // With a storage section the run simulates the iterations simulated_iterations() says (data_pipeline.h),
-  // the loader beside all but the first (data_loader.h). Each phase's steady state is the mean of its last
-  // kSteadyIterations iterations (Horovod's cycle makes single iterations differ by up to a cycle); the
-  // trace shows the last iteration.
-  int iterations() const { return first_loaded_ + phases_ * per_phase_; }
-  void plan_data_pipeline();
-  NicShare nic_share() const;
-  // The fabric switch -> NIC edge of a node on an Ethernet fabric; -1: none (found once, in plan_data_pipeline).
-  int nic_edge(int node) const { return nic_edges_.empty() ? -1 : nic_edges_[node]; }
-  void add_loader(simgrid::s4u::NetZone* zone, PlatformBuilder& builder,
-                  const std::function<sg4::Host*(VertexId)>& host);
-  void apply_data_pipeline(Prediction& p, double images);
-  // probe: the pattern to route (default: a whole-model buffer); with_loader: add the input pipeline
-  void build_platform(const Collective* probe, bool with_loader);
-  void start_engine(sg4::Engine& engine);
-  void run_members(const Collective& c, int tag);
-  void compute_actor(int rank);
-  void coordinator();
-  void run_iteration(int k);
-  // PyTorch DDP without gradient_as_bucket_view (its default) copies each gradient into its bucket as backward
-  // produces it (Reducer::mark_variable_ready_dense), and back out once the backward pass is over, bucket by
-  // bucket in order as each allreduce is done (finalize_backward): GPU copies on the compute stream.
-  bool bucket_copies() const { return framework_->bucket_copies(); }
-  std::uint64_t bucket_bytes(const std::vector<int>& tensors) const;  // the gradients' own type (DDP's buckets)
-  void copy_out_of_buckets(const collective::FusionPlanner& planner);
-  // Runs the buffer's collective here, or (several collectives at once) in an actor of its own once fewer
-  // than the scenario's limit are in flight.
-  void launch_buffer(const collective::FusionBuffer& b);
-  void run_buffer(const collective::FusionBuffer& b);
-  // A collective's step-model cost: its duration, runs and hold on the compute, evaluated once per kind of
-  // buffer (equal CollectiveFactory keys; DDP's buckets and Horovod's full buffers repeat their sizes). Each
-  // call adds the bytes it carries to edge_bytes_.
-  struct StepCost {
-    double estimate = 0;
-    std::vector<RunCost> runs;
-    ComputeHold hold;
-    std::vector<std::pair<int, double>> edge_bytes;  // what one run of it adds to edge_bytes_, by edge
-  };
-  std::vector<double> step_edge_bytes_;  // zeros between evaluations, as large as edge_bytes_
-  const StepCost& step_cost(const collective::FusionBuffer& b, const Collective& c);
-  std::map<std::vector<std::uint64_t>, StepCost> step_costs_;
-  // While collective c runs it holds part of its GPUs' compute: interfere(c, hold, true) as it starts,
-  // (c, hold, false) as it ends. taken(rank): the compute seconds collectives have taken from the rank's GPU
-  // so far, which its passes make up for (their work runs at 1 - the shares held).
-  void interfere(const Collective& c, const ComputeHold& hold, bool start);
-  double taken(int rank) const;
-  struct Hold {
-    double sms = 0;  // collectives at once each hold their kernels' SMs
-    // ...but share the links that feed the memory: the largest of their memory shares counts.
-    std::multiset<double> memory;
-    double taken = 0, since = 0;  // compute taken before `since`, when the shares last changed
-    double held() const { return std::min(ComputeHold::kMost, sms + (memory.empty() ? 0 : *memory.rbegin())); }
-  };
-  std::vector<Hold> holds_;  // per worker
-  // The reported iteration's records are kept, with times from its start.
-  bool reported() const { return iteration_ == reported_; }
-  void sleep(double s) {
-    if (s <= 0) return;
-    sg4::this_actor::sleep_for(s);
-    ++activities_;
-  }
-
-  const Catalog& catalog_;
-  const Scenario& s_;
-  Fidelity fidelity_;
-  const ModelSpec& model_;
-  ComputeModel compute_;
-  Topology topo_;
-  CommModel cm_;
-  CollectiveFactory factory_;
-  std::unique_ptr<TrainingFramework> framework_;
-  std::vector<std::unique_ptr<collective::FusionPlanner>> planners_;  // one per iteration
-  std::vector<double> edge_bytes_;
-  std::vector<sg4::Host*> host_of_vertex_;
-  std::vector<CollectiveRecord> records_;
-  std::vector<ComputeSpan> spans_;
-  sg4::ConditionVariablePtr announced_;
-  sg4::MutexPtr announce_mutex_;
-  int in_flight_ = 0;  // collectives running in actors of their own
-  sg4::ConditionVariablePtr collective_done_;
-  int started_ = 0;                // collectives started since the reported iteration began (their record's index)
-  BucketCopyOut bucket_copy_out_;  // DDP: this iteration's buckets, in the order their allreduces ended
-  int bucket_element_bytes_ = 4;   // the gradients' type before any compression
-  // Iterations: phases x iterations per phase; iteration_ is the one running (ranks wait for their turn).
-  int first_loaded_ = 0, phases_ = 1, per_phase_ = 1;  // first_loaded_: the first iteration with a loader
-  int iteration_ = 0, reported_ = 0;
-  sg4::ConditionVariablePtr next_iteration_;
-  std::vector<double> iteration_end_, data_wait_;  // per iteration; data_wait_: rank 0's wait
-  std::vector<double> phase_start_;
-  double reported_start_ = 0;
-  std::unique_ptr<DataLoaderSim> loader_;
-  DataPipeline demand_;
-  std::vector<StorageSource> sources_;  // epoch 1's storage, then the cache's
-  std::vector<int> nic_edges_;          // per node (Ethernet fabrics with several nodes)
-  double end_ = 0;
-  std::int64_t activities_ = 0;
-};
-
-void TrainingRun::plan_data_pipeline() {
-  demand_ = data_pipeline_demand(catalog_, s_, nic_share());
-  first_loaded_ = 1;
-  per_phase_ = loaded_iterations_per_epoch(s_);
-  sources_ = storage_sources(catalog_, s_);
-  phases_ = static_cast<int>(sources_.size());
-  if (nic_share().shared) {
-    const TopologyGraph& g = topo_.graph();
-    for (int n = 0; n < topo_.nodes(); ++n) {  // an Ethernet fabric: one NIC per node
-      const VertexId nic = topo_.fabric_nics(n).front();
-      int found = -1;
-      for (auto [e, end] = boost::in_edges(nic, g); e != end; ++e)
-        if (found < 0 && g[boost::source(*e, g)].kind == DeviceKind::FabricSwitch) found = cm_.edge_index(*e);
-      nic_edges_.push_back(found);
-    }
-  }
-  reported_ = iterations() - 1;
-  if (iterations() != simulated_iterations(catalog_, s_)) throw std::logic_error("simulated iteration count");
-}
-
-NicShare TrainingRun::nic_share() const {
-  NicShare nic;
-  nic.bandwidth = catalog_.sku(s_.cluster.sku).ethernet_bandwidth;
-  nic.shared = s_.cluster.fabric == FabricKind::Ethernet && topo_.nodes() > 1;
-  return nic;
-}
-
-void TrainingRun::add_loader(sg4::NetZone* zone, PlatformBuilder& builder,
-                             const std::function<sg4::Host*(VertexId)>& host) {
-  const SkuSpec& sku = catalog_.sku(s_.cluster.sku);
-  const bool flow = fidelity_ == Fidelity::Flow;
-  const int nodes = flow ? s_.cluster.nodes : 1;  // the step fidelity's node 0 stands for every node
-  std::vector<LoaderNode> feed;
-  for (int n = 0; n < nodes; ++n) {
-    LoaderNode ln;
-    ln.host = host(topo_.host_memory(n, 0));
-    ln.consumers = flow ? s_.cluster.gpus_per_node : 1;
-    const int e = nic_edge(n);
-    if (e >= 0) {
-      Path p;
-      p.edges = {e};
-      ln.nic = builder.route_links(p, false);
-    } else {
-      // The node's Ethernet NIC carries no gradients: a link of its own.
-      ln.nic = {sg4::LinkInRoute(zone->create_link("n" + std::to_string(n) + ".ethernet", sku.ethernet_bandwidth)
-                                     ->set_latency(catalog_.link(sku.ethernet_link).latency)
-                                     ->seal())};
-    }
-    feed.push_back(std::move(ln));
-  }
-  const double images = s_.cluster.gpus_per_node * s_.samples_per_gpu_step();
-  loader_ = std::make_unique<DataLoaderSim>(demand_, sources_, s_.storage->prefetch_depth,
-                                            images * s_.storage->decode_cpu_per_image_s, sku.vcpus,
-                                            flow ? 1.0 : 1.0 / s_.cluster.nodes);
-  loader_->build(zone, std::move(feed), !flow && nic_edge(0) >= 0);
-}
-
-void TrainingRun::apply_data_pipeline(Prediction& p, double images) {
-  NicShare nic = nic_share();
-  if (nic.shared) {
-    for (int n = 0; n < (fidelity_ == Fidelity::Flow ? s_.cluster.nodes : 1); ++n)
-      nic.gradient_bytes = std::max(nic.gradient_bytes, edge_bytes_[nic_edge(n)]);
-  }
-  DataPipeline d = data_pipeline_demand(catalog_, s_, nic);
-  // The reported iteration's link loads include one batch of reads into each node over a NIC that is
-  // a graph edge (an Ethernet fabric's).
-  if (nic.shared && sources_.back().network)
-    for (int n = 0; n < (fidelity_ == Fidelity::Flow ? s_.cluster.nodes : 1); ++n)
-      edge_bytes_[nic_edge(n)] += d.batch_bytes_per_node;
-  d.simulated_iterations_per_epoch = per_phase_;
-  d.synthetic_iteration_s = iteration_end_[0];
-  auto phase = [&](int ph) {
-    SimulatedEpoch e;
-    const int first = first_loaded_ + ph * per_phase_, last = first + per_phase_ - 1;
-    e.first_iteration_s = iteration_end_[first] - phase_start_[ph];
-    e.iteration_s = (iteration_end_[last] - iteration_end_[last - kSteadyIterations]) / kSteadyIterations;
-    for (int k = last - kSteadyIterations + 1; k <= last; ++k) e.data_wait_s += data_wait_[k] / kSteadyIterations;
-    return e;
-  };
-  finish_epoch(d.first, d, s_.cluster.nodes, phase(0), p.iterations_per_epoch);
-  finish_epoch(d.steady, d, s_.cluster.nodes, phase(phases_ - 1), p.iterations_per_epoch);
-  d.train_iteration_s = d.steady.iteration_s - d.steady.data_wait_s;
-  p.data_pipeline = d;
-  p.iteration_time_s = d.steady.iteration_s;
-  p.exposed_communication_s = std::max(0.0, d.train_iteration_s - p.compute_time_s);
-  p.images_per_sec = images / p.iteration_time_s;
-  p.images_per_sec_per_gpu = p.images_per_sec / p.gpus;
-  p.scaling_efficiency = p.images_per_sec_per_gpu / p.single_gpu_images_per_sec;
-  p.epoch_time_s = d.steady.epoch_time_s;
-  p.time_to_train_s = d.first.epoch_time_s + (s_.training.epochs - 1) * d.steady.epoch_time_s;
-}
+}  // namespace
 
 void TrainingRun::build_platform(const Collective* c, bool with_loader) {
   const TopologyGraph& g = topo_.graph();
@@ -842,7 +552,9 @@ Prediction TrainingRun::run() {
   return p;
 }
 
-}  // namespace
+}  // namespace training_detail
+
+using training_detail::TrainingRun;
 
 Prediction predict(const Catalog& catalog, const Scenario& scenario, Fidelity fidelity) {
   if (fidelity == Fidelity::Step && scenario.communication.concurrent_collectives != 1)

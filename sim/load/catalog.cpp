@@ -7,8 +7,7 @@
 #include <memory>
 #include <set>
 
-#include "load/overlay.h"
-#include "load/uncertain.h"
+#include "load/catalog_values.h"
 #include "load/yaml_reader.h"
 
 #ifndef RINGSIM_CATALOG_DIR
@@ -90,28 +89,6 @@ const MeasuredRate* ComputeSpec::find(const std::string& gpu, const std::string&
 
 namespace {
 
-// A rank kind's core handoffs (`core_handoff`, `cross_core_handoff`: times): only CPU processes share cores
-// with other ranks.
-double core_handoff_of(const GpuSpec& g, const YamlField& value) {
-  if (!g.cpu_process) value.fail("only ranks of kind cpu_process share cores with other ranks");
-  return value.nonnegative_quantity(Quantity::Time);
-}
-
-// Size steps: a list of {from: BYTES, <key>: VALUE}, in ascending order of `from` (`what` names them).
-template <class Value>
-std::vector<std::pair<double, double>> size_steps(const YamlField& list, const std::string& key, Value value,
-                                                  const std::string& what) {
-  std::vector<std::pair<double, double>> steps;
-  for (auto& item : list.items()) {
-    item.require_map({"from", key});
-    const double from = item.get("from").positive_quantity(Quantity::Bytes);
-    if (!steps.empty() && from <= steps.back().first)
-      item.get("from").fail(what + " must be in ascending order of size");
-    steps.emplace_back(from, value(item.get(key)));
-  }
-  return steps;
-}
-
 const std::vector<std::string> kLinkKinds = {"pcie", "nvlink", "socket", "memory", "ethernet", "infiniband"};
 
 LinkKind parse_link_kind(const YamlField& f) {
@@ -120,16 +97,6 @@ LinkKind parse_link_kind(const YamlField& f) {
                     LinkKind::Ethernet, LinkKind::InfiniBand})
     if (to_string(kind) == k) return kind;
   f.fail("unknown link kind");
-}
-
-YamlField open_root(const fs::path& file, std::vector<std::string> top_keys, const std::string& kind = "catalog") {
-  std::error_code ec;
-  if (!fs::exists(file, ec))
-    throw InputError({file.string(), 0, 0, ""}, ec ? "cannot access: " + ec.message() : kind + " file is missing");
-  auto doc = std::make_shared<YamlDocument>(YamlDocument::load_file(file.string(), kind));
-  YamlField root = YamlField::root(doc);
-  root.require_map(top_keys);
-  return root;
 }
 
 template <class Map>
@@ -145,6 +112,30 @@ Attachment parse_attachment(const YamlField& f) {
 }
 
 }  // namespace
+
+namespace catalog_detail {
+
+// A rank kind's core handoffs (`core_handoff`, `cross_core_handoff`: times): only CPU processes share cores
+// with other ranks.
+double core_handoff_of(const GpuSpec& g, const YamlField& value) {
+  if (!g.cpu_process) value.fail("only ranks of kind cpu_process share cores with other ranks");
+  return value.nonnegative_quantity(Quantity::Time);
+}
+
+YamlField open_root(const fs::path& file, std::vector<std::string> top_keys, const std::string& kind) {
+  std::error_code ec;
+  if (!fs::exists(file, ec))
+    throw InputError({file.string(), 0, 0, ""}, ec ? "cannot access: " + ec.message() : kind + " file is missing");
+  auto doc = std::make_shared<YamlDocument>(YamlDocument::load_file(file.string(), kind));
+  YamlField root = YamlField::root(doc);
+  root.require_map(top_keys);
+  return root;
+}
+
+}  // namespace catalog_detail
+
+using catalog_detail::core_handoff_of;
+using catalog_detail::open_root;
 
 std::string Catalog::default_dir() {
   if (const char* env = std::getenv("RINGSIM_CATALOG"); env && *env) return env;
@@ -591,134 +582,7 @@ void Catalog::load_storage(const fs::path& base) {
   }
 }
 
-namespace {
-
-// A model file's `tokens`: a count (fixed: ViT's patches and class token) or {default, max} (model.seq_len).
-void read_model_tokens(const YamlField& tk, ModelSpec& m) {
-  if (tk.is_map()) {
-    tk.require_map({"default", "max"});
-    m.max_tokens = static_cast<int>(tk.get("max").integer(1, 1 << 20));
-    m.default_tokens = static_cast<int>(tk.get("default").integer(1, m.max_tokens));
-    m.seq_len_settable = true;
-  } else {
-    m.default_tokens = m.max_tokens = static_cast<int>(tk.integer(1, 1 << 20));
-  }
-}
-
-// [name, [dims...]], a convolution's [name, [dims...], [out_h, out_w]], or a 2-D weight's
-// [name, [dims...], per_token | lookup | per_sample | attention].
-TensorSpec read_tensor(const YamlField& t) {
-  auto parts = t.items();
-  if (parts.size() != 2 && parts.size() != 3)
-    t.fail("expected [name, [dims...]] or, for a convolution, [name, [dims...], [out_h, out_w]]");
-  TensorSpec ts;
-  ts.name = parts[0].str();
-  ts.numel = 1;
-  for (auto& d : parts[1].items()) {
-    ts.shape.push_back(d.integer(1, std::int64_t(1) << 40));
-    ts.numel *= ts.shape.back();
-  }
-  if (ts.shape.empty()) parts[1].fail("a tensor needs at least one dimension");
-  if (parts.size() == 3 && parts[2].is_scalar()) {
-    if (ts.shape.size() != 2)
-      parts[2].fail("only a 2-D weight says how it computes; this one has " + std::to_string(ts.shape.size()) +
-                    (ts.shape.size() == 1 ? " dimension" : " dimensions"));
-    const std::string u = parts[2].choice({"per_token", "lookup", "per_sample", "attention"});
-    ts.use = u == "lookup"       ? TensorUse::Lookup
-             : u == "per_sample" ? TensorUse::PerSample
-             : u == "attention"  ? TensorUse::Attention
-                                 : TensorUse::PerToken;
-    if (ts.use == TensorUse::Attention && ts.shape[0] != ts.shape[1])
-      parts[2].fail("an attention layer's output projection is square [width, width]");
-  } else if (parts.size() == 3) {
-    if (ts.shape.size() != 4) parts[2].fail("only a 4-D convolution weight has an output size [out_h, out_w]");
-    auto hw = parts[2].items();
-    if (hw.size() != 2) parts[2].fail("expected the convolution output size [out_h, out_w]");
-    ts.out_h = static_cast<int>(hw[0].integer(1, 1 << 16));
-    ts.out_w = static_cast<int>(hw[1].integer(1, 1 << 16));
-  } else if (ts.shape.size() == 4) {
-    t.fail("a 4-D convolution weight needs its output size: [name, [dims...], [out_h, out_w]]");
-  }
-  return ts;
-}
-
-}  // namespace
-
-// Models: one file per model under models/, named by its file name. A file is read when its model is first
-// asked for (a model file holds up to a few hundred tensors; a scenario needs one model, `catalog` all).
-void Catalog::load_models(const fs::path& base) {
-  std::vector<fs::path> model_files;
-  if (fs::is_directory(base / "models"))
-    for (const auto& e : fs::directory_iterator(base / "models"))
-      if (e.path().extension() == ".yaml") model_files.push_back(e.path());
-  std::sort(model_files.begin(), model_files.end());
-  for (const auto& file : model_files) {
-    model_order_.push_back(file.stem().string());
-    model_files_.emplace(file.stem().string(), file);
-  }
-}
-
-ModelSpec Catalog::read_model(const fs::path& file) const {
-  YamlField f =
-      open_root(file, {"name", "display_name", "dataset", "input_shape", "dtype", "total_params", "tokens", "tensors"});
-  ModelSpec m;
-  m.file = file.string();
-  m.name = f.get("name").str();
-  if (m.name != file.stem().string())
-    f.get("name").fail("model name must match its file name '" + file.stem().string() + "'");
-  m.display_name = f.get("display_name").str();
-  m.dataset = f.get("dataset").str();
-  if (!datasets_.count(m.dataset))
-    f.get("dataset").fail("unknown dataset '" + m.dataset + "'" + suggestion_suffix(m.dataset, dataset_order_));
-  if (auto tk = f.find("tokens")) read_model_tokens(*tk, m);
-  if ((datasets_.at(m.dataset).training_tokens > 0) != m.seq_len_settable)
-    f.get("dataset").fail("a text data set goes with a model whose tokens: {default, max} are set, and only with one");
-  if (m.seq_len_settable) {
-    if (auto in = f.find("input_shape")) in->fail("a text model's input is its tokens; give no input_shape");
-  } else {
-    for (auto& d : f.get("input_shape").items()) m.input_shape.push_back(static_cast<int>(d.integer(1, 1 << 16)));
-    if (m.input_shape.size() != 3) f.get("input_shape").fail("expected [channels, height, width]");
-  }
-  m.dtype = f.get("dtype").choice({"float32", "float16"});
-  m.total_params = f.get("total_params").integer(1, std::int64_t(1) << 50);
-  std::int64_t sum = 0;
-  for (auto& t : f.get("tensors").items()) {
-    m.tensors.push_back(read_tensor(t));
-    sum += m.tensors.back().numel;
-  }
-  if (m.tensors.empty()) f.get("tensors").fail("a model needs at least one tensor");
-  if (sum != m.total_params)
-    f.get("total_params")
-        .fail("the tensors sum to " + std::to_string(sum) + " parameters, not " + std::to_string(m.total_params));
-  return m;
-}
-
 // compute.yaml: the roofline and measured single-GPU rates.
-// uncertain.yaml: the assumed figures' ranges.
-void Catalog::load_uncertain(const fs::path& base) {
-  if (!fs::exists(base / "uncertain.yaml")) return;
-  YamlField root = open_root(base / "uncertain.yaml", {"parameters"});
-  for (auto& [name, f] : root.get("parameters").entries()) {
-    f.require_map({"figure", "range", "scale", "source"});
-    UncertainParameter p;
-    p.name = name;
-    p.figure = f.get("figure").str();
-    if (const std::string why = check_figure(*this, p.figure); !why.empty()) f.get("figure").fail(why);
-    if (f.has("range") == f.has("scale")) f.fail("give either range: [LOW, HIGH] (values) or scale: [LOW, HIGH]");
-    const YamlField r = f.has("range") ? f.get("range") : f.get("scale");
-    const std::vector<YamlField> ends = r.items();
-    if (ends.size() != 2) r.fail("expected [LOW, HIGH]");
-    p.scale = f.has("scale");
-    const std::optional<Quantity> kind = p.scale ? std::nullopt : figure_quantity(p.figure);
-    const auto value = [&](const YamlField& v) { return kind ? v.nonnegative_quantity(*kind) : v.number(0, 1e300); };
-    p.low = value(ends[0]);
-    p.high = value(ends[1]);
-    if (p.high < p.low) ends[1].fail("the range's HIGH is below its LOW");
-    p.source = "uncertain.yaml:" + std::to_string(f.location().line) + " " + f.get("source").str();
-    uncertain_.push_back(p);
-  }
-}
-
 // compute.yaml precisions: fp32, tf32, amp and bf16, each with its peak, gradient bytes and efficiencies.
 void Catalog::load_precisions(const YamlField& list) {
   list.require_map({"fp32", "tf32", "amp", "bf16"});
@@ -739,6 +603,7 @@ void Catalog::load_precisions(const YamlField& list) {
   }
 }
 
+// compute.yaml: the roofline and measured single-GPU rates.
 void Catalog::load_compute(const fs::path& base) {
   YamlField root = open_root(base / "compute.yaml", {"roofline", "precisions", "variation", "measured"});
   if (auto v = root.find("variation")) {
@@ -814,186 +679,6 @@ const typename Map::mapped_type& lookup(const Map& m, const std::string& name, c
 }  // namespace
 
 const GpuSpec& Catalog::gpu(const std::string& n) const { return lookup(gpus_, n, "GPU", gpu_order_); }
-
-namespace {
-RegimeKey regime_key(const YamlField& f) {
-  const std::string k = f.choice({"message", "buffer", "footprint"});
-  return k == "buffer" ? RegimeKey::Buffer : k == "footprint" ? RegimeKey::Footprint : RegimeKey::Message;
-}
-
-std::vector<std::pair<double, double>> rate_steps(const YamlField& v, const std::string& what) {
-  return size_steps(
-      v, "rate", [](const YamlField& r) { return r.positive_quantity(Quantity::Bandwidth); }, what);
-}
-
-std::vector<SizeRegime> size_regimes(const YamlField& v) {
-  std::vector<SizeRegime> regimes;
-  for (auto& item : v.items()) {
-    item.require_map({"from", "bandwidth_scale", "message_overhead"});
-    SizeRegime g{item.get("from").positive_quantity(Quantity::Bytes), item.get("bandwidth_scale").number(0.01, 100.0),
-                 item.get("message_overhead").nonnegative_quantity(Quantity::Time)};
-    if (!regimes.empty() && g.from_bytes <= regimes.back().from_bytes)
-      item.get("from").fail("regimes must be in ascending order of size");
-    regimes.push_back(g);
-  }
-  return regimes;
-}
-
-PathOverlay read_path_overlay(const YamlField& p) {
-  p.require_map({"bandwidth_fraction", "message_overhead", "regimes", "regimes_by", "protocol_overheads"});
-  PathOverlay o;
-  if (auto v = p.find("bandwidth_fraction")) o.bandwidth_fraction = v->number(0.01, 1.0);
-  if (auto v = p.find("message_overhead")) o.message_overhead = v->nonnegative_quantity(Quantity::Time);
-  if (auto v = p.find("regimes")) o.regimes = size_regimes(*v);
-  if (auto v = p.find("regimes_by")) o.regimes_by = regime_key(*v);
-  if (auto v = p.find("protocol_overheads"))
-    o.protocol_overheads = size_steps(
-        *v, "overhead", [](const YamlField& x) { return x.nonnegative_quantity(Quantity::Time); },
-        "protocol overheads");
-  return o;
-}
-
-LibraryOverlay read_library_overlay(const YamlField& f) {
-  f.require_map({"collective_overhead", "host_reduction_rate", "host_copy_rate", "rpc_rate", "kernel_channels",
-                 "host_reduction_regimes", "host_reduction_regimes_by", "paths"});
-  LibraryOverlay o;
-  if (auto v = f.find("collective_overhead")) o.collective_overhead = v->nonnegative_quantity(Quantity::Time);
-  if (auto v = f.find("host_reduction_rate")) o.host_reduction_rate = v->positive_quantity(Quantity::Bandwidth);
-  if (auto v = f.find("host_copy_rate")) o.host_copy_rate = v->positive_quantity(Quantity::Bandwidth);
-  if (auto v = f.find("rpc_rate")) o.rpc_rate = v->positive_quantity(Quantity::Bandwidth);
-  if (auto v = f.find("kernel_channels")) o.kernel_channels = v->number(0, 64);
-  if (auto v = f.find("host_reduction_regimes")) o.host_reduction_regimes = rate_steps(*v, "regimes");
-  if (auto v = f.find("host_reduction_regimes_by")) o.host_reduction_regimes_by = regime_key(*v);
-  if (auto paths = f.find("paths")) {
-    paths->require_map({"intra_node", "cross_socket", "infiniband", "ethernet"});
-    for (auto& [name, p] : paths->entries()) o.paths[name] = read_path_overlay(p);
-  }
-  return o;
-}
-
-GpuOverlay read_gpu_overlay(const GpuSpec& g, const YamlField& f) {
-  f.require_map({"memory_bandwidth", "core_handoff", "cross_core_handoff", "copy_rates"});
-  GpuOverlay o;
-  if (auto v = f.find("memory_bandwidth")) o.memory_bandwidth = v->positive_quantity(Quantity::Bandwidth);
-  if (auto v = f.find("copy_rates")) o.copy_rates = rate_steps(*v, "copy_rates");
-  if (auto v = f.find("core_handoff")) o.core_handoff = core_handoff_of(g, *v);
-  if (auto v = f.find("cross_core_handoff")) o.cross_core_handoff = core_handoff_of(g, *v);
-  return o;
-}
-
-// Each entry of a named section, checked against the catalog's names, read by `read`.
-template <class Map, class Out, class Read>
-void read_named(const YamlField& root, const char* section, const Map& known, const char* what,
-                const std::vector<std::string>& names, std::map<std::string, Out>& out, Read read) {
-  auto sec = root.find(section);
-  if (!sec) return;
-  sec->require_map();
-  for (auto& [name, f] : sec->entries()) {
-    auto it = known.find(name);
-    if (it == known.end()) f.fail(std::string("unknown ") + what + " '" + name + "'" + suggestion_suffix(name, names));
-    out[name] = read(it->second, f);
-  }
-}
-
-void apply_path(const PathOverlay& o, PathProfile& p) {
-  if (o.bandwidth_fraction) p.bandwidth_fraction = *o.bandwidth_fraction;
-  if (o.message_overhead) p.message_overhead = *o.message_overhead;
-  if (o.regimes || o.regimes_by) p.set_regimes(o.regimes.value_or(p.regimes()), o.regimes_by.value_or(p.regimes_by));
-  if (o.protocol_overheads) p.protocol_overheads.points = *o.protocol_overheads;
-}
-
-void apply_library(const LibraryOverlay& o, LibraryProfile& l) {
-  if (o.collective_overhead) l.collective_overhead = *o.collective_overhead;
-  if (o.host_reduction_rate) l.host_reduction_rate = *o.host_reduction_rate;
-  if (o.host_copy_rate) l.host_copy_rate = *o.host_copy_rate;
-  if (o.rpc_rate) l.rpc_rate = *o.rpc_rate;
-  if (o.kernel_channels) l.kernel_channels = *o.kernel_channels;
-  if (o.host_reduction_regimes) l.host_reduction_regimes.points = *o.host_reduction_regimes;
-  if (o.host_reduction_regimes_by) l.host_reduction_regimes_by = *o.host_reduction_regimes_by;
-  l.host_reduction_regimes.shape = regime_shape(l.host_reduction_regimes_by, SizeCurve::Shape::Geometric);
-  for (const auto& [name, p] : o.paths) apply_path(p, l.path(name));
-}
-
-void apply_gpu(const GpuOverlay& o, GpuSpec& g) {
-  if (o.memory_bandwidth) g.memory_bandwidth = *o.memory_bandwidth;
-  if (o.copy_rates) g.copy_rates.points = *o.copy_rates;
-  if (o.core_handoff) g.core_handoff = *o.core_handoff;
-  if (o.cross_core_handoff) g.cross_core_handoff = *o.cross_core_handoff;
-}
-}  // namespace
-
-// fitted_ranges: {NAME: [LOW, HIGH]}, each NAME an uncertain parameter, in its units without a unit suffix.
-std::map<std::string, std::pair<double, double>> Catalog::read_fitted_ranges(const YamlField& f) const {
-  f.require_map();
-  std::vector<std::string> names;
-  for (const auto& p : uncertain_) names.push_back(p.name);
-  std::map<std::string, std::pair<double, double>> out;
-  for (const auto& [name, range] : f.entries()) {
-    if (std::find(names.begin(), names.end(), name) == names.end())
-      range.fail("unknown uncertain parameter '" + name + "'" + suggestion_suffix(name, names));
-    if (!range.is_sequence() || range.items().size() != 2) range.fail("expected [LOW, HIGH]");
-    const auto ends = range.items();
-    const double low = ends[0].number(0, 1e15), high = ends[1].number(0, 1e15);
-    if (low > high) range.fail("expected LOW <= HIGH");
-    out[name] = {low, high};
-  }
-  return out;
-}
-
-CatalogOverlay Catalog::read_overlay(const std::string& file) const {
-  YamlField root =
-      open_root(file, {"compute", "libraries", "link_classes", "gpus", "skus", "fitted_ranges"}, "calibration overlay");
-  CatalogOverlay o;
-  if (auto r = root.find("fitted_ranges")) o.fitted_ranges = read_fitted_ranges(*r);
-  if (auto c = root.find("compute")) {
-    c->require_map(
-        {"step_time_cv", "gpu_to_gpu_cv", "reference_gpu_score", "co_run_slowdown", "roofline_efficiency_scale"});
-    if (auto v = c->find("step_time_cv")) o.compute.step_time_cv = v->number(0, 1);
-    if (auto v = c->find("gpu_to_gpu_cv")) o.compute.gpu_to_gpu_cv = v->number(0, 1);
-    if (auto v = c->find("reference_gpu_score")) o.compute.reference_gpu_score = v->number(-10, 10);
-    if (auto v = c->find("co_run_slowdown")) o.compute.co_run_slowdown = v->number(0, 1);
-    if (auto v = c->find("roofline_efficiency_scale")) o.compute.roofline_efficiency_scale = v->number(0.01, 10);
-  }
-  read_named(root, "libraries", libraries_, "library", library_order_, o.libraries,
-             [](const LibraryProfile&, const YamlField& f) { return read_library_overlay(f); });
-  read_named(root, "link_classes", links_, "link class", link_order_, o.link_classes,
-             [](const LinkClass&, const YamlField& f) {
-               f.require_map({"bandwidth", "latency"});
-               LinkOverlay l;
-               if (auto v = f.find("bandwidth")) l.bandwidth = v->positive_quantity(Quantity::Bandwidth);
-               if (auto v = f.find("latency")) l.latency = v->nonnegative_quantity(Quantity::Time);
-               return l;
-             });
-  read_named(root, "gpus", gpus_, "GPU", gpu_order_, o.gpus, read_gpu_overlay);
-  read_named(root, "skus", skus_, "SKU", sku_order_, o.skus, [](const SkuSpec&, const YamlField& f) {
-    f.require_map({"vcpus", "ethernet_bandwidth"});
-    SkuOverlay k;
-    if (auto v = f.find("vcpus")) k.vcpus = static_cast<int>(v->integer(1, 4096));
-    if (auto v = f.find("ethernet_bandwidth")) k.ethernet_bandwidth = v->positive_quantity(Quantity::Bandwidth);
-    return k;
-  });
-  return o;
-}
-
-void Catalog::apply(const CatalogOverlay& o) {
-  for (const auto& [name, l] : o.libraries) apply_library(l, libraries_.at(name));
-  for (const auto& [name, l] : o.link_classes) {
-    if (l.bandwidth) links_.at(name).bandwidth = *l.bandwidth;
-    if (l.latency) links_.at(name).latency = *l.latency;
-  }
-  for (const auto& [name, g] : o.gpus) apply_gpu(g, gpus_.at(name));
-  for (const auto& [name, k] : o.skus) {
-    if (k.vcpus) skus_.at(name).vcpus = *k.vcpus;
-    if (k.ethernet_bandwidth) skus_.at(name).ethernet_bandwidth = *k.ethernet_bandwidth;
-  }
-  if (o.compute.step_time_cv) compute_.step_time_cv = *o.compute.step_time_cv;
-  if (o.compute.gpu_to_gpu_cv) compute_.gpu_to_gpu_cv = *o.compute.gpu_to_gpu_cv;
-  if (o.compute.reference_gpu_score) compute_.reference_gpu_score = *o.compute.reference_gpu_score;
-  if (o.compute.co_run_slowdown) compute_.co_run_slowdown = *o.compute.co_run_slowdown;
-  if (o.compute.roofline_efficiency_scale) compute_.roofline_efficiency_scale = *o.compute.roofline_efficiency_scale;
-}
-
-void Catalog::apply_overlay(const std::string& file) { apply(read_overlay(file)); }
 
 const LibraryProfile& Catalog::library(const std::string& n) const {
   return lookup(libraries_, n, "library", library_order_);

@@ -2,19 +2,16 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include <charconv>
+#include "load/figures.h"
 
 namespace ringsim {
 
 namespace {
 
-// The shortest text that reads back to the same double, with the catalog's unit.
-std::string quantity(double v, const char* unit) {
-  char b[64];
-  const auto r = std::to_chars(b, b + sizeof b, v);
-  std::string s(b, r.ptr);
-  return *unit ? s + " " + unit : s;
-}
+std::string quantity(double v, const char* unit) { return figure_text(v, unit); }
+
+// Figures that need no comment after them.
+void no_comment(const char*) {}
 
 const char* to_yaml(RegimeKey k) {
   return k == RegimeKey::Buffer ? "buffer" : k == RegimeKey::Footprint ? "footprint" : "message";
@@ -38,9 +35,7 @@ void put_steps(YAML::Emitter& y, const char* name, const std::optional<std::vect
 
 void put_path(YAML::Emitter& y, const PathOverlay& p) {
   y << YAML::Flow << YAML::BeginMap;
-  if (p.bandwidth_fraction)
-    y << YAML::Key << "bandwidth_fraction" << YAML::Value << quantity(*p.bandwidth_fraction, "");
-  put(y, "message_overhead", p.message_overhead, "s");
+  write_figures(y, p, kPathFigures, no_comment);
   if (p.regimes_by) y << YAML::Key << "regimes_by" << YAML::Value << to_yaml(*p.regimes_by);
   if (p.regimes) {
     y << YAML::Key << "regimes" << YAML::Value << YAML::BeginSeq;
@@ -63,25 +58,19 @@ class Writer {
     y_ << YAML::BeginMap;
     if (o_.compute != ComputeOverlay{}) {
       y_ << YAML::Key << "compute" << YAML::Value << YAML::BeginMap;
-      if (o_.compute.step_time_cv) put(y_, "step_time_cv", o_.compute.step_time_cv, "");
-      if (o_.compute.gpu_to_gpu_cv) put(y_, "gpu_to_gpu_cv", o_.compute.gpu_to_gpu_cv, "");
-      if (o_.compute.reference_gpu_score) put(y_, "reference_gpu_score", o_.compute.reference_gpu_score, "");
-      if (o_.compute.co_run_slowdown) put(y_, "co_run_slowdown", o_.compute.co_run_slowdown, "");
-      if (o_.compute.roofline_efficiency_scale)
-        put(y_, "roofline_efficiency_scale", o_.compute.roofline_efficiency_scale, "");
+      write_figures(y_, o_.compute, kComputeFigures, no_comment);
       y_ << YAML::EndMap;
       comment("compute");
     }
     section("libraries", o_.libraries, [this](const std::string& at, const LibraryOverlay& l) { library(at, l); });
     section("link_classes", o_.link_classes, [this](const std::string&, const LinkOverlay& l) {
       y_ << YAML::Flow << YAML::BeginMap;
-      put(y_, "bandwidth", l.bandwidth, "B/s");
-      put(y_, "latency", l.latency, "s");
+      write_figures(y_, l, kLinkFigures, no_comment);
       y_ << YAML::EndMap;
     });
     section("gpus", o_.gpus, [this](const std::string&, const GpuOverlay& g) {
       y_ << YAML::Flow << YAML::BeginMap;
-      put(y_, "memory_bandwidth", g.memory_bandwidth, "B/s");
+      write_figures(y_, g, kGpuFigures, no_comment);
       put_steps(y_, "copy_rates", g.copy_rates, "rate", "B/s");
       put(y_, "core_handoff", g.core_handoff, "s");
       put(y_, "cross_core_handoff", g.cross_core_handoff, "s");
@@ -90,7 +79,7 @@ class Writer {
     section("skus", o_.skus, [this](const std::string&, const SkuOverlay& k) {
       y_ << YAML::Flow << YAML::BeginMap;
       if (k.vcpus) y_ << YAML::Key << "vcpus" << YAML::Value << *k.vcpus;
-      put(y_, "ethernet_bandwidth", k.ethernet_bandwidth, "B/s");
+      write_figures(y_, k, kSkuFigures, no_comment);
       y_ << YAML::EndMap;
     });
     if (!o_.fitted_ranges.empty()) {
@@ -121,16 +110,7 @@ class Writer {
 
   void library(const std::string& at, const LibraryOverlay& l) {
     y_ << YAML::BeginMap;
-    const auto figure = [&](const char* key, const std::optional<double>& v, const char* unit) {
-      if (!v) return;
-      put(y_, key, v, unit);
-      comment(at + "." + key);
-    };
-    figure("collective_overhead", l.collective_overhead, "s");
-    figure("host_reduction_rate", l.host_reduction_rate, "B/s");
-    figure("host_copy_rate", l.host_copy_rate, "B/s");
-    figure("rpc_rate", l.rpc_rate, "B/s");
-    figure("kernel_channels", l.kernel_channels, "");
+    write_figures(y_, l, kLibraryFigures, [&](const char* key) { comment(at + "." + key); });
     if (l.host_reduction_regimes_by)
       y_ << YAML::Key << "host_reduction_regimes_by" << YAML::Value << to_yaml(*l.host_reduction_regimes_by);
     put_steps(y_, "host_reduction_regimes", l.host_reduction_regimes, "rate", "B/s");
@@ -164,11 +144,7 @@ void take(std::optional<T>& to, const std::optional<T>& from) {
 void CatalogOverlay::merge(const CatalogOverlay& o) {
   for (const auto& [name, l] : o.libraries) {
     LibraryOverlay& to = libraries[name];
-    take(to.collective_overhead, l.collective_overhead);
-    take(to.host_reduction_rate, l.host_reduction_rate);
-    take(to.host_copy_rate, l.host_copy_rate);
-    take(to.rpc_rate, l.rpc_rate);
-    take(to.kernel_channels, l.kernel_channels);
+    merge_figures(to, l, kLibraryFigures);
     take(to.host_reduction_regimes, l.host_reduction_regimes);
     take(to.host_reduction_regimes_by, l.host_reduction_regimes_by);
     for (const auto& [p, path] : l.paths) to.paths[p] = path;
@@ -176,19 +152,15 @@ void CatalogOverlay::merge(const CatalogOverlay& o) {
   for (const auto& [name, l] : o.link_classes) link_classes[name] = l;
   for (const auto& [name, g] : o.gpus) {
     GpuOverlay& to = gpus[name];
-    take(to.memory_bandwidth, g.memory_bandwidth);
+    merge_figures(to, g, kGpuFigures);
     take(to.copy_rates, g.copy_rates);
     take(to.core_handoff, g.core_handoff);
     take(to.cross_core_handoff, g.cross_core_handoff);
   }
-  take(compute.step_time_cv, o.compute.step_time_cv);
-  take(compute.gpu_to_gpu_cv, o.compute.gpu_to_gpu_cv);
-  take(compute.reference_gpu_score, o.compute.reference_gpu_score);
-  take(compute.co_run_slowdown, o.compute.co_run_slowdown);
-  take(compute.roofline_efficiency_scale, o.compute.roofline_efficiency_scale);
+  merge_figures(compute, o.compute, kComputeFigures);
   for (const auto& [name, k] : o.skus) {
     take(skus[name].vcpus, k.vcpus);
-    take(skus[name].ethernet_bandwidth, k.ethernet_bandwidth);
+    merge_figures(skus[name], k, kSkuFigures);
   }
   for (const auto& [name, range] : o.fitted_ranges) fitted_ranges[name] = range;
   header.insert(header.end(), o.header.begin(), o.header.end());

@@ -1,13 +1,13 @@
 #include "load/scenario.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <memory>
 #include <sstream>
 
 #include "load/input_file.h"
+#include "load/scenario_communication.h"
 #include "load/units.h"
 #include "load/yaml_reader.h"
 
@@ -67,10 +67,7 @@ std::string_view to_string(collective::ServerAssignment v) {
 
 namespace {
 
-// Digits only: a count given where a word (`unlimited`, `auto`) could also stand.
-bool is_whole_number(const std::string& v) {
-  return !v.empty() && std::all_of(v.begin(), v.end(), [](unsigned char c) { return std::isdigit(c); });
-}
+using namespace scenario_detail;
 
 const std::vector<std::string> kTopKeys = {
     "name",          "description", "cluster",     "model", "training",
@@ -401,213 +398,6 @@ const ModelSpec& parse_model(const YamlField& root, const Catalog& catalog, Scen
   return *model;
 }
 
-// communication: the strategy, and the hierarchical allreduce's cross-node algorithm.
-void parse_strategy(const YamlField& co, Scenario& s) {
-  if (auto f = co.find("strategy")) {
-    const std::string v = f->choice(
-        {"ring", "tree", "auto", "hierarchical", "halving_doubling", "parameter_server", "nvls", "nvls_tree"});
-    s.communication.strategy = v == "ring"               ? Strategy::Ring
-                               : v == "tree"             ? Strategy::Tree
-                               : v == "auto"             ? Strategy::Auto
-                               : v == "hierarchical"     ? Strategy::Hierarchical
-                               : v == "halving_doubling" ? Strategy::HalvingDoubling
-                               : v == "nvls"             ? Strategy::Nvls
-                               : v == "nvls_tree"        ? Strategy::NvlsTree
-                                                         : Strategy::ParameterServer;
-  }
-  if (auto f = co.find("cross_node")) {
-    if (s.communication.strategy != Strategy::Hierarchical) f->fail("applies only to strategy: hierarchical");
-    s.communication.cross_node = f->choice({"ring", "halving_doubling"}) == "ring"
-                                     ? collective::CrossNode::Ring
-                                     : collective::CrossNode::HalvingDoubling;
-  }
-}
-
-// communication: strategy nvls reduces in the NVSwitch of one node (NCCL's NVLS), with NCCL.
-void check_nvls(const YamlField& co, const Catalog& catalog, const Scenario& s) {
-  const Strategy st = s.communication.strategy;
-  if (st != Strategy::Nvls && st != Strategy::NvlsTree) return;
-  const std::string why = st == Strategy::Nvls ? nvls_unavailable(catalog, s) : nvls_tree_unavailable(catalog, s);
-  if (!why.empty()) co.get("strategy").fail(why);
-}
-
-// communication: a library that orders its one ring by device index (NCCL 1.x) runs rings only.
-void check_ring_only(const YamlField& co, const Catalog& catalog, const Scenario& s) {
-  const std::string lib(to_string(s.communication.library));
-  if (s.communication.strategy == Strategy::Tree && catalog.library(lib).ring_order == RingOrder::Device)
-    co.get("strategy")
-        .fail("library " + lib + " runs rings only (NCCL's trees came with 2.4): use ring, or library nccl");
-}
-
-// communication: strategy auto picks ring or tree by the library's own tuning model (libraries.yaml tuning).
-void check_auto(const YamlField& co, const Catalog& catalog, const Scenario& s) {
-  if (s.communication.strategy != Strategy::Auto) return;
-  const std::string lib(to_string(s.communication.library));
-  if (!catalog.library(lib).tuning)
-    co.get("strategy")
-        .fail("auto picks ring or tree as NCCL's tuning model does, and library " + lib +
-              " has no tuning in libraries.yaml: set communication.library: nccl, or strategy ring");
-}
-
-// communication.protocol: one of the library's tuning protocols for every message (as NCCL_PROTO), or auto.
-void parse_protocol(const YamlField& co, const Catalog& catalog, Scenario& s) {
-  const auto f = co.find("protocol");
-  if (!f) return;
-  const std::string v = f->choice({"auto", "ll", "ll128", "simple"});
-  if (v == "auto") return;
-  const Strategy st = s.communication.strategy;
-  if (st != Strategy::Ring && st != Strategy::Tree && st != Strategy::Auto)
-    f->fail("a protocol applies only to strategy: ring, tree or auto (NCCL's algorithms that have protocols)");
-  const std::string lib(to_string(s.communication.library));
-  if (!catalog.library(lib).tuning)
-    f->fail("library " + lib + " has no protocols (no tuning in libraries.yaml): set communication.library: nccl");
-  s.communication.protocol = v;
-}
-
-// communication: the parameter servers' keys (they apply to that strategy only).
-void parse_parameter_server_keys(const YamlField& co, Scenario& s) {
-  const bool ps = s.communication.strategy == Strategy::ParameterServer;
-  if (auto f = co.find("parameter_servers")) {
-    if (!ps) f->fail("applies only to strategy: parameter_server");
-    s.communication.parameter_servers = static_cast<int>(f->integer(1, 1 << 20));
-  }
-  if (auto f = co.find("parameter_server_placement")) {
-    if (!ps) f->fail("applies only to strategy: parameter_server");
-    const std::string v = f->choice({"colocated", "dedicated", "gpus"});
-    s.communication.ps_placement = v == "colocated"   ? PsPlacement::Colocated
-                                   : v == "dedicated" ? PsPlacement::Dedicated
-                                                      : PsPlacement::Gpus;
-  }
-  if (auto f = co.find("parameter_server_assignment")) {
-    if (!ps) f->fail("applies only to strategy: parameter_server");
-    s.communication.ps_assignment = f->choice({"greedy", "round_robin"}) == "greedy"
-                                        ? collective::ServerAssignment::Greedy
-                                        : collective::ServerAssignment::RoundRobin;
-  }
-  if (auto f = co.find("parameter_server_aggregation")) {
-    if (!ps) f->fail("applies only to strategy: parameter_server");
-    s.communication.ps_aggregation = f->choice({"none", "node"}) == "none" ? PsAggregation::None : PsAggregation::Node;
-    if (s.communication.ps_aggregation == PsAggregation::Node && s.communication.ps_placement == PsPlacement::Gpus)
-      f->fail(
-          "node aggregation pushes to servers in host memory; it does not apply to parameter_server_placement: gpus");
-  }
-  if (auto f = co.find("parameter_server_transport")) {
-    if (!ps) f->fail("applies only to strategy: parameter_server");
-    s.communication.ps_transport =
-        f->choice({"in_process", "rpc"}) == "rpc" ? PsTransport::Rpc : PsTransport::InProcess;
-    if (s.communication.ps_transport == PsTransport::Rpc && s.communication.ps_placement == PsPlacement::Gpus)
-      f->fail("rpc is between server processes in host memory; it does not apply to parameter_server_placement: gpus");
-  }
-}
-
-// communication.framework: Horovod's keys (fusion_threshold, cycle_time) or DDP's (bucket sizes).
-void parse_framework(const YamlField& co, Scenario& s) {
-  if (auto f = co.find("framework"))
-    s.communication.framework =
-        f->choice({"horovod", "pytorch_ddp"}) == "horovod" ? Framework::Horovod : Framework::PytorchDdp;
-  const bool ddp = s.communication.framework == Framework::PytorchDdp;
-  for (const char* k : {"fusion_threshold", "cycle_time"})
-    if (auto f = co.find(k); f && ddp)
-      f->fail(std::string(k) + " is Horovod's; pytorch_ddp buckets gradients by bucket_size and first_bucket_size");
-  for (const char* k : {"bucket_size", "first_bucket_size", "gradient_as_bucket_view"})
-    if (auto f = co.find(k); f && !ddp) f->fail(std::string(k) + " applies to framework: pytorch_ddp");
-  if (auto f = co.find("gradient_precision")) {  // a compression: DDP's comm hooks, Horovod's Compression.fp16
-    s.communication.gradient_precision = f->choice({"fp32", "fp16", "bf16"});
-    s.model.gradient_bytes = gradient_element_bytes(s.communication.gradient_precision);
-  }
-  if (!ddp) return;
-  s.communication.cycle_time_s = 0;  // a bucket's allreduce starts when it is full, no negotiation
-  if (auto f = co.find("bucket_size"))
-    s.communication.bucket_bytes = f->quantity_between(Quantity::Bytes, 1, 1099511627776.0);
-  if (auto f = co.find("first_bucket_size"))
-    s.communication.first_bucket_bytes = f->quantity_between(Quantity::Bytes, 1, 1099511627776.0);
-  if (auto f = co.find("gradient_as_bucket_view")) s.communication.gradient_as_bucket_view = f->boolean();
-}
-
-// communication: fusion, cycle, collectives in flight, library and rings; returns the rings asked for (0: auto).
-int parse_buffers(const YamlField& co, Scenario& s) {
-  parse_framework(co, s);
-  int channels = 0;
-  if (auto f = co.find("fusion_threshold"))  // up to 1 TiB: buffers are sized from it in whole bytes
-    s.communication.fusion_threshold_bytes = f->quantity_between(Quantity::Bytes, 0, 1099511627776.0);
-  if (auto f = co.find("cycle_time")) s.communication.cycle_time_s = f->nonnegative_quantity(Quantity::Time);
-  if (auto f = co.find("concurrent_collectives")) {
-    const std::string v = f->str();
-    if (v == "unlimited")
-      s.communication.concurrent_collectives = 0;
-    else if (is_whole_number(v))
-      s.communication.concurrent_collectives = static_cast<int>(f->integer(1, 1 << 20));
-    else
-      f->fail(
-          "expected a whole number of collectives in flight at once (1: one at a time, as Horovod) or "
-          "'unlimited', got '" +
-          v + "'");
-  }
-  if (auto f = co.find("library")) {
-    const std::string v = f->choice({"nccl", "nccl1", "mpi"});
-    s.communication.library = v == "nccl" ? CommLibrary::Nccl : v == "nccl1" ? CommLibrary::Nccl1 : CommLibrary::Mpi;
-  }
-  if (auto f = co.find("channels")) {  // `auto` suits every strategy, a number a ring or a tree
-    const std::string v = f->str();
-    if (v != "auto") {
-      if (!is_whole_number(v))
-        f->fail("expected 'auto' or a whole number of rings or trees run at once (1 to 64), got '" + v + "'");
-      const Strategy st = s.communication.strategy;
-      if (st != Strategy::Ring && st != Strategy::Tree && st != Strategy::Auto)
-        f->fail("a number of channels applies only to strategy: ring, tree or auto");
-      channels = static_cast<int>(f->integer(1, kMaxChannels));
-    }
-  }
-  return channels;
-}
-
-// communication: how many parameter servers, which follows from the placement where it can.
-void parse_parameter_server_count(const YamlField& co, Scenario& s) {
-  const bool ps = s.communication.strategy == Strategy::ParameterServer;
-  if (ps && s.communication.ps_placement == PsPlacement::Gpus) {
-    // One server per worker GPU: the count follows from the cluster.
-    const int gpus = s.cluster.total_gpus();
-    if (auto f = co.find("parameter_servers"); f && s.communication.parameter_servers != gpus)
-      f->fail("with parameter_server_placement: gpus every GPU is a server: " + std::to_string(gpus) +
-              " on this cluster (leave parameter_servers out)");
-    s.communication.parameter_servers = gpus;
-  }
-  if (ps && s.communication.parameter_servers == 0) s.communication.parameter_servers = 1;
-  if (ps && s.communication.ps_placement == PsPlacement::Colocated &&
-      s.communication.parameter_servers > s.cluster.nodes) {
-    co.get("parameter_servers")
-        .fail("colocated parameter servers run one per node at most: " +
-              std::to_string(s.communication.parameter_servers) + " servers on " + std::to_string(s.cluster.nodes) +
-              " node(s)");
-  }
-}
-
-// Rings run at once where the scenario leaves it to `auto`: one per rail a node's GPUs leave by for a device
-// ring across InfiniBand nodes, else one. Trees: the double binary tree's two per rail, a pair entering
-// every node at the same GPU, so that its NIC carries what the node sends in one tree and in the other.
-// Auto: the rings' count (its trees run twice as many).
-void default_channels(const Catalog& catalog, const SkuSpec& sku, Scenario& s) {
-  const Strategy st = s.communication.strategy;
-  const bool device = catalog.library(std::string(to_string(s.communication.library))).data_path == DataPath::Device;
-  // The rails the node's GPUs leave by: GPUs 0 and 1 of a DGX-1 share one NIC, four GPUs use two.
-  const int rails = catalog.layout(sku.layout).rails_of_first(s.cluster.gpus_per_node);
-  const NodeLayout& layout = catalog.layout(sku.layout);
-  const bool searched =
-      catalog.library(std::string(to_string(s.communication.library))).ring_order == RingOrder::Searched;
-  int per_rail = device && s.cluster.nodes > 1 && s.cluster.fabric == FabricKind::InfiniBand ? std::max(1, rails) : 1;
-  // One node of a mesh: the rings its library's search finds there (NCCL on a DGX-1, RCCL on MI300X). Across
-  // nodes a ring per rail, as NCCL runs its network rings one per NIC.
-  if (device && searched && st != Strategy::Tree && s.cluster.nodes == 1) per_rail = std::max(per_rail, layout.rings);
-  // Across rack-scale NVLink domains (GB200 NVL72) the rings leave each domain by all of its nodes' NICs, one
-  // ring per NIC (RingSearch::ring_orders), up to NCCL's 64 channels (MAXCHANNELS, src/include/device.h).
-  const int domain = layout.nvswitch ? layout.nvswitch->domain_nodes : 1;
-  if (per_rail > 1 && domain > 1 && s.cluster.nodes > domain && st != Strategy::Tree)
-    per_rail = std::min(kMaxChannels, per_rail * domain);
-  s.communication.channels = st == Strategy::Tree                           ? 2 * per_rail
-                             : st == Strategy::Ring || st == Strategy::Auto ? per_rail
-                                                                            : 1;
-}
-
 Scenario parse(std::shared_ptr<YamlDocument> doc, const Catalog& catalog, const std::vector<Override>& overrides) {
   for (const auto& o : overrides) apply_override(*doc, o);
   YamlField root = YamlField::root(doc);
@@ -643,40 +433,6 @@ Scenario parse(std::shared_ptr<YamlDocument> doc, const Catalog& catalog, const 
 }
 
 }  // namespace
-
-std::string nvls_unavailable(const Catalog& catalog, const Scenario& s) {
-  const SkuSpec& sku = catalog.sku(s.cluster.sku);
-  const auto& sw = catalog.layout(sku.layout).nvswitch;
-  if (!sw || !sw->reduction)
-    return sku.name + " has no NVSwitch that reduces in the switch (NVLink SHARP: H100/H200 sizes); use ring";
-  // One NVLink domain: a node, or a rack whose nodes share the switch (GB200 NVL72: NCCL's multi-node NVLink
-  // treats its clique as one node).
-  if (s.cluster.nodes > sw->domain_nodes)
-    return "nvls runs inside one NVLink domain (" + std::to_string(sw->domain_nodes) + " node" +
-           (sw->domain_nodes == 1 ? "" : "s") + " of " + sku.name +
-           "); across nodes NCCL pairs it with a tree (NVLSTree), which strategy auto weighs: use auto, ring "
-           "or hierarchical, or cluster.nodes: " +
-           std::to_string(sw->domain_nodes) + " at most";
-  const LibraryProfile& lib = catalog.library(std::string(to_string(s.communication.library)));
-  if (lib.data_path != DataPath::Device || lib.nvls_efficiency <= 0)
-    return "nvls is NCCL's (2.17 on): set communication.library: nccl";
-  return "";
-}
-
-std::string nvls_tree_unavailable(const Catalog& catalog, const Scenario& s) {
-  const SkuSpec& sku = catalog.sku(s.cluster.sku);
-  const auto& sw = catalog.layout(sku.layout).nvswitch;
-  if (s.cluster.nodes < 2) return "nvls_tree (NCCL's NVLSTree) runs across nodes; on one node use nvls";
-  if (!sw || !sw->reduction || sw->domain_nodes != 1)
-    return sku.name +
-           " has no NVSwitch of its own that reduces (NVLink SHARP in every node: H100/H200 sizes); use ring";
-  if (s.cluster.fabric != FabricKind::InfiniBand) return "nvls_tree runs over InfiniBand (cluster.fabric: infiniband)";
-  const LibraryProfile& lib = catalog.library(std::string(to_string(s.communication.library)));
-  if (lib.data_path != DataPath::Device || lib.nvls_efficiency <= 0 || !lib.tuning ||
-      lib.tuning->nvls_tree_latency <= 0)
-    return "nvls_tree is NCCL's NVLSTree (2.18 on): set communication.library: nccl";
-  return "";
-}
 
 const std::vector<std::string>& scenario_keys() {
   static const std::vector<std::string> keys = [] {

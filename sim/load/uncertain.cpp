@@ -5,6 +5,8 @@
 #include <cmath>
 #include <sstream>
 
+#include "load/catalog_values.h"
+#include "load/figures.h"
 #include "load/input_error.h"
 
 namespace ringsim {
@@ -24,55 +26,41 @@ bool one_of(const std::string& s, std::initializer_list<const char*> names) {
   return false;
 }
 
-// The scalar figures of compute.yaml and of a library that a parameter may name: where the catalog keeps
-// each, and where an overlay sets it.
-template <class Spec, class Overlay>
-struct Figure {
-  const char* name;
-  double Spec::*value;
-  std::optional<double> Overlay::*slot;
-};
-constexpr Figure<ComputeSpec, ComputeOverlay> kComputeFigures[] = {
-    {"step_time_cv", &ComputeSpec::step_time_cv, &ComputeOverlay::step_time_cv},
-    {"gpu_to_gpu_cv", &ComputeSpec::gpu_to_gpu_cv, &ComputeOverlay::gpu_to_gpu_cv},
-    {"co_run_slowdown", &ComputeSpec::co_run_slowdown, &ComputeOverlay::co_run_slowdown},
-    {"roofline_efficiency_scale", &ComputeSpec::roofline_efficiency_scale, &ComputeOverlay::roofline_efficiency_scale}};
-constexpr Figure<LibraryProfile, LibraryOverlay> kLibraryFigures[] = {
-    {"collective_overhead", &LibraryProfile::collective_overhead, &LibraryOverlay::collective_overhead},
-    {"host_reduction_rate", &LibraryProfile::host_reduction_rate, &LibraryOverlay::host_reduction_rate},
-    {"host_copy_rate", &LibraryProfile::host_copy_rate, &LibraryOverlay::host_copy_rate},
-    {"rpc_rate", &LibraryProfile::rpc_rate, &LibraryOverlay::rpc_rate},
-    {"kernel_channels", &LibraryProfile::kernel_channels, &LibraryOverlay::kernel_channels}};
-
-// The entry of `table` called `name`; nullptr where there is none.
-template <class Spec, class Overlay, std::size_t N>
-const Figure<Spec, Overlay>* find_figure(const Figure<Spec, Overlay> (&table)[N], const std::string& name) {
-  for (const auto& f : table)
-    if (name == f.name) return &f;
-  return nullptr;
-}
-
 // The value an overlay entry's optional holds for the figure, and where to write it.
 std::optional<double>* slot(CatalogOverlay& o, const std::vector<std::string>& f, const std::string& sku) {
   if (f[0] == "compute") return &(o.compute.*find_figure(kComputeFigures, f[1])->slot);
-  if (f[0] == "skus") return &o.skus[sku].ethernet_bandwidth;
-  if (f[0] == "link_classes")
-    return f[2] == "bandwidth" ? &o.link_classes[f[1]].bandwidth : &o.link_classes[f[1]].latency;
+  if (f[0] == "skus") return &(o.skus[sku].*find_figure(kSkuFigures, f[2])->slot);
+  if (f[0] == "link_classes") return &(o.link_classes[f[1]].*find_figure(kLinkFigures, f[2])->slot);
   LibraryOverlay& l = o.libraries[f[1]];
   if (f.size() == 3) return &(l.*find_figure(kLibraryFigures, f[2])->slot);
-  PathOverlay& p = l.paths[f[3]];
-  return f[4] == "bandwidth_fraction" ? &p.bandwidth_fraction : &p.message_overhead;
+  return &(l.paths[f[3]].*find_figure(kPathFigures, f[4])->slot);
 }
 
 // The catalog's own value of the figure.
 double catalog_value(const Catalog& c, const std::vector<std::string>& f, const std::string& sku) {
   if (f[0] == "compute") return c.compute().*find_figure(kComputeFigures, f[1])->value;
-  if (f[0] == "skus") return c.sku(sku).ethernet_bandwidth;
-  if (f[0] == "link_classes") return f[2] == "bandwidth" ? c.link(f[1]).bandwidth : c.link(f[1]).latency;
+  if (f[0] == "skus") return c.sku(sku).*find_figure(kSkuFigures, f[2])->value;
+  if (f[0] == "link_classes") return c.link(f[1]).*find_figure(kLinkFigures, f[2])->value;
   const LibraryProfile& l = c.library(f[1]);
   if (f.size() == 3) return l.*find_figure(kLibraryFigures, f[2])->value;
-  const PathProfile& p = l.path(f[3]);
-  return f[4] == "bandwidth_fraction" ? p.bandwidth_fraction : p.message_overhead;
+  return l.path(f[3]).*find_figure(kPathFigures, f[4])->value;
+}
+
+// "{a,b,c}": a table's keys, for the message that lists the figures a parameter may name.
+template <class Row, std::size_t N>
+std::string braced(const Row (&rows)[N]) {
+  std::string s;
+  for (const auto& r : rows) s += (s.empty() ? "{" : ",") + std::string(r.key);
+  return s + "}";
+}
+
+// The kind of the figure's row (a time, a bandwidth or a plain number).
+FigureKind kind_of(const std::vector<std::string>& f) {
+  if (f[0] == "compute") return find_figure(kComputeFigures, f[1])->kind;
+  if (f[0] == "skus") return find_figure(kSkuFigures, f[2])->kind;
+  if (f[0] == "link_classes") return find_figure(kLinkFigures, f[2])->kind;
+  if (f.size() == 3) return find_figure(kLibraryFigures, f[2])->kind;
+  return find_figure(kPathFigures, f[4])->kind;
 }
 
 // The SKUs a figure applies to: for `skus.PATTERN`, every SKU with Ethernet whose name matches the shell
@@ -89,21 +77,19 @@ std::vector<std::string> skus_of(const Catalog& c, const std::vector<std::string
 
 std::string check_figure(const Catalog& c, const std::string& figure) {
   const std::vector<std::string> f = split(figure);
-  const char* expected =
-      "expected compute.{step_time_cv,gpu_to_gpu_cv,co_run_slowdown,roofline_efficiency_scale}, "
-      "skus.PATTERN.ethernet_bandwidth, "
-      "link_classes.NAME.{bandwidth,latency}, "
-      "libraries.NAME.{collective_overhead,host_reduction_rate,host_copy_rate,rpc_rate,kernel_channels} or "
-      "libraries.NAME.paths.{intra_node,cross_socket,infiniband,ethernet}.{bandwidth_fraction,message_overhead}";
+  const std::string expected =
+      "expected compute." + braced(kComputeFigures) + ", skus.PATTERN." + braced(kSkuFigures) + ", link_classes.NAME." +
+      braced(kLinkFigures) + ", libraries.NAME." + braced(kLibraryFigures) +
+      " or libraries.NAME.paths.{intra_node,cross_socket,infiniband,ethernet}." + braced(kPathFigures);
   try {
     if (f.size() == 2 && f[0] == "compute" && find_figure(kComputeFigures, f[1])) return "";
-    if (f.size() == 3 && f[0] == "skus" && f[2] == "ethernet_bandwidth")
+    if (f.size() == 3 && f[0] == "skus" && find_figure(kSkuFigures, f[2]))
       return skus_of(c, f).empty() ? "no SKU with Ethernet matches '" + f[1] + "'" : "";
-    const bool link = f.size() == 3 && f[0] == "link_classes" && one_of(f[2], {"bandwidth", "latency"});
+    const bool link = f.size() == 3 && f[0] == "link_classes" && find_figure(kLinkFigures, f[2]);
     const bool library = f.size() == 3 && f[0] == "libraries" && find_figure(kLibraryFigures, f[2]);
     const bool path = f.size() == 5 && f[0] == "libraries" && f[2] == "paths" &&
                       one_of(f[3], {"intra_node", "cross_socket", "infiniband", "ethernet"}) &&
-                      one_of(f[4], {"bandwidth_fraction", "message_overhead"});
+                      find_figure(kPathFigures, f[4]);
     if (link) c.link(f[1]);  // throws, naming the closest link classes, where there is no such one
     if (library || path) c.library(f[1]);
     if (link || library || path) return "";
@@ -114,10 +100,9 @@ std::string check_figure(const Catalog& c, const std::string& figure) {
 }
 
 std::optional<Quantity> figure_quantity(const std::string& figure) {
-  const std::string last = split(figure).back();
-  if (one_of(last, {"bandwidth", "host_reduction_rate", "host_copy_rate", "rpc_rate", "ethernet_bandwidth"}))
-    return Quantity::Bandwidth;
-  if (one_of(last, {"latency", "collective_overhead", "message_overhead"})) return Quantity::Time;
+  const FigureKind k = kind_of(split(figure));
+  if (k.kind == FigureKind::Bandwidth) return Quantity::Bandwidth;
+  if (k.kind == FigureKind::Time) return Quantity::Time;
   return std::nullopt;
 }
 
@@ -185,6 +170,33 @@ bool overlay_sets(const Catalog& c, const CatalogOverlay& overlay, const Uncerta
   for (const auto& sku : skus_of(c, f))
     if (slot(copy, f, sku)->has_value()) return true;
   return false;
+}
+
+// uncertain.yaml: the assumed figures' ranges.
+void Catalog::load_uncertain(const std::filesystem::path& base) {
+  namespace fs = std::filesystem;
+  using catalog_detail::open_root;
+  if (!fs::exists(base / "uncertain.yaml")) return;
+  YamlField root = open_root(base / "uncertain.yaml", {"parameters"});
+  for (auto& [name, f] : root.get("parameters").entries()) {
+    f.require_map({"figure", "range", "scale", "source"});
+    UncertainParameter p;
+    p.name = name;
+    p.figure = f.get("figure").str();
+    if (const std::string why = check_figure(*this, p.figure); !why.empty()) f.get("figure").fail(why);
+    if (f.has("range") == f.has("scale")) f.fail("give either range: [LOW, HIGH] (values) or scale: [LOW, HIGH]");
+    const YamlField r = f.has("range") ? f.get("range") : f.get("scale");
+    const std::vector<YamlField> ends = r.items();
+    if (ends.size() != 2) r.fail("expected [LOW, HIGH]");
+    p.scale = f.has("scale");
+    const std::optional<Quantity> kind = p.scale ? std::nullopt : figure_quantity(p.figure);
+    const auto value = [&](const YamlField& v) { return kind ? v.nonnegative_quantity(*kind) : v.number(0, 1e300); };
+    p.low = value(ends[0]);
+    p.high = value(ends[1]);
+    if (p.high < p.low) ends[1].fail("the range's HIGH is below its LOW");
+    p.source = "uncertain.yaml:" + std::to_string(f.location().line) + " " + f.get("source").str();
+    uncertain_.push_back(p);
+  }
 }
 
 }  // namespace ringsim

@@ -1,0 +1,308 @@
+// `ringsim plan`: the report (header, table, flags, quota request), the CSV and the JSON.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "load/units.h"
+#include "plan/plan_run.h"
+#include "report/output_file.h"
+
+namespace ringsim {
+
+QuotaRequest quota_request(const SkuSpec& sku, const std::string& region, int vms, bool low_priority, double headroom) {
+  QuotaRequest q;
+  q.family = sku.quota_family;
+  q.region = region;
+  q.nodes = vms;
+  // Headroom in whole VMs: a quota that cannot start one more VM is no headroom.
+  q.requested_nodes = static_cast<int>(std::ceil(static_cast<double>(vms) * (1 + headroom) - 1e-9));
+  q.vcpus_per_node = sku.vcpus;
+  const int vcpus = q.requested_nodes * sku.vcpus;
+  (low_priority ? q.low_priority_vcpus : q.dedicated_vcpus) = vcpus;
+  return q;
+}
+
+namespace plan_detail {
+
+namespace {
+
+std::string pad(const std::string& s, std::size_t w) {
+  return s.size() >= w ? s + " " : s + std::string(w - s.size(), ' ');
+}
+
+// A column's times in one unit, its largest value's (s below an hour, else h), 4 digits for that value and
+// as many decimals for the others, right-aligned: the column compares by eye.
+std::vector<std::string> time_column(const std::vector<double>& seconds) {
+  double top = 0;
+  for (double t : seconds)
+    if (std::isfinite(t)) top = std::max(top, t);
+  const double scale = top >= 3600 ? 3600 : 1;
+  const int decimals = std::clamp(3 - static_cast<int>(std::floor(std::log10(std::max(top / scale, 1e-6)))), 1, 6);
+  std::vector<std::string> out;
+  std::size_t width = 0;
+  for (double t : seconds) {
+    char b[64];
+    std::snprintf(b, sizeof b, "%.*f %s", decimals, t / scale, scale == 1 ? "s" : "h");
+    out.push_back(b);
+    width = std::max(width, out.back().size());
+  }
+  for (auto& t : out) t.insert(0, width - t.size(), ' ');
+  return out;
+}
+
+}  // namespace
+
+std::string report_header(const PlanRun& r) {
+  std::ostringstream out;
+  const ModelSpec& model = r.catalog.model(r.base.model.name);
+  int feasible = 0;
+  for (const auto& e : r.evals) feasible += e.feasible() ? 1 : 0;
+  out << "ringsim plan: " << model.display_name << ", batch " << r.base.model.batch_per_gpu << " per GPU, "
+      << r.base.model.precision << ", " << count_of(r.base.training.epochs, "epoch") << " of "
+      << r.base.training.dataset_images << " " << model.sample_noun() << "\n";
+  out << "  goal           ";
+  if (r.goal.deadline_s) out << "deadline " << format_time(*r.goal.deadline_s);
+  if (r.goal.deadline_s && r.goal.budget_usd) out << ", ";
+  if (r.goal.budget_usd) out << "budget " << fmt_usd(*r.goal.budget_usd);
+  out << "; ranked by " << (r.goal.rank_by == RankBy::Cost ? "cost" : "time")
+      << (r.goal.pessimistic ? ", timed at the pessimistic end of each band (--confidence high)" : "") << "\n";
+  out << "  prices         " << r.goal.region << " (" << r.region->display_name << "), USD per VM-hour, "
+      << r.region->date << "; source " << r.region->source;
+  for (const auto& f : r.price_sources) out << "; " << f;
+  out << "\n";
+  out << "  searched       " << r.skus.size() << " SKU" << (r.skus.size() == 1 ? "" : "s") << " x "
+      << r.goal.nodes.size() << " node count" << (r.goal.nodes.size() == 1 ? "" : "s") << " x " << r.strategies.size()
+      << " strateg" << (r.strategies.size() == 1 ? "y" : "ies") << " x " << r.fusions.size() << " fusion setting"
+      << (r.fusions.size() == 1 ? "" : "s") << (r.goal.low_priority ? " x {dedicated, low-priority}" : "") << ": "
+      << r.evals.size() << " priced configurations, " << feasible << " meet the goal\n";
+  const auto banded = std::count_if(r.evals.begin(), r.evals.end(), [](const auto& e) { return e.banded; });
+  if (banded < static_cast<std::ptrdiff_t>(r.evals.size()))
+    out << "  bands          predicted for the " << banded
+        << (r.goal.pessimistic ? " that meet the goal at their prediction (no band's pessimistic end meets what its "
+                                 "prediction misses)\n"
+                               : " shown that meet the goal at their prediction (--top; --confidence high bands "
+                                 "every one)\n");
+  if (!r.unpriced.empty()) {
+    out << "  not priced     ";
+    for (std::size_t i = 0; i < r.unpriced.size(); ++i) out << (i ? ", " : "") << r.unpriced[i];
+    out << " (no price in " << r.goal.region << ")\n";
+  }
+  if (!r.skipped.empty()) out << "  skipped        " << r.skipped.size() << " configurations (see --json for why)\n";
+  return out.str();
+}
+
+namespace {
+
+// The table's rows: the ranking's first --top, only those that meet the goal when any does.
+std::vector<const PlanEvaluation*> shown_rows(const PlanRun& r) {
+  std::vector<const PlanEvaluation*> rows;
+  for (int i : r.order) {
+    const auto& e = r.evals[static_cast<std::size_t>(i)];
+    if (static_cast<int>(rows.size()) >= r.goal.top || (r.met() && !e.feasible())) break;
+    rows.push_back(&e);
+  }
+  return rows;
+}
+
+// One row's cells; `rank` counts from 1, `time` is the time column's text for it.
+std::vector<std::string> table_cells(const PlanEvaluation& e, std::size_t rank, const std::string& time) {
+  std::string bottleneck =
+      e.bottleneck_kind.empty() ? "none" : e.bottleneck_kind + " " + fmt_pct(e.bottleneck_utilisation);
+  if (!e.meets_deadline) bottleneck += " over deadline";
+  if (!e.meets_budget) bottleneck += " over budget";
+  char ips[32];
+  std::snprintf(ips, sizeof ips, "%.1f", e.images_per_sec);
+  return {std::to_string(rank),
+          e.sku,
+          std::to_string(e.vms),
+          std::to_string(e.gpus),
+          e.strategy,
+          e.fusion,
+          e.low_priority ? (e.price_estimated ? "low-prio*" : "low-prio") : "dedicated",
+          time,
+          fmt_usd(e.cost_usd),
+          ips,
+          fmt_pct(e.scaling_efficiency),
+          bottleneck};
+}
+
+}  // namespace
+
+std::string report_table(const PlanRun& r) {
+  std::ostringstream out;
+  out << "\n"
+      << (r.met() ? "Configurations that meet the goal" : "No configuration meets the goal; the closest") << ":\n";
+  std::size_t sku_width = 11;  // the longest SKU shown, and a space
+  for (int i : r.order) sku_width = std::max(sku_width, r.evals[static_cast<std::size_t>(i)].sku.size() + 1);
+  const std::vector<std::size_t> w = {4, sku_width, 5, 6, 17, 8, 14, 14, 12, 10, 8, 30};
+  const std::string rate = r.base.model.text ? "seq/s" : "images/s";
+  const std::vector<std::string> head = {"#",        "SKU",  "VMs",  "GPUs", "strategy", "fusion",
+                                         "capacity", "time", "cost", rate,   "scaling",  "bottleneck"};
+  auto row = [&](const std::vector<std::string>& cells) {
+    std::string line;
+    for (std::size_t k = 0; k < cells.size(); ++k) line += pad(cells[k], w[k]);
+    out << line.substr(0, line.find_last_not_of(' ') + 1) << "\n";
+  };
+  row(head);
+  const auto rows = shown_rows(r);
+  std::vector<double> seconds;
+  for (const auto* e : rows) seconds.push_back(e->time_to_train_s);
+  const std::vector<std::string> times = time_column(seconds);
+  for (std::size_t k = 0; k < rows.size(); ++k) row(table_cells(*rows[k], k + 1, times[k]));
+  const bool any_estimated = std::any_of(rows.begin(), rows.end(), [](auto* e) { return e->price_estimated; });
+  if (any_estimated && r.region->low_priority_discount)
+    out << "  * low-priority price estimated as " << fmt_pct(*r.region->low_priority_discount) << " off dedicated ("
+        << r.region->file << "): a lower bound on the cost. Low-priority VMs can be preempted; "
+        << "the time assumes they are not.\n";
+  return out.str();
+}
+
+std::string report_flags(const PlanRun& r) {
+  std::ostringstream out;
+  if (!r.flags.empty()) {
+    out << "\nFlags:\n";
+    for (const auto& f : r.flags) out << "  - " << f.text << "\n";
+  }
+  return out.str();
+}
+
+std::string report_quota(const PlanRun& r, const QuotaRequest& q) {
+  const PlanEvaluation& best = r.best();
+  std::ostringstream out;
+  {
+    out << "\nQuota request for the winning plan (" << best.vms << " x " << best.sku << ", " << best.strategy << ", "
+        << (best.low_priority ? "low-priority" : "dedicated") << ", " << format_time(best.time_to_train_s) << ", "
+        << fmt_usd(best.cost_usd) << "; "
+        << (r.goal.pessimistic ? "the pessimistic end of the prediction's band" : "the prediction itself, not its band")
+        << "):\n";
+    out << "  " << pad("VM family", 30) << pad("region", 10) << pad("dedicated vCPUs", 17)
+        << pad("low-priority vCPUs", 20) << "VMs\n";
+    out << "  " << pad(q.family.empty() ? "(none: not an Azure size)" : q.family, 30) << pad(q.region, 10)
+        << pad(std::to_string(q.dedicated_vcpus), 17) << pad(std::to_string(q.low_priority_vcpus), 20)
+        << q.requested_nodes << "\n";
+    out << "  (" << count_of(q.requested_nodes, "VM") << " x " << q.vcpus_per_node << " vCPUs; "
+        << count_of(q.nodes, "VM") << " needed"
+        << (r.goal.quota_headroom > 0 ? ", headroom " + fmt_pct(r.goal.quota_headroom) : std::string()) << ")\n";
+  }
+  return out.str();
+}
+
+namespace {
+
+nlohmann::ordered_json quota_json(const QuotaRequest& q, double headroom) {
+  return {{"vm_family", q.family},
+          {"region", q.region},
+          {"dedicated_vcpus", q.dedicated_vcpus},
+          {"low_priority_vcpus", q.low_priority_vcpus},
+          {"vms", q.requested_nodes},
+          {"vms_needed", q.nodes},
+          {"vcpus_per_vm", q.vcpus_per_node},
+          {"headroom", headroom}};
+}
+
+}  // namespace
+
+std::string plan_csv(const PlanRun& r) {
+  {
+    std::ostringstream c;
+    c << "rank,sku,gpu,vms,gpus,strategy,fusion,capacity,usd_per_vm_hour,price_estimated,time_to_train_s,cost_usd,"
+         "images_per_sec,scaling_efficiency,iteration_time_s,exposed_communication_s,bottleneck_link,bottleneck_kind,"
+         "bottleneck_utilisation,meets_deadline,meets_budget\n";
+    int rank = 0;
+    for (int i : r.order) {
+      const auto& e = r.evals[static_cast<std::size_t>(i)];
+      const std::vector<std::string> f = {std::to_string(++rank),
+                                          e.sku,
+                                          e.gpu,
+                                          std::to_string(e.vms),
+                                          std::to_string(e.gpus),
+                                          e.strategy,
+                                          e.fusion,
+                                          e.low_priority ? "low_priority" : "dedicated",
+                                          csv_number(e.usd_per_vm_hour),
+                                          e.price_estimated ? "true" : "false",
+                                          csv_number(e.time_to_train_s),
+                                          csv_number(e.cost_usd),
+                                          csv_number(e.images_per_sec),
+                                          csv_number(e.scaling_efficiency),
+                                          csv_number(e.iteration_time_s),
+                                          csv_number(e.exposed_communication_s),
+                                          e.bottleneck_link,
+                                          e.bottleneck_kind,
+                                          csv_number(e.bottleneck_utilisation),
+                                          e.meets_deadline ? "true" : "false",
+                                          e.meets_budget ? "true" : "false"};
+      for (std::size_t k = 0; k < f.size(); ++k) c << (k ? "," : "") << csv_field(f[k]);
+      c << "\n";
+    }
+    return c.str();
+  }
+}
+
+std::string plan_json(const PlanRun& r, const std::optional<QuotaRequest>& quota) {
+  const bool met = r.met();
+  {
+    nlohmann::ordered_json j = {{"schema", "ringsim.plan/1"}, {"scenario", r.o.scenario}};
+    nlohmann::ordered_json g = {
+        {"deadline_s", r.goal.deadline_s ? nlohmann::ordered_json(*r.goal.deadline_s) : nullptr},
+        {"budget_usd", r.goal.budget_usd ? nlohmann::ordered_json(*r.goal.budget_usd) : nullptr},
+        {"region", r.goal.region},
+        {"rank_by", r.goal.rank_by == RankBy::Cost ? "cost" : "time"},
+        {"confidence", r.goal.pessimistic ? "high" : "typical"},
+        {"low_priority", r.goal.low_priority},
+        {"nodes", r.goal.nodes},
+        {"strategies", r.strategies},
+        {"skus", r.skus}};
+    j["goal"] = g;
+    j["prices"] = {
+        {"region", r.goal.region}, {"date", r.region->date}, {"source", r.region->source}, {"files", r.price_sources}};
+    j["met"] = met;
+    nlohmann::ordered_json ranked = nlohmann::ordered_json::array();
+    for (int i : r.order) {
+      const auto& e = r.evals[static_cast<std::size_t>(i)];
+      ranked.push_back(
+          {{"sku", e.sku},
+           {"gpu", e.gpu},
+           {"vms", e.vms},
+           {"gpus", e.gpus},
+           {"strategy", e.strategy},
+           {"fusion", e.fusion},
+           {"capacity", e.low_priority ? "low_priority" : "dedicated"},
+           {"usd_per_vm_hour", e.usd_per_vm_hour},
+           {"price_estimated", e.price_estimated},
+           {"time_to_train_s", e.time_to_train_s},
+           {"predicted_time_to_train_s", e.predicted_time_to_train_s},
+           {"time_to_train_s_low", e.banded ? nlohmann::ordered_json(e.time_to_train_s_low) : nullptr},
+           {"time_to_train_s_high", e.banded ? nlohmann::ordered_json(e.time_to_train_s_high) : nullptr},
+           {"cost_usd", e.cost_usd},
+           {"images_per_sec", e.images_per_sec},
+           {"predicted_images_per_sec", e.predicted_images_per_sec},
+           {"scaling_efficiency", e.scaling_efficiency},
+           {"bottleneck",
+            {{"link", e.bottleneck_link}, {"kind", e.bottleneck_kind}, {"utilisation", e.bottleneck_utilisation}}},
+           {"meets_deadline", e.meets_deadline},
+           {"meets_budget", e.meets_budget}});
+    }
+    j["configurations"] = ranked;
+    nlohmann::ordered_json sk = nlohmann::ordered_json::array();
+    for (const auto& [what, why] : r.skipped) sk.push_back({{"configuration", what}, {"why", why}});
+    j["skipped"] = sk;
+    j["not_priced"] = r.unpriced;
+    nlohmann::ordered_json flags_json = nlohmann::ordered_json::array();
+    for (const auto& f : r.flags) {
+      nlohmann::ordered_json one = {{"flag", f.kind}};
+      if (!f.sku.empty()) one["sku"] = f.sku;
+      one["text"] = f.text;
+      flags_json.push_back(one);
+    }
+    j["flags"] = flags_json;
+    j["quota_request"] = quota ? quota_json(*quota, r.goal.quota_headroom) : nlohmann::ordered_json(nullptr);
+    return j.dump(2) + "\n";
+  }
+}
+
+}  // namespace plan_detail
+
+}  // namespace ringsim
