@@ -43,6 +43,24 @@ inline CommandResult run_command(const std::string& command) {
   return r;
 }
 
+// `text` without AddressSanitizer's note on an exception thrown after SimGrid switched stacks in the same
+// process ("ASan is ignoring requested __asan_handle_no_return", and the two lines after it): the sanitizer
+// build prints it beside an error that a write after the simulation throws; it is not the program's output.
+inline std::string without_asan_notes(std::string text) {
+  const std::string marker = "WARNING: ASan is ignoring requested __asan_handle_no_return";
+  for (auto at = text.find(marker); at != std::string::npos; at = text.find(marker)) {
+    std::size_t start = text.rfind('\n', at);
+    start = start == std::string::npos ? 0 : start + 1;
+    std::size_t end = start;
+    for (int line = 0; line < 3 && end != std::string::npos; ++line) {
+      end = text.find('\n', end);
+      if (end != std::string::npos) ++end;
+    }
+    text.erase(start, end == std::string::npos ? std::string::npos : end - start);
+  }
+  return text;
+}
+
 // Runs `f`, which must throw InputError; returns its full message ("file:line:col: error: ...").
 inline std::string input_error_of(const std::function<void()>& f) {
   try {
