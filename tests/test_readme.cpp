@@ -27,16 +27,6 @@ std::vector<std::string> code_block_after(const std::string& text, const std::st
   return lines;
 }
 
-// An excerpt line is one of the output's lines; one ending in "..." is the start of one.
-bool in_output(const std::string& excerpt, const std::string& output) {
-  std::istringstream in(output);
-  const bool prefix = excerpt.size() >= 3 && excerpt.compare(excerpt.size() - 3, 3, "...") == 0;
-  const std::string want = prefix ? excerpt.substr(0, excerpt.size() - 3) : excerpt;
-  for (std::string line; std::getline(in, line);)
-    if (prefix ? line.rfind(want, 0) == 0 : line == want) return true;
-  return false;
-}
-
 }  // namespace
 
 TEST_CASE("README: the default run's excerpt is what ringsim predict prints", "[readme]") {
@@ -49,16 +39,16 @@ TEST_CASE("README: the default run's excerpt is what ringsim predict prints", "[
   INFO(run.output);
   for (const auto& line : excerpt) {
     INFO("README.md line: " << line);
-    CHECK(in_output(line, run.output));
+    CHECK(ringsim::test::in_output(line, run.output));
   }
 }
 
 TEST_CASE("README: an excerpt line matches a whole line, or the start of one where it ends in ...", "[readme]") {
   const std::string out = "a\n  iteration time   241.5 ms\n  band from   16 samples of x, y\n";
-  CHECK(in_output("  iteration time   241.5 ms", out));
-  CHECK_FALSE(in_output("  iteration time   241.5", out));
-  CHECK(in_output("  band from   16 samples ...", out));
-  CHECK_FALSE(in_output("  band from   17 samples ...", out));
+  CHECK(ringsim::test::in_output("  iteration time   241.5 ms", out));
+  CHECK_FALSE(ringsim::test::in_output("  iteration time   241.5", out));
+  CHECK(ringsim::test::in_output("  band from   16 samples ...", out));
+  CHECK_FALSE(ringsim::test::in_output("  band from   17 samples ...", out));
   CHECK(code_block_after("x\nIts output (abridged):\n\n```\none\ntwo\n```\n", "Its output (abridged):") ==
         std::vector<std::string>{"one", "two"});
 }

@@ -72,17 +72,6 @@ std::vector<Step> steps_in(const std::string& text) {
   return steps;
 }
 
-// An output line the README shows is one of the output's lines; one ending in "..." is the start of one
-// (a line "..." alone: any).
-bool in_output(const std::string& shown, const std::string& output) {
-  std::istringstream in(output);
-  const bool prefix = shown.size() >= 3 && shown.compare(shown.size() - 3, 3, "...") == 0;
-  const std::string want = prefix ? shown.substr(0, shown.size() - 3) : shown;
-  for (std::string line; std::getline(in, line);)
-    if (prefix ? line.rfind(want, 0) == 0 : line == want) return true;
-  return false;
-}
-
 // The README's command as the test runs it: the program built here with the bundled catalog, every
 // argument that names a file or folder of the source tree (it has a '/') made absolute; the rest (output
 // file names) stays relative, in `folder`.
@@ -142,7 +131,7 @@ void run_task(const std::string& heading, const std::vector<std::string>& must_r
     REQUIRE(run.status == 0);
     for (const auto& line : step.shown) {
       INFO("README.md line: " << line);
-      CHECK(in_output(line, run.output));
+      CHECK(ringsim::test::in_output(line, run.output));
     }
   }
   for (const auto& file : writes) {
@@ -158,11 +147,10 @@ TEST_CASE("README task 1: plan a job on today's sizes with a deadline and a budg
            {"ringsim plan scenarios/bert_large_bf16_plan.yaml", "--deadline", "--budget"}, {"plan.json"});
 }
 
-TEST_CASE("README task 2: measure one or two nodes, calibrate on the runs, predict sixteen",
-          "[readme_tasks][readme]") {
+TEST_CASE("README task 2: measure one or two nodes, calibrate on the runs, predict sixteen", "[readme_tasks][readme]") {
   run_task("### 2. Measure one or two nodes, then predict sixteen",
-           {"ringsim calibrate", "--runs docs/examples/runs_resnet50_nc24rs_v3.csv -o overlay.yaml",
-            "ringsim predict", "--calibration overlay.yaml --set cluster.nodes=16"},
+           {"ringsim calibrate", "--runs docs/examples/runs_resnet50_nc24rs_v3.csv -o overlay.yaml", "ringsim predict",
+            "--calibration overlay.yaml --set cluster.nodes=16"},
            {"overlay.yaml"});
 }
 
@@ -174,8 +162,9 @@ TEST_CASE("README task 3: ringsim bench against a real nccl-tests log, and a fit
 }
 
 TEST_CASE("README tasks: sections, commands and shown lines are read as the tests use them", "[readme_tasks][readme]") {
-  const std::string text = "# t\n## A\nx\n### 1. one\n```\n$ build/bin/ringsim a b\nout\n...\n$ "
-                           "build/bin/ringsim c\n# not a heading\n```\n### 2. two\n$ build/bin/ringsim z\n## B\n";
+  const std::string text =
+      "# t\n## A\nx\n### 1. one\n```\n$ build/bin/ringsim a b\nout\n...\n$ "
+      "build/bin/ringsim c\n# not a heading\n```\n### 2. two\n$ build/bin/ringsim z\n## B\n";
   const std::string one = section(text, "### 1. one");
   CHECK(one.find("### 2.") == std::string::npos);
   const auto steps = steps_in(one);
@@ -185,9 +174,9 @@ TEST_CASE("README tasks: sections, commands and shown lines are read as the test
   CHECK(steps[1].shown == std::vector<std::string>{"# not a heading"});
   CHECK(section(text, "## A").find("### 2. two") != std::string::npos);
   CHECK(section(text, "### 3. three").empty());
-  CHECK(in_output("...", "anything\n"));
-  CHECK(in_output("  a b...", "x\n  a b c\n"));
-  CHECK_FALSE(in_output("  a b", "  a b c\n"));
+  CHECK(ringsim::test::in_output("...", "anything\n"));
+  CHECK(ringsim::test::in_output("  a b...", "x\n  a b c\n"));
+  CHECK_FALSE(ringsim::test::in_output("  a b", "  a b c\n"));
   CHECK_THAT(runnable("build/bin/ringsim plan scenarios/bert_large_bf16_plan.yaml --json plan.json", "/tmp/x"),
              Catch::Contains("'" + kRoot + "/scenarios/bert_large_bf16_plan.yaml'") &&
                  Catch::Contains(" 'plan.json'") && Catch::StartsWith("cd '/tmp/x' &&"));

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <sstream>
 #include <string>
 
 #include "load/catalog.h"
@@ -59,6 +60,17 @@ inline std::string without_asan_notes(std::string text) {
     text.erase(start, end == std::string::npos ? std::string::npos : end - start);
   }
   return text;
+}
+
+// A line a document shows is one of the output's lines; one ending in "..." is the start of one (a line
+// "..." alone: any).
+inline bool in_output(const std::string& shown, const std::string& output) {
+  std::istringstream in(output);
+  const bool prefix = shown.size() >= 3 && shown.compare(shown.size() - 3, 3, "...") == 0;
+  const std::string want = prefix ? shown.substr(0, shown.size() - 3) : shown;
+  for (std::string line; std::getline(in, line);)
+    if (prefix ? line.rfind(want, 0) == 0 : line == want) return true;
+  return false;
 }
 
 // Runs `f`, which must throw InputError; returns its full message ("file:line:col: error: ...").

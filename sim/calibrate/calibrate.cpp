@@ -12,12 +12,6 @@ namespace ringsim {
 
 namespace {
 
-std::string fmt(double v) {
-  char b[64];
-  std::snprintf(b, sizeof b, "%.6g", v);
-  return b;
-}
-
 // A pair of members for each class: member 0 and the first member of each kind of pair with it.
 std::map<std::string, std::pair<int, int>> pick_members(ScenarioRoutes& routes, const Scenario& s, bool cpu_processes) {
   const int gpn = s.cluster.gpus_per_node;
@@ -42,9 +36,10 @@ std::vector<std::string> header(const Scenario& s, const std::string& library, c
                                 "; written by `ringsim calibrate` from:"};
   for (const auto& f : fits)
     h.push_back("  " + f.path_class + (f.from_bytes > 0 ? " from " + format_bytes(f.from_bytes) : std::string()) +
-                ": " + f.source + "\n    alpha " + fmt(f.alpha) + " s, beta " + fmt(f.beta) + " s/B (" +
-                format_bandwidth(f.beta > 0 ? 1 / f.beta : 0) + "), R^2 " + fmt(f.r2) + ", worst residual " +
-                fmt(f.worst_residual_pct) + " % over " + std::to_string(f.points) + " points");
+                ": " + f.source + "\n    alpha " + format_number(f.alpha) + " s, beta " + format_number(f.beta) +
+                " s/B (" + format_bandwidth(f.beta > 0 ? 1 / f.beta : 0) + "), R^2 " + format_number(f.r2) +
+                ", worst residual " + format_number(f.worst_residual_pct) + " % over " + std::to_string(f.points) +
+                " points");
   h.push_back("Use: ringsim predict SCENARIO --calibration THIS_FILE, or the scenario key `calibration:`.");
   return h;
 }

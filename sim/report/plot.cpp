@@ -49,12 +49,6 @@ std::string gnuplot_program() {
   return "";
 }
 
-std::string number(double v) {
-  char b[40];
-  std::snprintf(b, sizeof b, "%.9g", v);
-  return b;
-}
-
 // A label as a quoted field of the data file: no quotes or line breaks inside.
 std::string data_text(std::string s) {
   for (char& c : s)
@@ -141,7 +135,7 @@ std::string byte_tics(const std::string& axis, double lo, double hi) {
   const int step = std::max(1, (last - first) / 9 + 1);
   std::string t;
   for (int e = first; e <= last; e += step)
-    t += (t.empty() ? "" : ", ") + ("\"" + format_bytes(std::ldexp(1.0, e)) + "\" " + number(std::ldexp(1.0, e)));
+    t += (t.empty() ? "" : ", ") + ("\"" + format_bytes(std::ldexp(1.0, e)) + "\" " + csv_number(std::ldexp(1.0, e)));
   return "set " + axis + "tics (" + t + ")";
 }
 
@@ -197,7 +191,7 @@ PlotFiles plot_files(const std::string& image, const Plot& p) {
       }
       d << "\n\n# block " << block << ": " << data_text(panel.title) << " / " << data_text(series.title) << "\n";
       for (std::size_t r = 0; r < series.rows.size(); ++r) {
-        for (std::size_t c = 0; c < series.rows[r].size(); ++c) d << (c ? " " : "") << number(series.rows[r][c]);
+        for (std::size_t c = 0; c < series.rows[r].size(); ++c) d << (c ? " " : "") << csv_number(series.rows[r][c]);
         if (!series.labels.empty()) d << " \"" << data_text(series.labels[r]) << "\"";
         d << "\n";
       }
