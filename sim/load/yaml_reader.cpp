@@ -29,16 +29,24 @@ std::string describe(const YAML::Node& n) {
   }
 }
 
-// The 1-based line of the '---' that starts the second document, or 0 when there is none to be found.
+// The 1-based line where a second document starts: a '---' after content, or content after a '...' that
+// ended the first; 0 when the text holds one document. (yaml-cpp's LoadAll, which would count them, runs
+// out of memory on some inputs the fuzzer found.)
 int second_document_line(const std::string& text) {
   std::istringstream in(text);
   std::string line;
-  bool content = false;  // a document's content seen since the last marker
+  bool content = false, ended = false;  // content seen since the last marker; the document ended by '...'
+  auto is = [&](const char* m) {
+    return line.rfind(m, 0) == 0 && (line.size() == 3 || line[3] == ' ' || line[3] == '\r' || line[3] == '\t');
+  };
   for (int n = 1; std::getline(in, line); ++n) {
-    const bool marker = line.rfind("---", 0) == 0 && (line.size() == 3 || line[3] == ' ' || line[3] == '\r');
-    if (marker && content) return n;
+    const bool start = is("---"), end = is("...");
+    if (start && content) return n;
+    if (end && content) ended = true;
     const auto first = line.find_first_not_of(" \t\r");
-    if (!marker && first != std::string::npos && line[first] != '#' && line.rfind("%", 0) != 0) content = true;
+    const bool text_here = !start && !end && first != std::string::npos && line[first] != '#' && line[0] != '%';
+    if (text_here && ended) return n;
+    if (text_here || (start && line.find_first_not_of(" \t\r", 3) != std::string::npos)) content = true;
   }
   return 0;
 }
@@ -46,21 +54,16 @@ int second_document_line(const std::string& text) {
 YamlDocument parse(const std::string& text, const std::string& name) {
   YamlDocument doc;
   doc.file = name;
-  std::vector<YAML::Node> docs;
+  // A second document would otherwise be dropped without a word.
+  if (const int line = second_document_line(text))
+    throw InputError({name, line, 1, ""},
+                     "a second YAML document starts here; the file must hold one: remove the '---' (or '...') "
+                     "line, or put the second document in a file of its own");
   try {
-    docs = YAML::LoadAll(text);
+    doc.root = YAML::Load(text);
   } catch (const YAML::ParserException& e) {
     throw InputError({name, e.mark.line + 1, e.mark.column + 1, ""}, "YAML syntax: " + e.msg);
   }
-  // A second document would otherwise be dropped without a word.
-  if (docs.size() > 1) {
-    int line = second_document_line(text);
-    if (line == 0 && !docs[1].Mark().is_null()) line = docs[1].Mark().line + 1;
-    throw InputError({name, line, line > 0 ? 1 : 0, ""},
-                     "a second YAML document starts here ('---'); the file must hold one: remove the '---' "
-                     "line, or put the second document in a file of its own");
-  }
-  if (!docs.empty()) doc.root = docs.front();
   return doc;
 }
 
