@@ -75,7 +75,7 @@ class Gradients {
 // framework's rules (train/framework.h). The cycle's runtime: where the framework agrees on readiness
 // (Horovod), ranks agree on the ready gradients with an allreduce of flags (servers count as always ready)
 // and wait by the clock; elsewhere (DDP) a rank announces its own gradients and waits for the next.
-class TrainLoop final : public collective::CycleRuntime, public collective::BufferRunner {
+class TrainLoop final : public collective::CycleRuntime, public collective::BufferRunner, public BufferExecutor {
  public:
   TrainLoop(const TrainOptions& o, MPI_Comm comm, const Catalog& catalog, const Scenario& s);
   TrainLoop(const TrainLoop&) = delete;
@@ -101,9 +101,13 @@ class TrainLoop final : public collective::CycleRuntime, public collective::Buff
 
  private:
   void start_compute();
-  void copy_in(const collective::FusionBuffer& b);   // MEMCPY_IN_FUSION_BUFFER (a server zeroes its sums)
-  void copy_out(const collective::FusionBuffer& b);  // MEMCPY_OUT_FUSION_BUFFER
-  void check_gradients();                            // every gradient is the sum over workers of (1 + rank)
+  // The buffer's steps (train/iteration.h's BufferExecutor) on the backend: MEMCPY_IN_FUSION_BUFFER (a server
+  // zeroes its sums), the collective over the transport, MEMCPY_OUT_FUSION_BUFFER.
+  void copy_in(const collective::FusionBuffer& b, bool fused) override;
+  void copy_out(const collective::FusionBuffer& b, bool fused) override;
+  std::unique_ptr<collective::Collective> collective(const collective::FusionBuffer& b) override;
+  void exchange(const collective::FusionBuffer& b, const collective::Collective& c, CollectiveRecord& rec) override;
+  void check_gradients();  // every gradient is the sum over workers of (1 + rank)
   // PyTorch DDP's copies of the gradients into its buckets (in the compute thread, after each layer's backward
   // pass) and out of them (collective::bucket_copies_end), stood in for at the GPU's copy rate, as predict has
   // them; none for Horovod, whose fusion copies copy_in and copy_out charge.
@@ -245,14 +249,14 @@ void TrainLoop::wait_next_cycle(collective::FusionPlanner&, double tick, double 
   }
 }
 
-void TrainLoop::copy_in(const collective::FusionBuffer& b) {
+void TrainLoop::copy_in(const collective::FusionBuffer& b, bool fused) {
   if (worker_) {
     std::uint64_t off = 0;
     for (int t : b.tensors) {
       backend_->host_copy(staging_ + off, grads_->data(t), tensor_bytes_[t]);
       off += tensor_bytes_[t];
     }
-    if (framework_->fusion_copies(b)) backend_->charge_fusion_copy(b.bytes);
+    if (fused) backend_->charge_fusion_copy(b.bytes);
   } else if (!backend_->emulated()) {
     // A server sums into its host buffer (the exchange's home space for servers): start from zero.
     std::memset(fusion_.host, 0, b.bytes);
@@ -260,7 +264,7 @@ void TrainLoop::copy_in(const collective::FusionBuffer& b) {
   if (!direct_) backend_->upload(fusion_, staging_, b.bytes);
 }
 
-void TrainLoop::copy_out(const collective::FusionBuffer& b) {
+void TrainLoop::copy_out(const collective::FusionBuffer& b, bool fused) {
   if (!direct_) backend_->download(fusion_, staging_, b.bytes);
   if (!worker_) return;
   std::uint64_t off = 0;
@@ -268,7 +272,7 @@ void TrainLoop::copy_out(const collective::FusionBuffer& b) {
     backend_->host_copy(grads_->data(t), staging_ + off, tensor_bytes_[t]);
     off += tensor_bytes_[t];
   }
-  if (framework_->fusion_copies(b)) backend_->charge_fusion_copy(b.bytes);
+  if (fused) backend_->charge_fusion_copy(b.bytes);
 }
 
 double TrainLoop::bucket_copy_s(const std::vector<int>& tensors) const {
@@ -288,28 +292,22 @@ void TrainLoop::copy_out_of_buckets(bool last) {
   if (last && rank_ == 0) spans_.push_back({rank_, std::string(kBucketCopyOut), b, now()});
 }
 
-void TrainLoop::start(const collective::FusionBuffer& b) {
-  CollectiveRecord rec;
-  rec.index = static_cast<int>(records_.size());
-  rec.bytes = b.bytes;
-  rec.tensors = b.tensors;
-  rec.negotiated_at = b.negotiated_at;
-  rec.start = now();
-  copy_in(b);
+std::unique_ptr<collective::Collective> TrainLoop::collective(const collective::FusionBuffer& b) {
   // The exchange's buffer is laid out shard by shard; the fusion buffer is in tensor order, so the
   // server-side layout differs but every rank agrees on it and sizes match.
   const BufferShards shards = ps_ ? buffer_shards(s_, server_of_, tensor_bytes_, b.tensors) : BufferShards{};
-  const auto c = make_buffer_collective(s_, layout_, b.bytes, 4, shards);
-  backend_->charge_collective_call(c->protocol);
-  rec.comm_start = now();
-  rec.algorithm = std::string(c->algorithm());
-  rec.protocol = std::string(c->protocol.name);
+  return make_buffer_collective(s_, layout_, b.bytes, 4, shards);
+}
+
+void TrainLoop::exchange(const collective::FusionBuffer&, const collective::Collective& c, CollectiveRecord&) {
+  backend_->charge_collective_call(c.protocol);
   FaultyTransport t(backend_->transport(fusion_), o_.fault, rank_);
-  collective::run_member(*c, rank_, t);
+  collective::run_member(c, rank_, t);
   backend_->synchronize();
-  rec.comm_end = now();
-  copy_out(b);
-  rec.end = now();
+}
+
+void TrainLoop::start(const collective::FusionBuffer& b) {
+  const CollectiveRecord rec = run_buffer(b, static_cast<int>(records_.size()), *framework_, *this);
   if (bucket_copies_) bucket_copy_out_.allreduce_done(rec.end, bucket_copy_s(b.tensors));
   comm_time_ += rec.end - rec.start;
   if (last_) records_.push_back(rec);

@@ -89,7 +89,7 @@ class CollectiveFactory {
 // The simulated run. It is Horovod's cycle runtime (collective/horovod_cycle.h): its ranks announce their
 // gradients to the planner as they compute, and an idle cycle waits for the next one ready; and the cycle's
 // buffer runner, on SimGrid flows (flow fidelity) or the step model.
-class TrainingRun final : public collective::CycleRuntime, public collective::BufferRunner {
+class TrainingRun final : public collective::CycleRuntime, public collective::BufferRunner, public BufferExecutor {
  public:
   TrainingRun(const Catalog& catalog, const Scenario& s, Fidelity fidelity)
       : catalog_(catalog),
@@ -162,6 +162,12 @@ class TrainingRun final : public collective::CycleRuntime, public collective::Bu
   // than the scenario's limit are in flight.
   void launch_buffer(const collective::FusionBuffer& b);
   void run_buffer(const collective::FusionBuffer& b);
+  // The buffer's steps (train/iteration.h's BufferExecutor): fusion copies at the GPU's copy rate, the
+  // collective's call overhead, then its flows (flow fidelity) or its step-model estimate.
+  void copy_in(const collective::FusionBuffer& b, bool fused) override;
+  void copy_out(const collective::FusionBuffer& b, bool fused) override { copy_in(b, fused); }
+  std::unique_ptr<Collective> collective(const collective::FusionBuffer& b) override { return factory_.make(b); }
+  void exchange(const collective::FusionBuffer& b, const Collective& c, CollectiveRecord& rec) override;
   // A collective's step-model cost: its duration, runs and hold on the compute, evaluated once per kind of
   // buffer (equal CollectiveFactory keys; DDP's buckets and Horovod's full buffers repeat their sizes). Each
   // call adds the bytes it carries to edge_bytes_.

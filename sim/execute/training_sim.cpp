@@ -247,29 +247,30 @@ const TrainingRun::StepCost& TrainingRun::step_cost(const collective::FusionBuff
 }
 
 void TrainingRun::run_buffer(const collective::FusionBuffer& b) {
-  CollectiveRecord rec;
-  rec.index = started_++;
-  rec.bytes = b.bytes;
-  rec.tensors = b.tensors;
-  rec.negotiated_at = b.negotiated_at - reported_start_;
-  rec.start = sg4::Engine::get_clock();
-  // Horovod's fusion buffer (DDP copies into its buckets on the compute stream: compute_actor)
-  const bool fused = framework_->fusion_copies(b);
-  if (fused) sleep(cm_.fusion_copy_time(b.bytes));  // MEMCPY_IN_FUSION_BUFFER, on every rank at once
-  rec.comm_start = sg4::Engine::get_clock();
-  auto c = factory_.make(b);
-  rec.algorithm = std::string(c->algorithm());
-  rec.protocol = std::string(c->protocol.name);
-  sleep(cm_.call_overhead(*c));
+  CollectiveRecord rec = ringsim::run_buffer(b, started_++, *framework_, *this);
+  if (bucket_copies()) bucket_copy_out_.allreduce_done(rec.end, cm_.device_copy_time(bucket_bytes(b.tensors)));
+  if (!reported()) return;
+  for (double* t : {&rec.negotiated_at, &rec.start, &rec.comm_start, &rec.comm_end, &rec.end}) *t -= reported_start_;
+  records_.push_back(std::move(rec));
+}
+
+void TrainingRun::copy_in(const collective::FusionBuffer& b, bool fused) {
+  // Horovod's fusion buffer, on every rank at once (DDP copies into its buckets on the compute stream:
+  // compute_actor)
+  if (fused) sleep(cm_.fusion_copy_time(b.bytes));
+}
+
+void TrainingRun::exchange(const collective::FusionBuffer& b, const Collective& c, CollectiveRecord& rec) {
+  sleep(cm_.call_overhead(c));
   const int nic = loader_ && fidelity_ == Fidelity::Step ? nic_edge(0) : -1;
   const double nic_before = nic >= 0 ? edge_bytes_[nic] : 0;
-  const StepCost& cost = step_cost(b, *c);
+  const StepCost& cost = step_cost(b, c);
   const double estimate = cost.estimate;
   for (const auto& r : cost.runs)
     rec.phases.push_back({std::string(collective::to_string(r.phase)), r.count, r.step_s, r.transfers, r.copy_s});
   const ComputeHold& hold = cost.hold;
   rec.compute_share = std::min(ComputeHold::kMost, hold.most());
-  interfere(*c, hold, true);
+  interfere(c, hold, true);
   if (fidelity_ == Fidelity::Step) {
     // Storage reads into node 0 share its Ethernet NIC with the collective's bytes into the node: the
     // collective ends when those bytes are in, which is later than the estimate where reads compete.
@@ -277,16 +278,9 @@ void TrainingRun::run_buffer(const collective::FusionBuffer& b) {
     sleep(estimate);
     if (into_node) into_node->wait();
   } else {
-    run_members(*c, rec.index);
+    run_members(c, rec.index);
   }
-  interfere(*c, hold, false);
-  rec.comm_end = sg4::Engine::get_clock();
-  if (fused) sleep(cm_.fusion_copy_time(b.bytes));  // MEMCPY_OUT_FUSION_BUFFER
-  rec.end = sg4::Engine::get_clock();
-  if (bucket_copies()) bucket_copy_out_.allreduce_done(rec.end, cm_.device_copy_time(bucket_bytes(b.tensors)));
-  if (!reported()) return;
-  for (double* t : {&rec.start, &rec.comm_start, &rec.comm_end, &rec.end}) *t -= reported_start_;
-  records_.push_back(std::move(rec));
+  interfere(c, hold, false);
 }
 
 void TrainingRun::interfere(const Collective& c, const ComputeHold& hold, bool start) {

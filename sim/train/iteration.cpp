@@ -14,6 +14,27 @@ void run_compute_program(const ComputeModel& cm, const TrainingFramework& framew
   }
 }
 
+CollectiveRecord run_buffer(const collective::FusionBuffer& b, int index, const TrainingFramework& framework,
+                            BufferExecutor& x) {
+  CollectiveRecord rec;
+  rec.index = index;
+  rec.bytes = b.bytes;
+  rec.tensors = b.tensors;
+  rec.negotiated_at = b.negotiated_at;
+  rec.start = x.now();
+  const bool fused = framework.fusion_copies(b);
+  x.copy_in(b, fused);
+  rec.comm_start = x.now();
+  const auto c = x.collective(b);
+  rec.algorithm = std::string(c->algorithm());
+  rec.protocol = std::string(c->protocol.name);
+  x.exchange(b, *c, rec);
+  rec.comm_end = x.now();
+  x.copy_out(b, fused);
+  rec.end = x.now();
+  return rec;
+}
+
 BucketCopyOut::Tail BucketCopyOut::finish(double backward_end) {
   Tail t;
   t.end = collective::bucket_copies_end(backward_end, done_, copy_s_, &t.starts);

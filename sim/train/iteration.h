@@ -5,10 +5,12 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "collective/collective.h"
 #include "execute/prediction.h"
 #include "schedule/compute_model.h"
 #include "train/framework.h"
@@ -51,6 +53,26 @@ class BucketCopyOut {
  private:
   std::vector<double> done_, copy_s_;
 };
+
+// Where one buffer's collective runs (SimGrid flows, the step model, a real transport or its emulation):
+// the steps that run_buffer takes in order, on the runtime's clock.
+class BufferExecutor {
+ public:
+  virtual ~BufferExecutor() = default;
+  virtual double now() = 0;
+  // The gradients into the buffer before its collective and out after it; `fused`: the framework's
+  // fusion copies (Horovod's MEMCPY_IN/OUT_FUSION_BUFFER), which take time.
+  virtual void copy_in(const collective::FusionBuffer& b, bool fused) = 0;
+  virtual void copy_out(const collective::FusionBuffer& b, bool fused) = 0;
+  virtual std::unique_ptr<collective::Collective> collective(const collective::FusionBuffer& b) = 0;
+  // The collective's launch and exchange; may add what it priced (phases, compute share) to `rec`.
+  virtual void exchange(const collective::FusionBuffer& b, const collective::Collective& c, CollectiveRecord& rec) = 0;
+};
+
+// One buffer as every runtime runs it, and its record: copy in, the collective, copy out, each step's
+// start and end on the executor's clock (`index`: the buffer's place in the iteration).
+CollectiveRecord run_buffer(const collective::FusionBuffer& b, int index, const TrainingFramework& framework,
+                            BufferExecutor& x);
 
 // The result's compute fields from the compute model (its passes times `scale`; the optimizer step where
 // the framework takes one) and where the rate comes from.
