@@ -1,5 +1,6 @@
 // The prediction band: which figures are uncertain where, the band's runs (side by side in child processes),
 // its outputs, uncertain.yaml, and plans timed at its pessimistic end.
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -276,11 +277,13 @@ TEST_CASE(
     "at the optimistic end is flagged",
     "[plan]") {
   const std::string out = "/tmp/ringsim_plan_confidence_" + std::to_string(::getpid()) + ".json";
-  const auto plan = [&](const std::string& args) {
+  const auto plan = [&](const std::string& args, int status = 0) {  // 1: no configuration meets the goal
     const std::string cmd = std::string(RINGSIM_TEST_BINARY) + " --catalog " + RINGSIM_TEST_CATALOG + " plan " +
                             RINGSIM_TEST_CATALOG + "/../scenarios/resnet50_imagenet_plan.yaml --skus NC24r --nodes 8 " +
                             "--strategies ring --fidelity step --json " + out + " " + args + " > /dev/null 2>&1";
-    REQUIRE(std::system(cmd.c_str()) == 0);
+    const int rc = std::system(cmd.c_str());
+    REQUIRE(WIFEXITED(rc));
+    REQUIRE(WEXITSTATUS(rc) == status);
     std::ifstream in(out);
     return nlohmann::json::parse(in);
   };
@@ -303,5 +306,14 @@ TEST_CASE(
   bool flag = false;
   for (const auto& f : flagged["flags"]) flag = flag || f["flag"] == "deadline_at_optimistic_end";
   CHECK(flag);
+  // At the pessimistic end every configuration is banded and timed there, those that miss a deadline at
+  // their prediction too: none is ranked at its prediction beside others at their band's end.
+  const auto missed =
+      plan("--deadline " + std::to_string(static_cast<long long>(between / 4)) + "s --confidence high", 1);
+  REQUIRE(!missed["configurations"].empty());
+  for (const auto& c : missed["configurations"]) {
+    REQUIRE(!c["time_to_train_s_high"].is_null());
+    CHECK(c["time_to_train_s"] == c["time_to_train_s_high"]);
+  }
   std::remove(out.c_str());
 }

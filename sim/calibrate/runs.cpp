@@ -6,6 +6,7 @@
 #include <map>
 #include <sstream>
 
+#include "calibrate/posterior.h"
 #include "execute/prediction_band.h"
 #include "load/input_error.h"
 #include "load/input_file.h"
@@ -221,18 +222,16 @@ class RunsFitter {
   std::map<std::pair<std::vector<const UncertainParameter*>, std::vector<double>>, std::vector<double>> seen_[2];
 };
 
-// How many independent directions the figures give a prediction: the step's and the GPUs' variations enter it
-// only through their root sum of squares (ComputeSpec::straggler_cv), so the two count once.
-std::size_t degrees_of_freedom(const std::vector<const UncertainParameter*>& params) {
-  const auto has = [&](const char* figure) {
-    return std::any_of(params.begin(), params.end(), [&](auto* p) { return p->figure == figure; });
-  };
-  return params.size() - (has("compute.step_time_cv") && has("compute.gpu_to_gpu_cv") ? 1 : 0);
+// The fit's cost at u: the runs' log errors against their noise, and the figures' distance from the prior.
+double map_cost(const Eigen::VectorXd& r, const std::vector<double>& u, double noise) {
+  double prior = 0;
+  for (double x : u) prior += (x - kPriorMean) * (x - kPriorMean);
+  return r.squaredNorm() / (noise * noise) + prior / (kPriorSd * kPriorSd);
 }
 
 // Golden-section search of one coordinate of u over [0, 1], the others fixed.
-void search(RunsFitter& f, const std::vector<const UncertainParameter*>& params, std::vector<double>& u,
-            std::size_t i) {
+void search(RunsFitter& f, const std::vector<const UncertainParameter*>& params, std::vector<double>& u, std::size_t i,
+            double noise) {
   const double g = (std::sqrt(5.0) - 1) / 2;
   auto with = [&](double x) {
     std::vector<double> v = u;
@@ -243,7 +242,8 @@ void search(RunsFitter& f, const std::vector<const UncertainParameter*>& params,
     std::vector<std::vector<double>> vs;
     for (double x : xs) vs.push_back(with(x));
     std::vector<double> out;
-    for (const auto& r : f.residuals(params, vs)) out.push_back(r.squaredNorm());
+    const auto rs = f.residuals(params, vs);
+    for (std::size_t k = 0; k < rs.size(); ++k) out.push_back(map_cost(rs[k], vs[k], noise));
     return out;
   };
   double a = 0, b = 1, c = b - g * (b - a), d = a + g * (b - a);
@@ -273,36 +273,32 @@ Eigen::MatrixXd jacobian(RunsFitter& f, const std::vector<const UncertainParamet
   return jac;
 }
 
-// Student's t at 95 % (one-sided) for `dof` degrees of freedom: a table to 10, then its expansion in 1 / dof.
-double t95(std::size_t dof) {
-  static const double kTable[] = {6.314, 2.920, 2.353, 2.132, 2.015, 1.943, 1.895, 1.860, 1.833, 1.812};
-  if (dof >= 1 && dof <= 10) return kTable[dof - 1];
-  const double z = 1.6449, v = static_cast<double>(dof);
-  return z + (z * z * z + z) / (4 * v) + (5 * std::pow(z, 5) + 16 * z * z * z + 3 * z) / (96 * v * v);
-}
-
-// Levenberg-Marquardt from u, each coordinate kept in [0, 1], on the runs' log errors (Jacobian by forward
-// differences): it follows the valleys that run across figures which trade against each other (the compute's
-// variation and the collectives' hold on it, the network's figures), where searches along one figure stall.
-void follow_valleys(RunsFitter& f, const std::vector<const UncertainParameter*>& params, std::vector<double>& u) {
+// Levenberg-Marquardt from u, each coordinate kept in [0, 1], on the fit's cost (map_cost: the runs' log
+// errors, Jacobian by forward differences, and the prior): it follows the valleys that run across figures
+// which trade against each other (the compute's variation and the collectives' hold on it, the network's
+// figures), where searches along one figure stall.
+void follow_valleys(RunsFitter& f, const std::vector<const UncertainParameter*>& params, std::vector<double>& u,
+                    double noise) {
   const auto n = static_cast<Eigen::Index>(params.size());
   Eigen::VectorXd r = f.residuals(params, u);
   double lambda = 1e-3;
-  // A few iterations, while each still lowers the cost by a hundredth: a fit stays well under a minute.
-  for (int it = 0; it < 4 && r.squaredNorm() > 1e-12; ++it) {
-    const double before = r.squaredNorm();
-    const Eigen::MatrixXd jac = jacobian(f, params, u, r);
-    const Eigen::MatrixXd a = jac.transpose() * jac;
-    const Eigen::VectorXd g = jac.transpose() * r;
+  // A few iterations, while each still lowers the cost by a thousandth: a fit stays well under a minute.
+  for (int it = 0; it < 6; ++it) {
+    const double before = map_cost(r, u, noise);
+    const Eigen::MatrixXd jac = jacobian(f, params, u, r) / noise;
+    Eigen::MatrixXd a = jac.transpose() * jac;
+    a.diagonal().array() += 1 / (kPriorSd * kPriorSd);
+    Eigen::VectorXd g = jac.transpose() * (r / noise);
+    for (Eigen::Index j = 0; j < n; ++j) g[j] += (u[j] - kPriorMean) / (kPriorSd * kPriorSd);
     bool better = false;
     while (!better && lambda < 1e4) {
       Eigen::MatrixXd damped = a;
-      damped.diagonal() += lambda * (a.diagonal().array() + 1e-9).matrix();
+      damped.diagonal() += lambda * a.diagonal();
       const Eigen::VectorXd step = damped.ldlt().solve(-g);
       std::vector<double> x = u;
       for (Eigen::Index j = 0; j < n; ++j) x[j] = std::clamp(u[j] + step[j], 0.0, 1.0);
       const Eigen::VectorXd rx = f.residuals(params, x);
-      better = rx.squaredNorm() < r.squaredNorm();
+      better = map_cost(rx, x, noise) < before;
       if (better) {
         u = x, r = rx;
         lambda = std::max(lambda / 4, 1e-6);
@@ -310,36 +306,121 @@ void follow_valleys(RunsFitter& f, const std::vector<const UncertainParameter*>&
         lambda *= 4;
       }
     }
-    if (!better || r.squaredNorm() > 0.99 * before) return;
+    if (!better || map_cost(r, u, noise) > 0.999 * before) return;
   }
+}
+
+// The noise of a run's log rate: the assumed (kRunNoise), or the spread of runs of one configuration measured
+// more than once where it is larger; rows that differ by more than 10 % are named in a warning.
+double repeat_noise(const std::vector<MeasuredRun>& runs, const std::string& file, std::vector<std::string>& warnings) {
+  std::map<std::vector<std::string>, std::vector<const MeasuredRun*>> same;
+  for (const auto& r : runs) {
+    std::vector<std::string> key;
+    for (const auto& o : r.sets) key.push_back(o.text);
+    std::sort(key.begin(), key.end());
+    same[key].push_back(&r);
+  }
+  double noise = kRunNoise;
+  for (const auto& [key, group] : same) {
+    if (group.size() < 2) continue;
+    double mean = 0, sq = 0, lo = group.front()->images_per_sec, hi = lo;
+    for (const auto* r : group) mean += std::log(r->images_per_sec) / static_cast<double>(group.size());
+    for (const auto* r : group) {
+      sq += std::pow(std::log(r->images_per_sec) - mean, 2);
+      lo = std::min(lo, r->images_per_sec), hi = std::max(hi, r->images_per_sec);
+    }
+    noise = std::max(noise, std::sqrt(sq / static_cast<double>(group.size() - 1)));
+    if (hi <= 1.1 * lo) continue;
+    std::string lines;
+    for (const auto* r : group) lines += (lines.empty() ? "" : ", ") + std::to_string(r->line);
+    warnings.push_back(file + ": lines " + lines + " measure the same configuration " + format_number(hi / lo) +
+                       "x apart; the fit takes a run's noise as " + format_number(noise * 100) +
+                       " % (check those runs: warm-up, other jobs, a different build)");
+  }
+  return noise;
+}
+
+// "cluster.nodes=2 cluster.gpus_per_node=8": a configuration of the scenario's cluster.
+std::string configuration(std::int64_t nodes, std::int64_t gpus) {
+  return "cluster.nodes=" + std::to_string(nodes) + " cluster.gpus_per_node=" + std::to_string(gpus);
+}
+
+// The posterior of every figure that moves the scenario's own prediction: the fitted figures' (post), the
+// others' their prior, independent of them (Laplace's covariance, extended).
+Posterior with_prior_figures(const Posterior& post, std::size_t others) {
+  Posterior p = post;
+  const Eigen::Index n = post.cov.rows(), all = n + static_cast<Eigen::Index>(others);
+  p.cov = Eigen::MatrixXd::Zero(all, all);
+  p.cov.topLeftCorner(n, n) = post.cov;
+  for (Eigen::Index j = n; j < all; ++j) p.cov(j, j) = kPriorSd * kPriorSd;
+  return p;
+}
+
+// Of the configurations a planner measures first (one node of 1, 2, 4 ... GPUs, then 2 and 4 full nodes), the
+// one run that would narrow the band of the scenario's own prediction most: its log rate's variance under the
+// posterior of every figure it depends on (the fitted ones as the runs leave them, the rest at their priors),
+// updated by that run alone. Gradients by forward differences about the fit, the others at mid-range.
+NextRun next_run(const Catalog& catalog, const std::string& scenario_file, const std::vector<Override>& sets,
+                 const std::vector<Scenario>& measured, const RunsFitter& f,
+                 std::vector<const UncertainParameter*> params, std::vector<double> u, const Posterior& post,
+                 const std::vector<const UncertainParameter*>& all) {
+  const Scenario target = load_scenario(scenario_file, catalog, sets);
+  const std::size_t fitted = params.size();
+  for (const auto* p : all)
+    if (std::find(params.begin(), params.end(), p) == params.end() && applies_to(*p, target, catalog))
+      params.push_back(p), u.push_back(kPriorMean);
+  const std::int64_t nodes = target.cluster.nodes, gpus = target.cluster.gpus_per_node;
+  std::vector<std::pair<std::int64_t, std::int64_t>> sizes;
+  for (std::int64_t g = 1; g < gpus; g *= 2) sizes.emplace_back(1, g);
+  for (std::int64_t n = 1; n <= 4 && n < nodes; n *= 2) sizes.emplace_back(n, gpus);
+  std::vector<Scenario> candidates{target};
+  for (const auto& [n, g] : sizes) {
+    const bool seen = std::any_of(measured.begin(), measured.end(), [&](const Scenario& m) {
+      return m.cluster.nodes == n && m.cluster.gpus_per_node == g;
+    });
+    std::vector<Override> at = sets;
+    for (const auto& o : {"cluster.nodes=" + std::to_string(n), "cluster.gpus_per_node=" + std::to_string(g)})
+      at.push_back(parse_override(o));
+    if (seen) continue;
+    try {
+      candidates.push_back(load_scenario(scenario_file, catalog, at));
+    } catch (const InputError&) {  // a size the scenario cannot take (e.g. its servers need more nodes)
+    }
+  }
+  std::vector<CatalogOverlay> points{f.figures(params, u)};
+  std::vector<double> step;
+  for (std::size_t j = 0; j < u.size(); ++j) {
+    std::vector<double> x = u;
+    step.push_back(u[j] < 0.9 ? 0.1 : -0.1);
+    x[j] += step.back();
+    points.push_back(f.figures(params, x));
+  }
+  std::vector<ChildPrediction> jobs;
+  for (const auto& s : candidates)
+    for (const auto& o : points) jobs.push_back({&s, o, true, std::nullopt});
+  const auto q = predict_in_children(catalog, jobs);
+  const auto gradient = [&](std::size_t k) {
+    Eigen::VectorXd g(static_cast<Eigen::Index>(u.size()));
+    const double base = q[k * points.size()].first;
+    for (std::size_t j = 0; j < u.size(); ++j)
+      g[static_cast<Eigen::Index>(j)] = std::log(q[k * points.size() + j + 1].first / base) / step[j];
+    return g;
+  };
+  const Posterior extended = with_prior_figures(post, params.size() - fitted);
+  NextRun next;
+  const Eigen::VectorXd g = gradient(0);
+  next.target = configuration(nodes, gpus);
+  next.sd_now = next.sd_after = std::sqrt(std::max(0.0, prediction_variance(extended, g)));
+  for (std::size_t k = 1; k < candidates.size(); ++k) {
+    const double sd = std::sqrt(std::max(0.0, prediction_variance_after(extended, g, gradient(k))));
+    if (sd >= next.sd_after - 1e-9) continue;
+    next.sd_after = sd;
+    next.run = configuration(candidates[k].cluster.nodes, candidates[k].cluster.gpus_per_node);
+  }
+  return next;
 }
 
 }  // namespace
-
-std::vector<std::pair<double, double>> fitted_intervals(const Eigen::MatrixXd& jac, const Eigen::VectorXd& r,
-                                                        const std::vector<double>& u) {
-  const Eigen::JacobiSVD<Eigen::MatrixXd> svd(jac, Eigen::ComputeFullV);
-  const Eigen::VectorXd sv = svd.singularValues();
-  const Eigen::MatrixXd v = svd.matrixV();
-  Eigen::Index kept = 0;
-  while (kept < sv.size() && sv[kept] > 0.005) ++kept;
-  std::vector<std::pair<double, double>> out(u.size(), {0.0, 1.0});
-  const auto runs = static_cast<std::size_t>(r.size());
-  if (kept == 0 || runs <= static_cast<std::size_t>(kept)) return out;
-  const std::size_t dof = runs - static_cast<std::size_t>(kept);
-  const double s2 = r.squaredNorm() / static_cast<double>(dof), t = t95(dof);
-  for (std::size_t j = 0; j < u.size(); ++j) {
-    const auto row = static_cast<Eigen::Index>(j);
-    bool pinned = true;  // no direction the runs do not see moves it by a tenth of what it moves
-    for (Eigen::Index i = kept; i < v.cols(); ++i) pinned = pinned && std::fabs(v(row, i)) < 0.1;
-    if (!pinned) continue;
-    double var = 0;
-    for (Eigen::Index i = 0; i < kept; ++i) var += v(row, i) * v(row, i) / (sv[i] * sv[i]);
-    const double half = t * std::sqrt(s2 * var);
-    out[j] = {std::clamp(u[j] - half, 0.0, 1.0), std::clamp(u[j] + half, 0.0, 1.0)};
-  }
-  return out;
-}
 
 RunsFit fit_runs(const Catalog& catalog, const std::string& scenario_file, const std::vector<Override>& sets,
                  const std::string& runs_file) {
@@ -384,41 +465,41 @@ RunsFit fit_runs(const Catalog& catalog, const std::string& scenario_file, const
     else
       fit.not_fitted.push_back(p->name + ": none of these runs depends on it (" + what_to_measure(*p) + ")");
   }
-  if (params.empty())
-    throw InputError({runs_file, 0, 0, ""},
-                     "no uncertain figure of the catalog changes the prediction of these runs: "
-                     "nothing to fit. Measure runs whose communication matters (several GPUs, "
-                     "several nodes)");
-  if (const std::size_t dof = degrees_of_freedom(params); dof > runs.size()) {
-    std::string names;
-    for (const auto* p : params) names += (names.empty() ? "" : ", ") + p->name;
-    throw InputError({runs_file, 0, 0, ""}, std::to_string(params.size()) + " uncertain figures (" + names +
-                                                ") change these runs' predictions in " + std::to_string(dof) +
-                                                " independent ways but there are only " + std::to_string(runs.size()) +
-                                                " runs: the fit is not determined. Measure more runs: other node and "
-                                                "GPU counts");
-  }
-  // Each figure's valley by a search along it, twice over (one collective at a time, scaled), then along the
-  // valleys across figures in the runs' own fidelity.
-  std::vector<double> u(params.size(), 0.5);
+  // The posterior's mode: each figure's valley by a search along it, twice over (one collective at a time,
+  // scaled), then along the valleys across figures in the runs' own fidelity.
+  const double noise = repeat_noise(runs, runs_file, fit.warnings);
+  std::vector<double> u(params.size(), kPriorMean);
   f.use_own_fidelity(false);
   for (int sweep = 0; sweep < 2; ++sweep)
-    for (std::size_t i = 0; i < params.size(); ++i) search(f, params, u, i);
+    for (std::size_t i = 0; i < params.size(); ++i) search(f, params, u, i, noise);
   f.use_own_fidelity(true);
-  follow_valleys(f, params, u);
-  fit.after = f.predictions(params, u);
-  Eigen::VectorXd r(static_cast<Eigen::Index>(runs.size()));
-  for (std::size_t i = 0; i < runs.size(); ++i)
-    r[static_cast<Eigen::Index>(i)] = std::log(fit.after[i] / fit.measured[i]);
-  const auto intervals = fitted_intervals(jacobian(f, params, u, r), r, u);
-  fit.overlay = f.figures(params, u);
+  if (!params.empty()) follow_valleys(f, params, u, noise);
+  const Eigen::VectorXd r = params.empty() ? Eigen::VectorXd() : f.residuals(params, u);
+  const Posterior post = laplace(params.empty() ? Eigen::MatrixXd() : jacobian(f, params, u, r), r, noise);
+  fit.noise = post.noise;
+  const auto range = intervals(post, u);
+  // A figure the runs barely narrow keeps the catalog's value and its whole range.
+  std::vector<const UncertainParameter*> kept;
+  std::vector<double> at;
   for (std::size_t i = 0; i < params.size(); ++i) {
     const UncertainParameter& p = *params[i];
-    const double value = value_at(p, u[i]), lo = value_at(p, intervals[i].first), hi = value_at(p, intervals[i].second);
-    fit.fitted.push_back({p.name, p.low, p.high, value, p.scale, lo, hi});
+    if (range[i] == std::pair{0.0, 1.0}) {
+      fit.not_fitted.push_back(p.name + ": these runs barely move it; the catalog's value and its whole range (" +
+                               what_to_measure(p) + ")");
+      continue;
+    }
+    kept.push_back(&p);
+    at.push_back(u[i]);
+    const double value = value_at(p, u[i]), lo = value_at(p, range[i].first), hi = value_at(p, range[i].second);
+    fit.fitted.push_back(
+        {p.name, p.low, p.high, value, p.scale, lo, hi, prior_share(post, static_cast<Eigen::Index>(i))});
     // A factor's range is read against the figure the overlay sets, the catalog's times `value`.
     fit.overlay.fitted_ranges[p.name] = p.scale ? std::pair{lo / value, hi / value} : std::pair{lo, hi};
   }
+  fit.after = kept.empty() ? fit.before : f.predictions(kept, at);
+  const CatalogOverlay figures = f.figures(kept, at);
+  fit.overlay.merge(figures);
+  fit.next = next_run(calibrated, scenario_file, sets, scenarios, f, params, u, post, all);
   fit.overlay.header = {"ringsim calibration overlay, fitted by `ringsim calibrate --runs " + runs_file + "` to " +
                         std::to_string(runs.size()) + " measured runs of " + scenario_file};
   for (const auto& x : fit.fitted)

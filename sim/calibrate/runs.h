@@ -5,7 +5,6 @@
 // predictions of the runs match them; the result is an overlay for `predict --calibration`.
 #pragma once
 
-#include <Eigen/Dense>
 #include <string>
 #include <utility>
 #include <vector>
@@ -30,27 +29,32 @@ struct FittedFigure {
   std::string name;  // the uncertain parameter
   double low = 0, high = 0, value = 0;
   bool scale = false;
-  // Where the runs leave it, 9 times in 10 (its whole range where they do not pin it down).
+  // Where the runs leave it, 9 times in 10 (calibrate/posterior.h).
   double fit_low = 0, fit_high = 0;
+  double prior_share = 1;  // of its prior spread, what it keeps (1: the runs say nothing of it)
+};
+
+// The run to measure next: of the configurations a planner measures first, the one that would narrow the band
+// of the scenario's own prediction most.
+struct NextRun {
+  std::string target;               // the scenario's configuration ("cluster.nodes=16 cluster.gpus_per_node=8")
+  std::string run;                  // empty: none of them would narrow it
+  double sd_now = 0, sd_after = 0;  // of the scenario's predicted log rate, now and after that run
 };
 
 struct RunsFit {
   std::vector<FittedFigure> fitted;
-  std::vector<std::string> not_fitted;          // "name: why, and what to measure"
+  std::vector<std::string> not_fitted;  // "name: why, and what to measure"
+  std::vector<std::string> warnings;    // rows of one configuration far apart
+  double noise = 0;                     // of a run's log rate, as the posterior took it
+  NextRun next;
   std::vector<double> measured, before, after;  // per run: images/s measured, predicted before and after
   CatalogOverlay overlay;
 };
 
-// Where each fitted coordinate u (0..1 along a figure's range) may lie, 9 times in 10, given how well the runs
-// are fitted: Gauss-Newton, cov(u) = s^2 (J^T J)^-1 over the directions that move the runs by 0.5 % or more
-// (J: the runs' log errors against u, r: those errors), s^2 the residuals' variance per degree of freedom
-// left, Student's t. A coordinate the runs do not pin down (a direction that moves no run, or no degree of
-// freedom left to say how well they fit) keeps all of [0, 1].
-std::vector<std::pair<double, double>> fitted_intervals(const Eigen::MatrixXd& jac, const Eigen::VectorXd& r,
-                                                        const std::vector<double>& u);
-
-// Refuses (InputError) a fit the runs do not determine: no uncertain figure changes their predictions, or
-// more figures do than there are runs; it names what more to measure.
+// The figures' posterior given the runs (calibrate/posterior.h), for any number of runs: figures the runs
+// pin down move and narrow, the others keep the catalog's value and range. Refuses (InputError) only
+// malformed runs.
 RunsFit fit_runs(const Catalog& catalog, const std::string& scenario_file, const std::vector<Override>& sets,
                  const std::string& runs_file);
 // The same for runs read elsewhere; `source` names their file in errors and in the overlay's header.

@@ -301,12 +301,26 @@ namespace {
 // --runs: the fitted figures with their ranges, each run's prediction before and after, the overlay.
 int calibrate_from_runs(const Catalog& catalog, const CalibrateOptions& o, const std::vector<Override>& overrides) {
   const RunsFit fit = fit_runs(catalog, o.scenario, overrides, *o.runs_file);
+  for (const auto& w : fit.warnings) std::cerr << "ringsim calibrate: warning: " << w << "\n";
   std::ostringstream out;
   for (const auto& x : fit.fitted)
     out << "  fitted " << x.name << (x.scale ? " (factor of the catalog's figure)" : "") << ": "
         << format_number(x.value) << ", " << format_number(x.fit_low) << " to " << format_number(x.fit_high)
-        << " 9 times in 10 (range " << format_number(x.low) << " to " << format_number(x.high) << ")\n";
+        << " 9 times in 10 (range " << format_number(x.low) << " to " << format_number(x.high) << "; "
+        << (x.prior_share < 0.5 ? "pinned by the runs" : "partly prior") << ", " << format_number(100 * x.prior_share)
+        << " % of its prior spread left)\n";
   for (const auto& n : fit.not_fitted) out << "  not fitted: " << n << "\n";
+  out << "  a run's noise taken as " << format_number(100 * fit.noise) << " %\n";
+  if (!fit.next.target.empty()) {
+    // 1.645 sd of the log rate, linearised: the band of `predict` samples the figures' ranges themselves.
+    out << "  the scenario (" << fit.next.target << "): the figures it depends on, as the runs leave them, spread its "
+        << "rate by +/-" << format_number(164.49 * fit.next.sd_now) << " % (linearised, 9 times in 10)";
+    if (fit.next.run.empty())
+      out << "; no one more run of 1 node or of 2-4 nodes would narrow that\n";
+    else
+      out << "\n  the next run to measure: " << fit.next.run << ", which would leave +/-"
+          << format_number(164.49 * fit.next.sd_after) << " %\n";
+  }
   out << "  run   measured   predicted before   after   residual\n";
   for (std::size_t i = 0; i < fit.measured.size(); ++i) {
     char line[160];

@@ -110,15 +110,16 @@ void price_candidates(PlanRun& r, const std::map<int, nlohmann::json>& results, 
   r.order = rank_evaluations(r.evals, r.goal.rank_by);
 }
 
-// Every candidate predicted, then the bands (16 more predictions each) of those that meet the goal at their
-// prediction: a band's pessimistic end never meets what the prediction misses. Without a deadline or a
-// budget every candidate meets it. Planned at the prediction, only the rows shown need their band (the
-// winner's flag, the table); at the pessimistic end every band decides the ranking.
+// Every candidate predicted, then the bands (16 more predictions each). Planned at the prediction, only the
+// rows shown need their band: those that meet the goal at their prediction, up to --top (a band's
+// pessimistic end never meets what the prediction misses; without a deadline or a budget every candidate
+// meets it). At the pessimistic end (--confidence high) every configuration is ranked, shown and drawn at
+// that end, so every one is banded.
 std::set<int> to_band(const PlanRun& r) {
   std::set<int> meeting;
   for (int i : r.order) {
     const PlanEvaluation& e = r.evals[static_cast<std::size_t>(i)];
-    if (!e.feasible() || (!r.goal.pessimistic && static_cast<int>(meeting.size()) >= r.goal.top)) continue;
+    if (!r.goal.pessimistic && (!e.feasible() || static_cast<int>(meeting.size()) >= r.goal.top)) continue;
     meeting.insert(e.candidate);
   }
   return meeting;

@@ -80,10 +80,7 @@ std::string report_header(const PlanRun& r) {
   const auto banded = std::count_if(r.evals.begin(), r.evals.end(), [](const auto& e) { return e.banded; });
   if (banded < static_cast<std::ptrdiff_t>(r.evals.size()))
     out << "  bands          predicted for the " << banded
-        << (r.goal.pessimistic ? " that meet the goal at their prediction (no band's pessimistic end meets what its "
-                                 "prediction misses)\n"
-                               : " shown that meet the goal at their prediction (--top; --confidence high bands "
-                                 "every one)\n");
+        << " shown that meet the goal at their prediction (--top; --confidence high bands every one)\n";
   if (!r.unpriced.empty()) {
     out << "  not priced     ";
     for (std::size_t i = 0; i < r.unpriced.size(); ++i) out << (i ? ", " : "") << r.unpriced[i];
@@ -106,8 +103,18 @@ std::vector<const PlanEvaluation*> shown_rows(const PlanRun& r) {
   return rows;
 }
 
-// One row's cells; `rank` counts from 1, `time` is the time column's text for it.
-std::vector<std::string> table_cells(const PlanEvaluation& e, std::size_t rank, const std::string& time) {
+// "3.61 h to 15.6 h, $1,234 to $5,345": a row's band of time (`low`, `high`: the time column's texts) and cost.
+std::string band_cell(const PlanEvaluation& e, const std::string& low, const std::string& high) {
+  if (!e.banded) return "not banded";
+  const auto trim = [](const std::string& t) { return t.substr(t.find_first_not_of(' ')); };
+  return trim(low) + " to " + trim(high) + ", " +
+         fmt_usd(training_cost_usd(e.vms, e.usd_per_vm_hour, e.time_to_train_s_low)) + " to " +
+         fmt_usd(training_cost_usd(e.vms, e.usd_per_vm_hour, e.time_to_train_s_high));
+}
+
+// One row's cells; `rank` counts from 1, `time` is the time column's text for it, `band` its band's.
+std::vector<std::string> table_cells(const PlanEvaluation& e, std::size_t rank, const std::string& time,
+                                     const std::string& band) {
   std::string bottleneck =
       e.bottleneck_kind.empty() ? "none" : e.bottleneck_kind + " " + fmt_pct(e.bottleneck_utilisation);
   if (!e.meets_deadline) bottleneck += " over deadline";
@@ -123,6 +130,7 @@ std::vector<std::string> table_cells(const PlanEvaluation& e, std::size_t rank, 
           e.low_priority ? (e.price_estimated ? "low-prio*" : "low-prio") : "dedicated",
           time,
           fmt_usd(e.cost_usd),
+          band,
           ips,
           fmt_pct(e.scaling_efficiency),
           bottleneck};
@@ -136,10 +144,11 @@ std::string report_table(const PlanRun& r) {
       << (r.met() ? "Configurations that meet the goal" : "No configuration meets the goal; the closest") << ":\n";
   std::size_t sku_width = 11;  // the longest SKU shown, and a space
   for (int i : r.order) sku_width = std::max(sku_width, r.evals[static_cast<std::size_t>(i)].sku.size() + 1);
-  const std::vector<std::size_t> w = {4, sku_width, 5, 6, 17, 8, 14, 14, 12, 10, 8, 30};
+  const std::vector<std::size_t> w = {4, sku_width, 5, 6, 17, 8, 14, 14, 12, 42, 10, 8, 30};
   const std::string rate = r.base.model.text ? "seq/s" : "images/s";
-  const std::vector<std::string> head = {"#",        "SKU",  "VMs",  "GPUs", "strategy", "fusion",
-                                         "capacity", "time", "cost", rate,   "scaling",  "bottleneck"};
+  const std::vector<std::string> head = {"#",      "SKU",      "VMs",       "GPUs", "strategy",
+                                         "fusion", "capacity", "time",      "cost", "band (time, cost)",
+                                         rate,     "scaling",  "bottleneck"};
   auto row = [&](const std::vector<std::string>& cells) {
     std::string line;
     for (std::size_t k = 0; k < cells.size(); ++k) line += pad(cells[k], w[k]);
@@ -147,10 +156,15 @@ std::string report_table(const PlanRun& r) {
   };
   row(head);
   const auto rows = shown_rows(r);
-  std::vector<double> seconds;
+  // The times in one unit; their bands' ends in another, of their own.
+  std::vector<double> seconds, ends;
   for (const auto* e : rows) seconds.push_back(e->time_to_train_s);
-  const std::vector<std::string> times = time_column(seconds);
-  for (std::size_t k = 0; k < rows.size(); ++k) row(table_cells(*rows[k], k + 1, times[k]));
+  for (const auto* e : rows) ends.push_back(e->time_to_train_s_low);
+  for (const auto* e : rows) ends.push_back(e->time_to_train_s_high);
+  const std::vector<std::string> times = time_column(seconds), band = time_column(ends);
+  const std::size_t n = rows.size();
+  for (std::size_t k = 0; k < n; ++k)
+    row(table_cells(*rows[k], k + 1, times[k], band_cell(*rows[k], band[k], band[n + k])));
   const bool any_estimated = std::any_of(rows.begin(), rows.end(), [](auto* e) { return e->price_estimated; });
   if (any_estimated && r.region->low_priority_discount)
     out << "  * low-priority price estimated as " << fmt_pct(*r.region->low_priority_discount) << " off dedicated ("
@@ -208,32 +222,38 @@ std::string plan_csv(const PlanRun& r) {
   {
     std::ostringstream c;
     c << "rank,sku,gpu,vms,gpus,strategy,fusion,capacity,usd_per_vm_hour,price_estimated,time_to_train_s,cost_usd,"
-         "images_per_sec,scaling_efficiency,iteration_time_s,exposed_communication_s,bottleneck_link,bottleneck_kind,"
+         "time_to_train_s_low,time_to_train_s_high,cost_usd_low,cost_usd_high,images_per_sec,scaling_efficiency,"
+         "iteration_time_s,exposed_communication_s,bottleneck_link,bottleneck_kind,"
          "bottleneck_utilisation,meets_deadline,meets_budget\n";
     int rank = 0;
     for (int i : r.order) {
       const auto& e = r.evals[static_cast<std::size_t>(i)];
-      const std::vector<std::string> f = {std::to_string(++rank),
-                                          e.sku,
-                                          e.gpu,
-                                          std::to_string(e.vms),
-                                          std::to_string(e.gpus),
-                                          e.strategy,
-                                          e.fusion,
-                                          e.low_priority ? "low_priority" : "dedicated",
-                                          csv_number(e.usd_per_vm_hour),
-                                          e.price_estimated ? "true" : "false",
-                                          csv_number(e.time_to_train_s),
-                                          csv_number(e.cost_usd),
-                                          csv_number(e.images_per_sec),
-                                          csv_number(e.scaling_efficiency),
-                                          csv_number(e.iteration_time_s),
-                                          csv_number(e.exposed_communication_s),
-                                          e.bottleneck_link,
-                                          e.bottleneck_kind,
-                                          csv_number(e.bottleneck_utilisation),
-                                          e.meets_deadline ? "true" : "false",
-                                          e.meets_budget ? "true" : "false"};
+      const std::vector<std::string> f = {
+          std::to_string(++rank),
+          e.sku,
+          e.gpu,
+          std::to_string(e.vms),
+          std::to_string(e.gpus),
+          e.strategy,
+          e.fusion,
+          e.low_priority ? "low_priority" : "dedicated",
+          csv_number(e.usd_per_vm_hour),
+          e.price_estimated ? "true" : "false",
+          csv_number(e.time_to_train_s),
+          csv_number(e.cost_usd),
+          e.banded ? csv_number(e.time_to_train_s_low) : "",
+          e.banded ? csv_number(e.time_to_train_s_high) : "",
+          e.banded ? csv_number(training_cost_usd(e.vms, e.usd_per_vm_hour, e.time_to_train_s_low)) : "",
+          e.banded ? csv_number(training_cost_usd(e.vms, e.usd_per_vm_hour, e.time_to_train_s_high)) : "",
+          csv_number(e.images_per_sec),
+          csv_number(e.scaling_efficiency),
+          csv_number(e.iteration_time_s),
+          csv_number(e.exposed_communication_s),
+          e.bottleneck_link,
+          e.bottleneck_kind,
+          csv_number(e.bottleneck_utilisation),
+          e.meets_deadline ? "true" : "false",
+          e.meets_budget ? "true" : "false"};
       for (std::size_t k = 0; k < f.size(); ++k) c << (k ? "," : "") << csv_field(f[k]);
       c << "\n";
     }
