@@ -25,7 +25,8 @@ TEST_CASE("bench: a predicted allreduce over NVSwitch in closed form", "[bench]"
   // of the 7 reduce-scatter steps ends with its last 1 MiB slice's reduction on the GPU (3 x bytes / HBM),
   // every one of the 14 steps pays the GPU-NVSwitch-GPU latency, and the call NCCL's 8.4 us.
   const Catalog& c = ringsim::test::catalog();
-  const Scenario s = load_scenario(std::string(RINGSIM_TEST_SCENARIOS) + "/nccl_tests_nd96isr_h100_v5.yaml", c);
+  const Scenario s = load_scenario(std::string(RINGSIM_TEST_SCENARIOS) + "/nccl_tests_nd96isr_h100_v5.yaml", c,
+                                   {parse_override("communication.strategy=ring")});
   const BenchPrediction b = predict_allreduce_bench(c, s, {1ull << 30, 1ull << 30, 2});
   REQUIRE(b.rows.size() == 1);
   CHECK(b.ranks == 8);
@@ -114,7 +115,8 @@ TEST_CASE("bench: NCCL's tree across ND96isr_H100_v5 nodes, latency in closed fo
   // NCCL's Simple protocol throughout: a tree's call costs nothing more (NCCL's baseLat), a ring's 8.4 us
   // and each of its steps at least NCCL's mean step latency. One NVLink step (a chain in one node: 14
   // steps) and one InfiniBand step (a tree of two nodes of one GPU: 2 steps).
-  const std::string simple = "communication.protocol=simple", tree = "communication.strategy=tree";
+  const std::string simple = "communication.protocol=simple", tree = "communication.strategy=tree",
+                    ring = "communication.strategy=ring";
   const double nvlink = bench({simple, tree}, 8) / 14;
   const double ib = bench({simple, tree, "cluster.nodes=2", "cluster.gpus_per_node=1"}, 8) / 2;
   CHECK(nvlink == Approx(0.7e-6).epsilon(1e-3));
@@ -127,18 +129,18 @@ TEST_CASE("bench: NCCL's tree across ND96isr_H100_v5 nodes, latency in closed fo
     // A ring of 8 x nodes GPUs takes 2 (8 nodes - 1) steps, each with a hop across nodes, each at least
     // NCCL's mean: 2 x nodes steps at 14 us, the others at 3.4.
     const double steps = 2 * (8 * nodes - 1), floor = ((steps - 2 * nodes) * 3.4e-6 + 2 * nodes * 14e-6) / steps;
-    CHECK(bench({n, simple}, 8) == Approx(8.4e-6 + steps * std::max(ib, floor)).epsilon(1e-4));
+    CHECK(bench({n, simple, ring}, 8) == Approx(8.4e-6 + steps * std::max(ib, floor)).epsilon(1e-4));
   }
   // 256 MiB: each node's NICs carry 2 S in the tree at any node count (a ring: 2 S (n - 1) / n); the
   // pipeline's fill and drain cost the tree 10-20 %.
   const std::uint64_t big = 256ull << 20;
   const double tree4 = bench({"cluster.nodes=4", "communication.strategy=tree"}, big);
   const double tree32 = bench({"cluster.nodes=32", "communication.strategy=tree"}, big);
-  const double ring4 = bench({"cluster.nodes=4"}, big);
+  const double ring4 = bench({"cluster.nodes=4", ring}, big);
   CHECK(tree32 == Approx(tree4).epsilon(0.05));
   CHECK(tree4 / ring4 > 1.1);
   CHECK(tree4 / ring4 < 1.3);
-  CHECK(bench({"cluster.nodes=32"}, big) > 1.5 * tree32);  // the ring's 510 latencies
+  CHECK(bench({"cluster.nodes=32", ring}, big) > 1.5 * tree32);  // the ring's 510 latencies
   // A tree channel enters and leaves every node by its head's NIC: on a rail-optimised fabric with 2:1
   // leaves its traffic stays on its rail's leaf within a group, and crosses the spines between groups as in
   // the fat tree.
@@ -388,7 +390,8 @@ TEST_CASE("protocols: the bench charges the protocol it picks, and communication
   const Catalog& c = ringsim::test::catalog();
   const std::string file = std::string(RINGSIM_TEST_SCENARIOS) + "/nccl_tests_nd96isr_h100_v5.yaml";
   auto row = [&](const std::string& protocol, std::uint64_t bytes) {
-    const Scenario s = load_scenario(file, c, {parse_override("communication.protocol=" + protocol)});
+    const Scenario s = load_scenario(
+        file, c, {parse_override("communication.strategy=ring"), parse_override("communication.protocol=" + protocol)});
     return predict_allreduce_bench(c, s, {bytes, bytes, 2}).rows.at(0);
   };
   // 1 KiB on one H100 node: LL, its 6.6 us call and 14 steps of at least 0.6 us (the NVSwitch route's own

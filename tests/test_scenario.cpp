@@ -1,5 +1,6 @@
 #include <filesystem>
 
+#include "execute/allreduce_bench.h"
 #include "load/scenario.h"
 #include "test_support.h"
 
@@ -44,7 +45,9 @@ TEST_CASE("scenario: defaults are documented values, filled in visibly", "[scena
   CHECK(s.cluster.fabric == FabricKind::InfiniBand);
   CHECK(s.cluster.fabric_topology == FabricTopology::Star);
   CHECK(s.training.dataset_images == 1281167);
-  CHECK(s.communication.strategy == Strategy::Ring);
+  // NCCL's own default: its tuning model picks per message (auto), in the catalog's release.
+  CHECK(s.communication.strategy == Strategy::Auto);
+  CHECK(s.communication.library_version == "2.18.5");
   CHECK(s.communication.library == CommLibrary::Nccl);
   CHECK(s.communication.cycle_time_s == Approx(5e-3));
   CHECK(s.communication.fusion_threshold_bytes == 64.0 * 1048576);
@@ -124,4 +127,42 @@ TEST_CASE("scenario: the resolved YAML reloads to the same scenario, byte for by
     const Scenario b = load_scenario_text(text, "resolved.yaml", test::catalog());
     CHECK(to_yaml(b) == text);
   }
+}
+
+TEST_CASE("scenario: the library's release decides its algorithms and the default strategy", "[scenario]") {
+  const std::string file = std::string(RINGSIM_TEST_SCENARIOS) + "/nccl_tests_nd96isr_h100_v5.yaml";
+  const auto load = [&](std::vector<std::string> sets) {
+    std::vector<Override> o;
+    for (const auto& s : sets) o.push_back(parse_override(s));
+    return load_scenario(file, test::catalog(), o);
+  };
+  // NCCL before 2.4 has rings only: the default is ring, and a tree or auto is refused at its key.
+  CHECK(load({"communication.library_version=2.3"}).communication.strategy == Strategy::Ring);
+  CHECK_THAT(test::input_error_of([&] {
+               load({"communication.library_version=2.3", "communication.strategy=tree"});
+             }),
+             Catch::Contains("came with 2.4") && Catch::Contains("use ring"));
+  // NVLS from 2.17: 2.16 refuses it, and its auto does not weigh it (ring on one H100 node at 1 GiB).
+  CHECK_THAT(test::input_error_of([&] {
+               load({"communication.library_version=2.16", "communication.strategy=nvls"});
+             }),
+             Catch::Contains("NVLS came with 2.17"));
+  const Scenario old = load({"communication.library_version=2.16"});
+  CHECK(old.communication.strategy == Strategy::Auto);
+  const auto at_1g = [&](const Scenario& s) {
+    return predict_allreduce_bench(test::catalog(), s, {1ull << 30, 1ull << 30, 2}).rows.at(0).algorithm;
+  };
+  CHECK(at_1g(old) == "ring_allreduce");
+  CHECK(at_1g(load({})) == "nvls_allreduce");
+  // Other libraries: rings, and no releases to name.
+  CHECK(load({"communication.library=nccl1"}).communication.strategy == Strategy::Ring);
+  CHECK(load({"communication.library=mpi"}).communication.strategy == Strategy::Ring);
+  CHECK_THAT(test::input_error_of([&] {
+               load({"communication.library=mpi", "communication.library_version=2.3"});
+             }),
+             Catch::Contains("library_version applies to library nccl"));
+  CHECK_THAT(test::input_error_of([&] { load({"communication.library_version=2.x"}); }),
+             Catch::Contains("expected a release version"));
+  CHECK_THAT(test::input_error_of([&] { load({"communication.library_version=2.99"}); }),
+             Catch::Contains("models nccl up to 2.18.5"));
 }

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "load/catalog_values.h"
+#include "load/input_file.h"
 #include "load/yaml_reader.h"
 
 #ifndef RINGSIM_CATALOG_DIR
@@ -501,7 +502,7 @@ void Catalog::load_libraries(const fs::path& base) {
   for (auto& [name, f] : root.get("libraries").entries()) {
     f.require_map({"description", "data_path", "collective_overhead", "host_reduction_rate", "host_copy_rate",
                    "rpc_rate", "kernel_channels", "reduce_slice", "nvls_efficiency", "nvls_channels", "tuning",
-                   "ring_order", "paths"});
+                   "ring_order", "version", "algorithms_since", "paths"});
     LibraryProfile l;
     l.name = name;
     l.description = f.get("description").str();
@@ -516,6 +517,12 @@ void Catalog::load_libraries(const fs::path& base) {
     if (auto e = f.find("nvls_efficiency")) nvls_efficiency(*e, l);
     if (auto n = f.find("nvls_channels")) l.nvls_channels = n->number(0, 64);
     if (auto t = f.find("tuning")) l.tuning = algorithm_tuning(*t);
+    if (auto v = f.find("version")) l.version = catalog_detail::release_version(*v);
+    if (auto a = f.find("algorithms_since")) {
+      if (l.version.empty()) a->fail("algorithms_since needs the library's version");
+      a->require_map({"tree", "nvls", "nvls_tree"});
+      for (auto& [algorithm, v] : a->entries()) l.algorithms_since[algorithm] = catalog_detail::release_version(v);
+    }
     if (auto r = f.find("ring_order"))
       l.ring_order = r->choice({"searched", "device"}) == "device" ? RingOrder::Device : RingOrder::Searched;
     YamlField paths = f.get("paths");
@@ -738,5 +745,33 @@ int NodeLayout::rails_of_first(int gpus) const {
   for (int g = 0; g < gpus && g < static_cast<int>(gpu_rail.size()); ++g) rails.insert(gpu_rail[g]);
   return static_cast<int>(rails.size());
 }
+
+int compare_versions(const std::string& a, const std::string& b) {
+  std::size_t i = 0, j = 0;
+  while (i < a.size() || j < b.size()) {
+    const auto part = [](const std::string& v, std::size_t& k) {
+      long n = 0;
+      while (k < v.size() && v[k] != '.') n = n * 10 + (v[k++] - '0');
+      if (k < v.size()) ++k;
+      return n;
+    };
+    const long x = part(a, i), y = part(b, j);
+    if (x != y) return x < y ? -1 : 1;
+  }
+  return 0;
+}
+
+namespace catalog_detail {
+
+std::string release_version(const YamlField& value) {
+  const std::string v = value.str();
+  bool ok = !v.empty() && v.front() != '.' && v.back() != '.' && v.size() <= 16;
+  for (std::size_t k = 0; ok && k < v.size(); ++k)
+    ok = std::isdigit(static_cast<unsigned char>(v[k])) || (v[k] == '.' && v[k + 1] != '.');
+  if (!ok) value.fail("expected a release version such as 2.4 or 2.18.5, got '" + printable(v, 40) + "'");
+  return v;
+}
+
+}  // namespace catalog_detail
 
 }  // namespace ringsim

@@ -380,9 +380,21 @@ struct AlgorithmTuning {
   }
 };
 
+// Orders release versions ("2.4", "2.18.5") part by part: < 0, 0 or > 0 as a is older, the same or newer.
+int compare_versions(const std::string& a, const std::string& b);
+
 struct LibraryProfile {
   std::string name;
   std::string description;
+  // The release whose behaviour the entry models (NCCL: its tuning), and the release each of its algorithms
+  // came with ("tree": "2.4"); a scenario's communication.library_version picks an older release's set.
+  std::string version;
+  std::map<std::string, std::string> algorithms_since;
+  // Whether `algorithm` runs in release `version` (an algorithm without a release listed always does).
+  bool has_algorithm(const std::string& algorithm, const std::string& release) const {
+    const auto it = algorithms_since.find(algorithm);
+    return it == algorithms_since.end() || release.empty() || compare_versions(release, it->second) >= 0;
+  }
   DataPath data_path = DataPath::Device;
   double collective_overhead = 0;  // seconds per collective call
   double host_reduction_rate = 0;  // bytes/s of input a reduction on the host CPU consumes

@@ -15,6 +15,9 @@ namespace ringsim::catalog_detail {
 // with other ranks.
 double core_handoff_of(const GpuSpec& g, const YamlField& value);
 
+// A release version, "2.4" or "2.18.5": whole numbers joined by dots.
+std::string release_version(const YamlField& value);
+
 // A catalog file's root mapping with its allowed top-level keys; `kind` names the file in its errors.
 YamlField open_root(const std::filesystem::path& file, std::vector<std::string> top_keys,
                     const std::string& kind = "catalog");

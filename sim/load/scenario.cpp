@@ -78,6 +78,7 @@ const std::vector<std::string> kModelKeys = {
     "name", "batch_per_gpu", "images_per_sec_single_gpu", "samples_per_sec_single_gpu", "precision", "seq_len"};
 const std::vector<std::string> kTrainingKeys = {"epochs", "dataset_images", "dataset_samples", "gradient_accumulation"};
 const std::vector<std::string> kCommKeys = {"strategy",
+                                            "library_version",
                                             "parameter_servers",
                                             "parameter_server_placement",
                                             "parameter_server_assignment",
@@ -426,6 +427,7 @@ Scenario parse(std::shared_ptr<YamlDocument> doc, const Catalog& catalog, const 
     parse_protocol(*co, catalog, s);
     check_ring_only(*co, catalog, s);
   }
+  library_defaults(root.find("communication"), catalog, s);
   s.communication.channels = channels;
   if (channels == 0) default_channels(catalog, sku, s);
   if (auto st = root.find("storage")) s.storage = parse_storage(*st, s, sku, model, catalog);
@@ -548,6 +550,8 @@ std::string to_yaml(const Scenario& s) {
   if (st == Strategy::Ring || st == Strategy::Tree || st == Strategy::Auto)
     out << YAML::Key << "channels" << YAML::Value << s.communication.channels;
   out << YAML::Key << "library" << YAML::Value << std::string(to_string(s.communication.library));
+  if (!s.communication.library_version.empty())
+    out << YAML::Key << "library_version" << YAML::Value << s.communication.library_version;
   out << YAML::EndMap;
   if (s.storage) {
     const StorageConfig& st = *s.storage;

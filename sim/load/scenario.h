@@ -73,6 +73,9 @@ struct CommunicationConfig {
   // NCCL's protocol for every message (ll, ll128, simple), as NCCL_PROTO sets it; empty: the library's tuning
   // model picks one per message (ring, tree and auto with a library that has one).
   std::string protocol;
+  // The library's release (communication.library_version; the catalog's own by default): which algorithms
+  // it has, and so the default strategy.
+  std::string library_version;
   double fusion_threshold_bytes = 64.0 * 1024 * 1024;  // 0 disables fusion
   double cycle_time_s = 5e-3;                          // pytorch_ddp: 0 (no negotiation)
   // The framework's gradient loop: Horovod's negotiated fusion, or PyTorch DDP's fixed buckets (in reverse

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "load/catalog_values.h"
 #include "load/units.h"
 
 namespace ringsim {
@@ -83,6 +84,34 @@ void parse_protocol(const YamlField& co, const Catalog& catalog, Scenario& s) {
   if (!catalog.library(lib).tuning)
     f->fail("library " + lib + " has no protocols (no tuning in libraries.yaml): set communication.library: nccl");
   s.communication.protocol = v;
+}
+
+// communication: the library's release and its default strategy. NCCL's tuning model picks ring, tree or
+// NVLS per message (auto) from the release that brought trees (2.4); before it, and in libraries without a
+// tuning model, rings. A release refuses the algorithms it did not have yet.
+void library_defaults(const std::optional<YamlField>& co, const Catalog& catalog, Scenario& s) {
+  const std::string name(to_string(s.communication.library));
+  const LibraryProfile& lib = catalog.library(name);
+  CommunicationConfig& c = s.communication;
+  c.library_version = lib.version;
+  if (auto f = co ? co->find("library_version") : std::nullopt) {
+    if (lib.version.empty())
+      f->fail("library " + name + " has no releases in libraries.yaml; library_version applies to library nccl");
+    c.library_version = catalog_detail::release_version(*f);
+    if (compare_versions(c.library_version, lib.version) > 0)
+      f->fail("the catalog models " + name + " up to " + lib.version + " (libraries.yaml); use " + lib.version +
+              " or older");
+  }
+  const bool trees = lib.tuning && lib.has_algorithm("tree", c.library_version);
+  if (!co || !co->find("strategy")) {
+    c.strategy = trees ? Strategy::Auto : Strategy::Ring;
+    return;
+  }
+  const YamlField strategy = co->get("strategy");
+  if ((c.strategy == Strategy::Tree || c.strategy == Strategy::Auto) && lib.tuning && !trees)
+    strategy.fail(name + "'s trees, and its choice between algorithms, came with " + lib.algorithms_since.at("tree") +
+                  "; library_version " + c.library_version + " runs rings: use ring");
+  check_nvls(*co, catalog, s);
 }
 
 // communication: the parameter servers' keys (they apply to that strategy only).
@@ -251,6 +280,9 @@ std::string nvls_unavailable(const Catalog& catalog, const Scenario& s) {
   const LibraryProfile& lib = catalog.library(std::string(to_string(s.communication.library)));
   if (lib.data_path != DataPath::Device || lib.nvls_efficiency <= 0)
     return "nvls is NCCL's (2.17 on): set communication.library: nccl";
+  if (!lib.has_algorithm("nvls", s.communication.library_version))
+    return "NCCL's NVLS came with " + lib.algorithms_since.at("nvls") + "; library_version " +
+           s.communication.library_version + " has none";
   return "";
 }
 
@@ -266,6 +298,9 @@ std::string nvls_tree_unavailable(const Catalog& catalog, const Scenario& s) {
   if (lib.data_path != DataPath::Device || lib.nvls_efficiency <= 0 || !lib.tuning ||
       lib.tuning->nvls_tree_latency <= 0)
     return "nvls_tree is NCCL's NVLSTree (2.18 on): set communication.library: nccl";
+  if (!lib.has_algorithm("nvls_tree", s.communication.library_version))
+    return "NCCL's NVLSTree came with " + lib.algorithms_since.at("nvls_tree") + "; library_version " +
+           s.communication.library_version + " has none";
   return "";
 }
 

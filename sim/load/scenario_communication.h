@@ -2,6 +2,8 @@
 // (scenario_communication.cpp), which parse() calls in order once the cluster and model sections are read.
 #pragma once
 
+#include <optional>
+
 #include "load/catalog.h"
 #include "load/scenario.h"
 #include "load/yaml_reader.h"
@@ -17,5 +19,8 @@ void parse_parameter_server_keys(const YamlField& co, Scenario& s);
 int parse_buffers(const YamlField& co, Scenario& s);
 void parse_parameter_server_count(const YamlField& co, Scenario& s);
 void default_channels(const Catalog& catalog, const SkuSpec& sku, Scenario& s);
+// communication.library_version, and the strategy the library's release runs by default where the scenario
+// names none (`co`: the section, if the scenario has one).
+void library_defaults(const std::optional<YamlField>& co, const Catalog& catalog, Scenario& s);
 
 }  // namespace ringsim::scenario_detail

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -288,15 +289,27 @@ std::string links_csv(const Prediction& p) {
 }
 
 namespace {
+// Under auto, the library's release and what its tuning model picked for the reported iteration's buffers:
+// " 2.18.5 (its tuning model picks per message: nvls_allreduce/simple x 27)".
+std::string picked(const Scenario& s, const Prediction& p) {
+  if (s.communication.strategy != Strategy::Auto) return "";
+  std::map<std::string, int> count;
+  for (const auto& r : p.collectives) ++count[r.algorithm + (r.protocol.empty() ? "" : "/" + r.protocol)];
+  std::string out;
+  for (const auto& [name, n] : count) out += (out.empty() ? "" : ", ") + name + " x " + std::to_string(n);
+  const std::string release = s.communication.library_version.empty() ? "" : " " + s.communication.library_version;
+  return release + " (its tuning model picks per message" + (out.empty() ? "" : ": " + out) + ")";
+}
+
 // The table's communication row: strategy, library, fusion, and how many collectives run at once.
-std::string communication_row(const Scenario& s, const std::string& library) {
+std::string communication_row(const Scenario& s, const std::string& library, const std::string& picks) {
   const int at_once = s.communication.concurrent_collectives;
   const CommunicationConfig& c = s.communication;
   const std::string loop =
       c.framework == Framework::PytorchDdp
           ? ", PyTorch DDP buckets " + format_bytes(c.first_bucket_bytes) + " then " + format_bytes(c.bucket_bytes)
           : ", fusion " + format_bytes(c.fusion_threshold_bytes) + " every " + format_time(c.cycle_time_s);
-  return std::string(to_string(c.strategy)) + " over " + library + loop +
+  return std::string(to_string(c.strategy)) + " over " + library + picks + loop +
          (at_once == 1   ? ""
           : at_once == 0 ? ", every collective at once"
                          : ", up to " + std::to_string(at_once) + " at once");
@@ -339,7 +352,7 @@ std::string prediction_table(const Prediction& p) {
                      std::string(to_string(s.cluster.fabric_topology)));
   const std::string noun = s.model.text ? "sequences" : "images";
   row("model", model_row(s));
-  row("communication", communication_row(s, p.library));
+  row("communication", communication_row(s, p.library, picked(s, p)));
   row("single-GPU compute", p.compute_source + ": " + p.compute_source_detail);
   o << '\n';
   row("iteration time", format_time(p.iteration_time_s));
