@@ -711,3 +711,31 @@ TEST_CASE("calibrate --runs: any number of runs is answered, what they pin down 
   std::remove(runs.c_str());
   std::remove(scenario_file.c_str());
 }
+
+TEST_CASE(
+    "calibrate --nccl-tests: the calibration is held against its own logs, and one that explains them worse "
+    "is reported, marked in its header and exits 1",
+    "[calibrate]") {
+  const std::string out = temp("ringsim_nccl_agreement_") + ".yaml";
+  const auto calibrate = [&](const std::string& sets, const std::string& log) {
+    return test::run_command(std::string(RINGSIM_TEST_BINARY) + " --catalog " + RINGSIM_TEST_CATALOG + " calibrate " +
+                             RINGSIM_TEST_SCENARIOS + "/nccl_tests_nd96isr_h100_v5.yaml " + sets + " --nccl-tests " +
+                             RINGSIM_TEST_DATA + "/nccl_tests/real/" + log + " -o " + out + " 2>&1");
+  };
+  const auto header = [&] {
+    std::ifstream in(out);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  // SuperBench's 8 A100 in one node: the fitted path explains its 32 sizes better than the catalog.
+  auto r = calibrate("--set cluster.sku=ND96asr_v4", "superbench_a100x8_g8_allreduce_check0_2021.log");
+  CHECK(r.status == 0);
+  CHECK_THAT(r.output, Catch::Contains("over its 32 sizes the predicted times miss by") &&
+                           Catch::Contains("with the catalog's figures"));
+  CHECK_THAT(header(), !Catch::Contains("WARNING"));
+  // An H100 log read as if from two A100 nodes: the one-line fit explains it worse than the catalog does.
+  r = calibrate("--set cluster.sku=ND96asr_v4 --set cluster.nodes=2", "aws_p5_h100_2node_tagged_table_only_elided.log");
+  CHECK(r.status == 1);
+  CHECK_THAT(r.output, Catch::Contains("worse than the catalog's figures"));
+  CHECK_THAT(header(), Catch::Contains("WARNING: ") && Catch::Contains("worse than the catalog does"));
+  std::remove(out.c_str());
+}

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "collective/collective.h"
+#include "execute/allreduce_bench.h"
 #include "load/input_error.h"
 #include "load/input_file.h"
 
@@ -292,6 +293,7 @@ NcclTestsData Reader::finish() {
       p.x_beta = r.bytes * collective::bus_bandwidth_factor(BusOp::AllGather, d.ranks);
     }
     d.points.push_back(p);
+    d.bytes.push_back(r.bytes);
   }
   if (d.points.empty()) fail(0, "every nccl-tests row has size 0 or time 0: nothing to calibrate from");
   return d;
@@ -305,6 +307,34 @@ NcclTestsData parse_nccl_tests(const std::string& text, const std::string& file,
   int line_no = 0;
   for (std::string line; std::getline(in, line);) reader.line(line, ++line_no);
   return reader.finish();
+}
+
+std::vector<LogAgreement> agreement_with_logs(const Catalog& catalog, const CatalogOverlay& overlay, const Scenario& s,
+                                              const std::vector<std::string>& files) {
+  Catalog calibrated = catalog;
+  calibrated.apply(overlay);
+  std::vector<LogAgreement> out;
+  for (const auto& f : files) {
+    const NcclTestsData d = parse_nccl_tests(read_input_file(f, kMaxLogInputBytes, "nccl-tests log"), f,
+                                             {s.cluster.total_gpus(), s.cluster.nodes});
+    if (d.op != "all_reduce" || d.ranks != s.cluster.total_gpus()) continue;
+    LogAgreement a{f, 0, 0, 0};
+    for (std::size_t i = 0; i < d.points.size(); ++i) {
+      const auto bytes = static_cast<std::uint64_t>(d.bytes[i]);
+      if (bytes < 4) continue;  // below one float: nccl-tests' own floor
+      const BenchSizes one{bytes, bytes, 2};
+      const double before = predict_allreduce_bench(catalog, s, one).rows.at(0).time_s;
+      const double after = predict_allreduce_bench(calibrated, s, one).rows.at(0).time_s;
+      a.uncalibrated += std::pow(std::log(before / d.points[i].seconds), 2);
+      a.calibrated += std::pow(std::log(after / d.points[i].seconds), 2);
+      ++a.sizes;
+    }
+    if (a.sizes == 0) continue;
+    a.uncalibrated = std::sqrt(a.uncalibrated / a.sizes);
+    a.calibrated = std::sqrt(a.calibrated / a.sizes);
+    out.push_back(a);
+  }
+  return out;
 }
 
 }  // namespace ringsim

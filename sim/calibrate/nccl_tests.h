@@ -9,6 +9,9 @@
 #include <vector>
 
 #include "calibrate/fit.h"
+#include "load/catalog.h"
+#include "load/overlay.h"
+#include "load/scenario.h"
 
 namespace ringsim {
 
@@ -25,10 +28,22 @@ struct NcclTestsData {
   bool spans_nodes = false;
   bool ranks_from_context = false;  // the log had no rank lines
   std::vector<FitPoint> points;     // seconds against the op's step count (x_alpha) and bytes per step (x_beta)
+  std::vector<double> bytes;        // each point's message size, as the log gives it
 };
 
 // Throws InputError (file:line) for a row that is cut short or not numbers, a run that failed its own
 // check or failed outright, several tests in one file, or no rows at all.
 NcclTestsData parse_nccl_tests(const std::string& text, const std::string& file, const NcclTestsContext& context = {});
+
+// How well a catalog's figures and a calibration's explain an nccl-tests all_reduce log of the scenario's
+// ranks: the root mean square of log(predicted / measured time) over its sizes, by `ringsim bench`'s model.
+struct LogAgreement {
+  std::string file;
+  int sizes = 0;
+  double uncalibrated = 0, calibrated = 0;  // RMS log errors
+};
+// The logs that are all_reduce runs of the scenario's ranks; the others are left out.
+std::vector<LogAgreement> agreement_with_logs(const Catalog& catalog, const CatalogOverlay& overlay, const Scenario& s,
+                                              const std::vector<std::string>& files);
 
 }  // namespace ringsim

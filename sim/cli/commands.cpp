@@ -9,6 +9,7 @@
 #include "emulate/emulate_run.h"
 #endif
 #include "calibrate/calibrate.h"
+#include "calibrate/nccl_tests.h"
 #include "calibrate/runs.h"
 #include "execute/allreduce_bench.h"
 #include "execute/child_process.h"
@@ -372,12 +373,29 @@ int run_calibrate(const std::string& catalog_dir, const CalibrateOptions& o) {
     std::cout << "  collective call: " << format_time(r.collective_overhead)
               << " beyond its steps (2-process ring allreduce of small buffers)\n";
   for (const auto& n : r.notes) std::cout << "  note: " << n << "\n";
+  // Held against the logs it came from: a calibration that explains them worse than the catalog says so, on
+  // the terminal and in its own header, and exits 1.
+  CatalogOverlay overlay = r.overlay;
+  bool worse = false;
+  for (const auto& a : agreement_with_logs(catalog, r.overlay, s, o.nccl_tests_files)) {
+    const std::string line = a.file + ": over its " + std::to_string(a.sizes) + " sizes the predicted times miss by " +
+                             format_number(100 * a.uncalibrated) + " % (RMS, log) with the catalog's figures, " +
+                             format_number(100 * a.calibrated) + " % with this calibration";
+    std::cout << "  " << line << "\n";
+    if (a.calibrated <= a.uncalibrated) continue;
+    worse = true;
+    overlay.header.push_back("WARNING: " + line + ": it explains the log worse than the catalog does");
+    std::cerr << "ringsim calibrate: warning: the calibration explains " << a.file
+              << " worse than the catalog's figures; it is written with that warning in its header (exit 1): "
+                 "predict without it, or with it only where its log's sizes matter\n";
+  }
   if (o.plot_file) write_plot(*o.plot_file, calibration_plot(r));
+  const std::string yaml = worse ? overlay.to_yaml() : r.overlay_yaml;
   if (o.out_file)
-    write_file_atomically(*o.out_file, r.overlay_yaml);
+    write_file_atomically(*o.out_file, yaml);
   else
-    std::cout << r.overlay_yaml;
-  return 0;
+    std::cout << yaml;
+  return worse ? 1 : 0;
 }
 
 }  // namespace ringsim
