@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "execute/child_process.h"
-#include "execute/training_sim.h"
+#include "execute/estimate/child_process.h"
+#include "execute/simgrid/training_sim.h"
 #include "load/catalog.h"
 #include "load/scenario.h"
 

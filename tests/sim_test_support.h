@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "collective/collective.h"
-#include "execute/child_process.h"
-#include "execute/training_sim.h"
+#include "execute/estimate/child_process.h"
+#include "execute/simgrid/training_sim.h"
 #include "load/catalog.h"
 #include "load/scenario.h"
 #include "test_support.h"

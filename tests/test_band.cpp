@@ -11,9 +11,9 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 
-#include "execute/child_process.h"
-#include "execute/prediction_band.h"
-#include "execute/training_sim.h"
+#include "execute/estimate/child_process.h"
+#include "execute/estimate/prediction_band.h"
+#include "execute/simgrid/training_sim.h"
 #include "load/input_error.h"
 #include "load/overlay.h"
 #include "load/scenario.h"

@@ -8,11 +8,11 @@
 #include <set>
 #include <sstream>
 
-#include "execute/allreduce_bench.h"
+#include "execute/analytic/allreduce_bench.h"
 #include "execute/buffer_collective.h"
-#include "execute/child_process.h"
 #include "execute/comm_model.h"
-#include "execute/training_sim.h"
+#include "execute/estimate/child_process.h"
+#include "execute/simgrid/training_sim.h"
 #include "graph/topology_graph.h"
 #include "load/input_error.h"
 #include "load/scenario.h"

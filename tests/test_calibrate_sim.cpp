@@ -10,7 +10,7 @@
 #include "calibrate/calibrate.h"
 #include "collective/collective.h"
 #include "execute/comm_model.h"
-#include "execute/training_sim.h"
+#include "execute/simgrid/training_sim.h"
 #include "graph/topology_graph.h"
 #include "load/scenario.h"
 #include "sim_test_support.h"

@@ -14,7 +14,7 @@
 #include "calibrate/nccl_tests.h"
 #include "calibrate/posterior.h"
 #include "calibrate/runs.h"
-#include "execute/prediction_band.h"
+#include "execute/estimate/prediction_band.h"
 #include "load/overlay.h"
 #include "load/scenario.h"
 #include "test_support.h"

@@ -9,8 +9,8 @@
 #include <sstream>
 
 #include "collective/collective.h"
-#include "execute/child_process.h"
-#include "execute/training_sim.h"
+#include "execute/estimate/child_process.h"
+#include "execute/simgrid/training_sim.h"
 #include "load/scenario.h"
 #include "test_support.h"
 

@@ -9,7 +9,7 @@
 
 #include "collective/collective.h"
 #include "execute/comm_model.h"
-#include "execute/training_sim.h"
+#include "execute/simgrid/training_sim.h"
 #include "graph/topology_graph.h"
 #include "load/overlay.h"
 #include "load/scenario.h"

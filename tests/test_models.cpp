@@ -4,8 +4,8 @@
 #include <nlohmann/json.hpp>
 
 #include "collective/fusion.h"
-#include "execute/child_process.h"
-#include "execute/training_sim.h"
+#include "execute/estimate/child_process.h"
+#include "execute/simgrid/training_sim.h"
 #include "report/prediction_report.h"
 #include "schedule/compute_model.h"
 #include "test_support.h"

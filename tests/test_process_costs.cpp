@@ -7,9 +7,9 @@
 #include <sstream>
 
 #include "collective/collective.h"
-#include "execute/child_process.h"
 #include "execute/comm_model.h"
-#include "execute/training_sim.h"
+#include "execute/estimate/child_process.h"
+#include "execute/simgrid/training_sim.h"
 #include "graph/topology_graph.h"
 #include "load/input_error.h"
 #include "load/scenario.h"

@@ -8,9 +8,9 @@
 #include <sstream>
 
 #include "collective/collective.h"
-#include "execute/allreduce_bench.h"
+#include "execute/analytic/allreduce_bench.h"
 #include "execute/comm_model.h"
-#include "execute/training_sim.h"
+#include "execute/simgrid/training_sim.h"
 #include "graph/ring_search.h"
 #include "graph/topology_graph.h"
 #include "load/scenario.h"

@@ -1,6 +1,6 @@
 #include <filesystem>
 
-#include "execute/allreduce_bench.h"
+#include "execute/analytic/allreduce_bench.h"
 #include "load/scenario.h"
 #include "test_support.h"
 

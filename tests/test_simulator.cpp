@@ -12,7 +12,7 @@
 #include <set>
 
 #include "collective/collective.h"
-#include "execute/training_sim.h"
+#include "execute/simgrid/training_sim.h"
 #include "graph/routing.h"
 #include "graph/topology_graph.h"
 #include "load/scenario.h"

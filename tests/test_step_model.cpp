@@ -3,9 +3,9 @@
 #include <algorithm>
 
 #include "collective/collective.h"
+#include "execute/analytic/step_model.h"
 #include "execute/buffer_collective.h"
 #include "execute/comm_model.h"
-#include "execute/step_model.h"
 #include "graph/topology_graph.h"
 #include "load/scenario.h"
 #include "test_support.h"

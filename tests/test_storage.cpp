@@ -4,9 +4,9 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "execute/child_process.h"
-#include "execute/data_pipeline.h"
-#include "execute/training_sim.h"
+#include "execute/estimate/child_process.h"
+#include "execute/simgrid/data_pipeline.h"
+#include "execute/simgrid/training_sim.h"
 #include "load/scenario.h"
 #include "report/prediction_report.h"
 #include "test_support.h"

@@ -1,7 +1,7 @@
 // The work estimate: the transfers each fidelity runs, and predict's --max-transfers limit on the flow fidelity.
 
-#include "execute/training_sim.h"
-#include "execute/work_estimate.h"
+#include "execute/estimate/work_estimate.h"
+#include "execute/simgrid/training_sim.h"
 #include "graph/topology_graph.h"
 #include "load/scenario.h"
 #include "sim_test_support.h"

@@ -15,7 +15,7 @@
 
 #include "calibrate/calibrate.h"
 #include "calibrate/placement.h"
-#include "execute/child_process.h"
+#include "execute/estimate/child_process.h"
 #include "load/input_error.h"
 #include "load/json_file.h"
 #include "load/scenario.h"

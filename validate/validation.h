@@ -30,7 +30,7 @@ struct ValidationCase {
   // Where measured in three runs or more: each run against the median of the others (others_error_pct).
   double others_error_pct = -1;
   double error_pct() const { return measured != 0 ? (predicted - measured) / measured * 100 : 0; }
-  // The prediction's band (execute/prediction_band.h); both 0 where it has none.
+  // The prediction's band (execute/estimate/prediction_band.h); both 0 where it has none.
   double low = 0, high = 0;
   bool has_band() const { return high > 0; }
   bool in_band() const { return measured >= low && measured <= high; }

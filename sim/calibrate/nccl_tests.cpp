@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "collective/collective.h"
-#include "execute/allreduce_bench.h"
+#include "execute/analytic/allreduce_bench.h"
 #include "load/input_error.h"
 #include "load/input_file.h"
 

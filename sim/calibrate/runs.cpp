@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include "calibrate/posterior.h"
-#include "execute/prediction_band.h"
+#include "execute/estimate/prediction_band.h"
 #include "load/input_error.h"
 #include "load/input_file.h"
 #include "load/uncertain.h"

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "execute/child_process.h"
+#include "execute/estimate/child_process.h"
 #include "load/catalog.h"
 #include "load/input_error.h"
 

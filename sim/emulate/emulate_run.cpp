@@ -12,11 +12,11 @@
 #include <stdexcept>
 
 #include "emulate/emulation_spec.h"
-#include "execute/child_process.h"
 #include "execute/comm_model.h"
 #include "execute/emulation_profile.h"
-#include "execute/platform_builder.h"
-#include "execute/training_sim.h"
+#include "execute/estimate/child_process.h"
+#include "execute/simgrid/platform_builder.h"
+#include "execute/simgrid/training_sim.h"
 #include "graph/topology_graph.h"
 #include "load/input_error.h"
 #include "load/scenario.h"

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "execute/work_estimate.h"
+#include "execute/estimate/work_estimate.h"
 
 namespace ringsim {
 

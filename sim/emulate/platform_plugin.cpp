@@ -1,15 +1,15 @@
 // The SimGrid platform of `ringsim emulate`, as a plug-in smpirun loads (`smpirun -platform
 // libringsim_platform.so`): it reads the emulation spec named by RINGSIM_EMULATION_SPEC and builds, from
 // the same topology graph and CommModel as `predict`, one host per MPI rank and a route between every
-// pair of ranks (execute/platform_builder.h).
+// pair of ranks (execute/simgrid/platform_builder.h).
 #include <cstdio>
 #include <cstdlib>
 #include <simgrid/s4u.hpp>
 
 #include "emulate/emulation_spec.h"
 #include "execute/comm_model.h"
-#include "execute/platform_builder.h"
-#include "execute/training_sim.h"
+#include "execute/simgrid/platform_builder.h"
+#include "execute/simgrid/training_sim.h"
 #include "graph/topology_graph.h"
 
 extern "C" void load_platform(const simgrid::s4u::Engine&) {

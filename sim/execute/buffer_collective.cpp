@@ -5,8 +5,8 @@
 #include <numeric>
 #include <stdexcept>
 
+#include "execute/analytic/step_model.h"
 #include "execute/comm_model.h"
-#include "execute/step_model.h"
 #include "graph/ring_search.h"
 
 namespace ringsim {

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "execute/data_pipeline.h"
+#include "execute/simgrid/data_pipeline.h"
 #include "load/catalog.h"
 #include "load/scenario.h"
 
@@ -92,7 +92,7 @@ struct Prediction {
   // The input pipeline (storage: section). With one, iteration_time_s, images/s and epoch_time_s are the
   // steady state (epochs >= 2) and time_to_train_s adds epoch 1; without, data is synthetic.
   DataPipeline data_pipeline;
-  // How sure the prediction is (execute/prediction_band.h): ends meant to hold the measured value 9 times
+  // How sure the prediction is (execute/estimate/prediction_band.h): ends meant to hold the measured value 9 times
   // in 10, from the catalog's uncertain figures. No band where band_samples is 0.
   int band_samples = 0;
   double images_per_sec_low = 0, images_per_sec_high = 0;

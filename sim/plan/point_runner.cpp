@@ -13,7 +13,7 @@
 #include <map>
 #include <stdexcept>
 
-#include "execute/child_process.h"
+#include "execute/estimate/child_process.h"
 #include "report/progress.h"
 
 namespace ringsim {

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "execute/allreduce_bench.h"
+#include "execute/analytic/allreduce_bench.h"
 
 namespace ringsim {
 

@@ -1,5 +1,5 @@
 // The parts of one training iteration that every runtime runs alike, written once: the simulation
-// (sim/execute/training_sim.cpp: SimGrid actors in both fidelities), ringsim-real train on MPI, CUDA and NCCL,
+// (sim/execute/simgrid/training_sim.cpp: SimGrid actors in both fidelities), ringsim-real train on MPI, CUDA and NCCL,
 // and its emulation under SMPI (real/train/train_run.cpp). The framework's rules come from its plug-in
 // (framework.h); Horovod's cycle of negotiations from collective/horovod_cycle.h.
 #pragma once

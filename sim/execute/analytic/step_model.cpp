@@ -1,4 +1,4 @@
-#include "execute/step_model.h"
+#include "execute/analytic/step_model.h"
 
 #include <algorithm>
 #include <bit>

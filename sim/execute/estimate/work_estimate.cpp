@@ -1,4 +1,4 @@
-#include "execute/work_estimate.h"
+#include "execute/estimate/work_estimate.h"
 
 #include <unistd.h>
 

@@ -1,8 +1,8 @@
-#include "execute/allreduce_bench.h"
+#include "execute/analytic/allreduce_bench.h"
 
+#include "execute/analytic/step_model.h"
 #include "execute/buffer_collective.h"
 #include "execute/comm_model.h"
-#include "execute/step_model.h"
 #include "graph/topology_graph.h"
 #include "load/input_error.h"
 

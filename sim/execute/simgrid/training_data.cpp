@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "execute/training_run.h"
+#include "execute/simgrid/training_run.h"
 
 namespace ringsim::training_detail {
 

@@ -1,4 +1,4 @@
-#include "execute/prediction_band.h"
+#include "execute/estimate/prediction_band.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,8 +6,8 @@
 #include <functional>
 #include <sstream>
 
-#include "execute/child_process.h"
-#include "execute/training_sim.h"
+#include "execute/estimate/child_process.h"
+#include "execute/simgrid/training_sim.h"
 #include "load/uncertain.h"
 #include "schedule/compute_model.h"
 

@@ -1,4 +1,4 @@
-#include "execute/child_process.h"
+#include "execute/estimate/child_process.h"
 
 #include <fcntl.h>
 #include <poll.h>

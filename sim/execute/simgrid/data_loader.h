@@ -18,7 +18,7 @@
 #include <simgrid/s4u.hpp>
 #include <vector>
 
-#include "execute/data_pipeline.h"
+#include "execute/simgrid/data_pipeline.h"
 
 namespace ringsim {
 

@@ -1,4 +1,4 @@
-#include "execute/platform_builder.h"
+#include "execute/simgrid/platform_builder.h"
 
 #include <cmath>
 

@@ -1,4 +1,4 @@
-#include "execute/data_pipeline.h"
+#include "execute/simgrid/data_pipeline.h"
 
 #include <algorithm>
 #include <stdexcept>

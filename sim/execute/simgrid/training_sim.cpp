@@ -1,4 +1,4 @@
-#include "execute/training_sim.h"
+#include "execute/simgrid/training_sim.h"
 
 #include <xbt/log.h>
 
@@ -15,12 +15,12 @@
 
 #include "collective/horovod_cycle.h"
 #include "collective/transport.h"
+#include "execute/analytic/step_model.h"
 #include "execute/buffer_collective.h"
 #include "execute/comm_model.h"
-#include "execute/data_loader.h"
-#include "execute/platform_builder.h"
-#include "execute/step_model.h"
-#include "execute/training_run.h"
+#include "execute/simgrid/data_loader.h"
+#include "execute/simgrid/platform_builder.h"
+#include "execute/simgrid/training_run.h"
 #include "graph/topology_graph.h"
 #include "load/input_error.h"
 #include "schedule/compute_model.h"

@@ -1,4 +1,4 @@
-#include "execute/data_loader.h"
+#include "execute/simgrid/data_loader.h"
 
 #include <algorithm>
 #include <cmath>
