@@ -282,7 +282,7 @@ void follow_valleys(RunsFitter& f, const std::vector<const UncertainParameter*>&
   const auto n = static_cast<Eigen::Index>(params.size());
   Eigen::VectorXd r = f.residuals(params, u);
   double lambda = 1e-3;
-  // A few iterations, while each still lowers the cost by a thousandth: a fit stays well under a minute.
+  // A few iterations, while each still lowers the cost by a thousandth.
   for (int it = 0; it < 6; ++it) {
     const double before = map_cost(r, u, noise);
     const Eigen::MatrixXd jac = jacobian(f, params, u, r) / noise;
