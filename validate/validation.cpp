@@ -158,7 +158,7 @@ void few_shot_series(const Catalog& catalog, const std::vector<const SeriesRun*>
                 " runs");
   RunsFit fit;
   try {
-    fit = fit_runs(catalog, first.scenario_file, first.series_sets, small, cases_file);
+    fit = fit_runs(catalog, first.scenario_file, first.series_sets, small, cases_file, false);  // no advice
   } catch (const InputError& e) {
     r.notes.push_back("few-shot " + first.series + ": not fitted: " + e.message());
     return;

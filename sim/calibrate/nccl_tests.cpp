@@ -309,6 +309,22 @@ NcclTestsData parse_nccl_tests(const std::string& text, const std::string& file,
   return reader.finish();
 }
 
+namespace {
+
+// The bench model's time for each size: one sweep from the smallest to the largest by doubling (nccl-tests'
+// own -f 2), then each size off that grid alone.
+std::map<std::uint64_t, double> bench_times(const Catalog& catalog, const Scenario& s,
+                                            const std::vector<std::uint64_t>& sizes) {
+  std::map<std::uint64_t, double> out;
+  const auto [lo, hi] = std::minmax_element(sizes.begin(), sizes.end());
+  for (const auto& row : predict_allreduce_bench(catalog, s, {*lo, *hi, 2}).rows) out[row.bytes] = row.time_s;
+  for (std::uint64_t b : sizes)
+    if (!out.count(b)) out[b] = predict_allreduce_bench(catalog, s, {b, b, 2}).rows.at(0).time_s;
+  return out;
+}
+
+}  // namespace
+
 std::vector<LogAgreement> agreement_with_logs(const Catalog& catalog, const CatalogOverlay& overlay, const Scenario& s,
                                               const std::vector<std::string>& files) {
   Catalog calibrated = catalog;
@@ -318,18 +334,24 @@ std::vector<LogAgreement> agreement_with_logs(const Catalog& catalog, const Cata
     const NcclTestsData d = parse_nccl_tests(read_input_file(f, kMaxLogInputBytes, "nccl-tests log"), f,
                                              {s.cluster.total_gpus(), s.cluster.nodes});
     if (d.op != "all_reduce" || d.ranks != s.cluster.total_gpus()) continue;
+    std::vector<std::uint64_t> sizes;  // below one float: nccl-tests' own floor
+    for (double b : d.bytes)
+      if (b >= 4) sizes.push_back(static_cast<std::uint64_t>(b));
+    if (sizes.empty()) continue;
+    std::map<std::uint64_t, double> before, after;
+    try {
+      before = bench_times(catalog, s, sizes), after = bench_times(calibrated, s, sizes);
+    } catch (const InputError&) {  // more sizes x ranks than bench predicts in its time limit: not compared
+      continue;
+    }
     LogAgreement a{f, 0, 0, 0};
     for (std::size_t i = 0; i < d.points.size(); ++i) {
-      const auto bytes = static_cast<std::uint64_t>(d.bytes[i]);
-      if (bytes < 4) continue;  // below one float: nccl-tests' own floor
-      const BenchSizes one{bytes, bytes, 2};
-      const double before = predict_allreduce_bench(catalog, s, one).rows.at(0).time_s;
-      const double after = predict_allreduce_bench(calibrated, s, one).rows.at(0).time_s;
-      a.uncalibrated += std::pow(std::log(before / d.points[i].seconds), 2);
-      a.calibrated += std::pow(std::log(after / d.points[i].seconds), 2);
+      if (d.bytes[i] < 4) continue;
+      const auto b = static_cast<std::uint64_t>(d.bytes[i]);
+      a.uncalibrated += std::pow(std::log(before.at(b) / d.points[i].seconds), 2);
+      a.calibrated += std::pow(std::log(after.at(b) / d.points[i].seconds), 2);
       ++a.sizes;
     }
-    if (a.sizes == 0) continue;
     a.uncalibrated = std::sqrt(a.uncalibrated / a.sizes);
     a.calibrated = std::sqrt(a.calibrated / a.sizes);
     out.push_back(a);

@@ -374,7 +374,8 @@ NextRun next_run(const Catalog& catalog, const std::string& scenario_file, const
   for (std::int64_t g = 1; g < gpus; g *= 2) sizes.emplace_back(1, g);
   for (std::int64_t n = 1; n <= 4 && n < nodes; n *= 2) sizes.emplace_back(n, gpus);
   std::vector<Scenario> candidates{target};
-  for (const auto& [n, g] : sizes) {
+  for (const auto& size : sizes) {
+    const std::int64_t n = size.first, g = size.second;  // named, not bound: clang 14 captures no bindings
     const bool seen = std::any_of(measured.begin(), measured.end(), [&](const Scenario& m) {
       return m.cluster.nodes == n && m.cluster.gpus_per_node == g;
     });
@@ -428,7 +429,7 @@ RunsFit fit_runs(const Catalog& catalog, const std::string& scenario_file, const
 }
 
 RunsFit fit_runs(const Catalog& catalog, const std::string& scenario_file, const std::vector<Override>& sets,
-                 const std::vector<MeasuredRun>& runs, const std::string& runs_file) {
+                 const std::vector<MeasuredRun>& runs, const std::string& runs_file, bool advise) {
   const std::vector<Scenario> scenarios = run_scenarios(catalog, scenario_file, sets, runs, runs_file);
   RunsFit fit;
   for (const auto& r : runs) fit.measured.push_back(r.images_per_sec);
@@ -499,7 +500,7 @@ RunsFit fit_runs(const Catalog& catalog, const std::string& scenario_file, const
   fit.after = kept.empty() ? fit.before : f.predictions(kept, at);
   const CatalogOverlay figures = f.figures(kept, at);
   fit.overlay.merge(figures);
-  fit.next = next_run(calibrated, scenario_file, sets, scenarios, f, params, u, post, all);
+  if (advise) fit.next = next_run(calibrated, scenario_file, sets, scenarios, f, params, u, post, all);
   fit.overlay.header = {"ringsim calibration overlay, fitted by `ringsim calibrate --runs " + runs_file + "` to " +
                         std::to_string(runs.size()) + " measured runs of " + scenario_file};
   for (const auto& x : fit.fitted)

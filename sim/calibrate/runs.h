@@ -58,7 +58,8 @@ struct RunsFit {
 RunsFit fit_runs(const Catalog& catalog, const std::string& scenario_file, const std::vector<Override>& sets,
                  const std::string& runs_file);
 // The same for runs read elsewhere; `source` names their file in errors and in the overlay's header.
+// `advise`: also name the run to measure next (RunsFit::next; several predictions per candidate).
 RunsFit fit_runs(const Catalog& catalog, const std::string& scenario_file, const std::vector<Override>& sets,
-                 const std::vector<MeasuredRun>& runs, const std::string& source);
+                 const std::vector<MeasuredRun>& runs, const std::string& source, bool advise = true);
 
 }  // namespace ringsim
