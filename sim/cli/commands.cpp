@@ -30,6 +30,7 @@
 #include "report/prediction_report.h"
 #include "report/topo_matrix.h"
 #include "validate/local_validation.h"
+#include "validate/single_gpu.h"
 #include "validate/validation.h"
 
 namespace ringsim {
@@ -202,6 +203,7 @@ int run_validate(const std::string& catalog_dir, const ValidateOptions& o) {
   for (const auto& m : o.measured) add_file(in, "--measured", m);
   add_file(in, "--horovod-timeline", o.horovod_timeline);
   add_file(in, "--published", o.published);
+  add_file(in, "--single-gpu", o.single_gpu);
   add_file(in, "--baseline", o.baseline);
   add_file(out, "--json", o.json_file);
   add_plot_files(out, o.plot_file);
@@ -228,7 +230,10 @@ int run_validate(const std::string& catalog_dir, const ValidateOptions& o) {
     }
     report = validate_local(catalog, lo, std::cout);
   } else if (o.published) {
+    if (o.single_gpu) throw InputError({}, "validate: give --published or --single-gpu, not both");
     report = validate_published(catalog, *o.published, !o.no_band);
+  } else if (o.single_gpu) {
+    report = validate_single_gpu(catalog, *o.single_gpu);
   } else if (o.no_band) {
     throw InputError({}, "validate --no-band: applies to --published only (measured results are not banded)");
   } else {

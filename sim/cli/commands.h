@@ -58,9 +58,10 @@ struct ValidateOptions {
   std::vector<std::string> sets;
   std::vector<std::string> measured;
   std::optional<std::string> horovod_timeline;
-  std::optional<std::string> published;  // cases file
-  std::optional<std::string> baseline;   // recorded validation JSON to check against
-  bool no_band = false;                  // --published: the predictions without their bands
+  std::optional<std::string> published;   // cases file
+  std::optional<std::string> single_gpu;  // single-GPU rates file
+  std::optional<std::string> baseline;    // recorded validation JSON to check against
+  bool no_band = false;                   // --published: the predictions without their bands
   double tolerance_pp = 2;
   std::optional<double> max_mape;
   std::optional<std::string> json_file;

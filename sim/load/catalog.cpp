@@ -610,9 +610,60 @@ void Catalog::load_precisions(const YamlField& list) {
   }
 }
 
+namespace {
+StackSpec read_stack(const std::string& name, const YamlField& f) {
+  f.require_map({"kernel_s", "elementwise_kernels", "flash_attention", "fused_optimizer", "evidence"});
+  StackSpec st;
+  st.name = name;
+  st.kernel_s = f.get("kernel_s").number(0, 1e-3);
+  st.elementwise_kernels = f.get("elementwise_kernels").number(0, 20);
+  st.flash_attention = f.get("flash_attention").boolean();
+  st.fused_optimizer = f.get("fused_optimizer").boolean();
+  st.evidence = f.get("evidence").str();
+  st.source = "compute.yaml:" + std::to_string(f.location().line);
+  return st;
+}
+}  // namespace
+
+// compute.yaml operators: the operator model's figures per kernel kind, GPU, optimizer and software stack.
+void Catalog::load_operators(const YamlField& f) {
+  f.require_map({"matmul_efficiency", "memory_efficiency", "tile", "winograd_reduction", "norm_passes", "gpus",
+                 "optimizers", "default_stack", "stacks"});
+  OperatorSpec& o = compute_.operators;
+  o.matmul_efficiency = f.get("matmul_efficiency").number(0.01, 1);
+  o.memory_efficiency = f.get("memory_efficiency").number(0.01, 1);
+  o.tile = static_cast<double>(f.get("tile").integer(1, 1024));
+  o.winograd_reduction = f.get("winograd_reduction").number(1, 4);
+  for (const auto& family : {"cnn", "transformer"}) {
+    YamlField n = f.get("norm_passes").get(family);
+    n.require_map({"forward", "backward"});
+    o.norm_passes[family] = {n.get("forward").number(0, 20), n.get("backward").number(0, 20)};
+    YamlField opt = f.get("optimizers").get(family);
+    opt.require_map({"name", "bytes_per_param", "kernels_per_tensor"});
+    o.optimizers[family] = {opt.get("name").str(), opt.get("bytes_per_param").number(0, 1000),
+                            opt.get("kernels_per_tensor").number(0, 100)};
+  }
+  f.get("gpus").require_map();
+  for (const auto& [name, g] : f.get("gpus").entries()) {
+    if (!gpus_.count(name)) g.fail("unknown GPU '" + name + "'" + suggestion_suffix(name, gpu_order_));
+    g.require_map({"matmul", "memory"});
+    OperatorSpec::GpuFigures fig;
+    if (auto m = g.find("matmul")) fig.matmul = m->number(0.01, 1);
+    if (auto m = g.find("memory")) fig.memory = m->number(0.01, 1);
+    fig.source = "compute.yaml:" + std::to_string(g.location().line);
+    o.gpus[name] = fig;
+  }
+  f.get("stacks").require_map();
+  for (const auto& [name, st] : f.get("stacks").entries()) {
+    o.stacks[name] = read_stack(name, st);
+    o.stack_order.push_back(name);
+  }
+  o.default_stack = f.get("default_stack").choice(o.stack_order);
+}
+
 // compute.yaml: the roofline and measured single-GPU rates.
 void Catalog::load_compute(const fs::path& base) {
-  YamlField root = open_root(base / "compute.yaml", {"roofline", "precisions", "variation", "measured"});
+  YamlField root = open_root(base / "compute.yaml", {"roofline", "precisions", "variation", "operators", "measured"});
   if (auto v = root.find("variation")) {
     v->require_map({"step_time_cv", "gpu_to_gpu_cv", "co_run_slowdown"});
     compute_.step_time_cv = v->get("step_time_cv").number(0, 1);
@@ -624,6 +675,7 @@ void Catalog::load_compute(const fs::path& base) {
   compute_.backward_to_forward = roof.get("backward_to_forward").number(0, 100);
   if (auto e = roof.find("efficiency_scale")) compute_.roofline_efficiency_scale = e->number(0.01, 10);
   load_precisions(root.get("precisions"));
+  load_operators(root.get("operators"));
   for (auto& item : root.get("measured").items()) {
     item.require_map({"gpu", "model", "batch_per_gpu", "precision", "seq_len", "images_per_sec", "samples_per_sec"});
     MeasuredRate m;

@@ -218,6 +218,39 @@ struct PrecisionSpec {
   double cnn_efficiency = 0, transformer_efficiency = 0;
   std::string source;  // "compute.yaml:LINE"
 };
+// compute.yaml operators.stacks: how a software stack runs a model's kernels (schedule/operators.h).
+struct StackSpec {
+  std::string name;                // eager | compiled | tuned
+  double kernel_s = 0;             // the CPU's cost of issuing one kernel: no kernel takes less
+  double elementwise_kernels = 0;  // element-wise kernels per normalisation, each reading and writing its activation
+  bool flash_attention = false;    // attention in one fused kernel: its score matrix never reaches memory
+  bool fused_optimizer = false;    // the update in a few multi-tensor kernels, not kernels per tensor
+  std::string evidence;            // what it was measured on
+  std::string source;              // "compute.yaml:LINE"
+};
+// compute.yaml operators.optimizers: the update a model family's recipes run.
+struct OptimizerSpec {
+  std::string name;
+  double bytes_per_param = 0;     // read and written, FP32 state
+  double kernels_per_tensor = 0;  // unfused
+};
+// compute.yaml operators: what GPUs achieve per kernel kind.
+struct OperatorSpec {
+  double matmul_efficiency = 0;   // of the precision's peak, large matmuls, where the GPU has no figure
+  double memory_efficiency = 0;   // of the GPU's memory bandwidth, streaming kernels, likewise
+  double tile = 128;              // matmul output dimensions are rounded up to tiles of this size
+  double winograd_reduction = 1;  // FP32 3 x 3 stride-1 convolutions' arithmetic divided by this (Winograd)
+  std::map<std::string, std::pair<double, double>> norm_passes;  // by family: forward, backward passes
+  struct GpuFigures {
+    double matmul = 0, memory = 0;  // 0: the defaults
+    std::string source;
+  };
+  std::map<std::string, GpuFigures> gpus;
+  std::map<std::string, OptimizerSpec> optimizers;  // "cnn", "transformer"
+  std::map<std::string, StackSpec> stacks;
+  std::vector<std::string> stack_order;
+  std::string default_stack;
+};
 struct ComputeSpec {
   std::map<std::string, PrecisionSpec> precisions;
   std::vector<std::string> precision_order;
@@ -240,6 +273,7 @@ struct ComputeSpec {
   double co_run_slowdown = 0;
   double straggler_cv() const { return std::hypot(step_time_cv, gpu_to_gpu_cv); }
   std::vector<MeasuredRate> measured;
+  OperatorSpec operators;
   // The row for this GPU, model, batch and precision at `tokens` tokens per sample (`default_tokens`: the
   // model's, which rows without seq_len were measured at).
   const MeasuredRate* find(const std::string& gpu, const std::string& model, int batch, const std::string& precision,
@@ -525,6 +559,7 @@ class Catalog {
   void load_models(const std::filesystem::path& base);
   ModelSpec read_model(const std::filesystem::path& file) const;
   void load_precisions(const YamlField& list);
+  void load_operators(const YamlField& root);
   void load_compute(const std::filesystem::path& base);
   void load_uncertain(const std::filesystem::path& base);
   // A link class by name, of `kind` where given; fails at `f` otherwise.
