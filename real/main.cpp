@@ -12,6 +12,7 @@
 #include "load/catalog.h"
 #include "load/input_error.h"
 #include "load/units.h"
+#include "profile/operator_profile.h"
 #include "train/train_run.h"
 #include "transport/backend.h"
 
@@ -39,12 +40,14 @@ struct RealCommandLine {
     define_bench();
     define_train();
     define_calibrate();
+    define_profile();
   }
   RealCommandLine(const RealCommandLine&) = delete;  // the app holds pointers into the options
   RealCommandLine& operator=(const RealCommandLine&) = delete;
   void define_bench();
   void define_train();
   void define_calibrate();
+  void define_profile();
   int run();  // after parse: the chosen subcommand's exit status
 
   CLI::App app{"ringsim-real: run ringsim's collectives and fusion for real (MPI, CUDA, NCCL) and measure"};
@@ -55,7 +58,8 @@ struct RealCommandLine {
   ringsim::real::TrainOptions to;
   ringsim::real::CalibrateOptions co;
   std::string cal_max = "64M";
-  CLI::App *bench = nullptr, *train = nullptr, *calibrate = nullptr;
+  ringsim::real::ProfileOptions po;
+  CLI::App *bench = nullptr, *train = nullptr, *calibrate = nullptr, *profile = nullptr;
 };
 
 void RealCommandLine::define_bench() {
@@ -114,6 +118,17 @@ void RealCommandLine::define_calibrate() {
   calibrate->add_option("--json", co.json_file, "Output file (rank 0)")->required();
 }
 
+void RealCommandLine::define_profile() {
+  profile = app.add_subcommand(
+      "profile", "Time the scenario model's kernels (the operator model's) here and write a compute overlay");
+  profile->add_option("scenario", po.scenario, "Scenario YAML file")->required();
+  profile->add_option("--set", po.sets, "Override a key: --set model.batch_per_gpu=64 (repeatable)");
+  profile->add_option("--out", po.out_file, "The compute overlay to write (for ringsim predict --calibration)")
+      ->required();
+  profile->add_option("-n,--repetitions", po.repetitions, "Timed runs of each distinct kernel (median kept)")
+      ->check(CLI::Range(1, 1000));
+}
+
 int RealCommandLine::run() {
   if (!fault.empty()) bo.fault = to.fault = ringsim::real::Fault::parse(fault);
   if (*bench) {
@@ -128,6 +143,10 @@ int RealCommandLine::run() {
   if (*calibrate) {
     co.max_bytes = ringsim::parse_message_size(cal_max);
     return ringsim::real::run_calibrate(co, MPI_COMM_WORLD);
+  }
+  if (*profile) {
+    po.catalog_dir = catalog_dir;
+    return ringsim::real::run_profile(po);
   }
   to.catalog_dir = catalog_dir;
   return ringsim::real::run_train(to, MPI_COMM_WORLD);

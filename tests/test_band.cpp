@@ -317,3 +317,28 @@ TEST_CASE(
   }
   std::remove(out.c_str());
 }
+
+TEST_CASE("model.stack: the operator model prices the step, and its leave-one-out error bands it", "[model]") {
+  const std::string base =
+      "cluster: {sku: ND96amsr_A100_v4, nodes: 1}\ntraining: {epochs: 1}\n"
+      "model: {name: resnet50, batch_per_gpu: 256, precision: amp";
+  const Catalog& catalog = test::catalog();
+  // The catalog's measured row (NVIDIA's tuned container) answers for the default stack, not for eager PyTorch.
+  CHECK(build_compute_model(catalog, scenario(base + "}\n")).source == "measured");
+  CHECK(build_compute_model(catalog, scenario(base + ", stack: tuned}\n")).source == "measured");
+  const Scenario eager = scenario(base + ", stack: eager}\n");
+  const ComputeModel cm = build_compute_model(catalog, eager);
+  CHECK(cm.source == "operators");
+  CHECK(cm.source_detail.find("eager stack") != std::string::npos);
+  double layers = 0;
+  for (const auto& l : cm.layers) layers += l.forward_s + l.backward_s;
+  CHECK(layers == Approx(cm.forward_s + cm.backward_s - cm.accumulation_s));
+  // its band samples the operator model's error, not the roofline's efficiency
+  const BandRatios band = band_ratios(catalog, scenario(base + ", stack: eager}\n"));
+  CHECK(std::count(band.parameters.begin(), band.parameters.end(), "operator_model") == 1);
+  CHECK(std::count(band.parameters.begin(), band.parameters.end(), "roofline_efficiency") == 0);
+  CHECK(band.rate_low < 0.75);
+  CHECK(band.rate_high > 1.3);
+  const std::string err = test::input_error_of([&] { scenario(base + ", stack: eagr}\n"); });
+  CHECK(err.find("eager") != std::string::npos);
+}

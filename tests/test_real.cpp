@@ -562,3 +562,39 @@ TEST_CASE("real train: DDP issues the buckets predict does, in its order, with n
   CHECK(h.output.find("readiness allreduces        0 ") == std::string::npos);
   CHECK(h.output.find("(Horovod's negotiations)") != std::string::npos);
 }
+
+TEST_CASE("real profile: the operator model's kernels timed here become a compute overlay predict applies", "[real]") {
+  const std::string dir = "/tmp/ringsim-test-profile";
+  std::filesystem::create_directories(dir);
+  {
+    std::ofstream f(dir + "/host.yaml");
+    f << "cluster: {sku: local-host, nodes: 1, gpus_per_node: 1}\n"
+         "model: {name: bert_base, batch_per_gpu: 2, seq_len: 64, stack: eager}\ntraining: {epochs: 1}\n";
+  }
+  const std::string overlay = dir + "/compute.yaml";
+  std::remove(overlay.c_str());
+  const Result r = run("-n 1 " + kReal + kCatalog + " profile " + dir + "/host.yaml -n 1 --out " + overlay);
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  CHECK(r.output.find("distinct kernels timed") != std::string::npos);
+  const std::string text = ringsim::test::slurp(overlay);
+  REQUIRE(text.find("operator_time_scale:") != std::string::npos);
+  const double scale = std::stod(text.substr(text.find("operator_time_scale:") + 20));
+  CHECK(scale > 0.01);
+  CHECK(scale < 100);
+  // predict with it: the measured factor replaces the operator model's error in the band
+  const auto p = ringsim::test::run_command(std::string(RINGSIM_TEST_BINARY) + kCatalog + " predict " + dir +
+                                            "/host.yaml --calibration " + overlay);
+  INFO(p.output);
+  CHECK(p.status == 0);
+  CHECK(p.output.find("operator model, eager stack") != std::string::npos);
+  CHECK(p.output.find("operator_model") == std::string::npos);
+  // a scenario it cannot read: refused before any timing, no overlay written
+  std::remove(overlay.c_str());
+  const Result bad =
+      run("-n 1 " + kReal + kCatalog + " profile " + dir + "/host.yaml --set model.stack=eagr --out " + overlay);
+  CHECK(bad.status != 0);
+  CHECK(bad.output.find("eager") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(overlay));
+  std::filesystem::remove_all(dir);
+}

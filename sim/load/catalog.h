@@ -258,6 +258,8 @@ struct ComputeSpec {
   // A factor on every precision's roofline efficiency: 1 is the tuned stacks the efficiencies come from;
   // another framework or version reaches less (only a band or a calibration moves it).
   double roofline_efficiency_scale = 1;
+  // A factor on the operator model's step time: 1 is the model; only a band or a calibration moves it.
+  double operator_time_scale = 1;
   // One rank's per-step compute time varies: its standard deviation over its mean. A synchronous step
   // waits for the slowest rank (ComputeModel::straggler_s).
   double step_time_cv = 0;

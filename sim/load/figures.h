@@ -48,7 +48,9 @@ inline constexpr FigureRow<ComputeSpec, ComputeOverlay> kComputeFigures[] = {
     {"reference_gpu_score", number(-10, 10), &ComputeSpec::reference_gpu_score, &ComputeOverlay::reference_gpu_score},
     {"co_run_slowdown", number(0, 1), &ComputeSpec::co_run_slowdown, &ComputeOverlay::co_run_slowdown},
     {"roofline_efficiency_scale", number(0.01, 10), &ComputeSpec::roofline_efficiency_scale,
-     &ComputeOverlay::roofline_efficiency_scale}};
+     &ComputeOverlay::roofline_efficiency_scale},
+    {"operator_time_scale", number(0.01, 100), &ComputeSpec::operator_time_scale,
+     &ComputeOverlay::operator_time_scale}};
 // libraries.NAME: (libraries.yaml)
 inline constexpr FigureRow<LibraryProfile, LibraryOverlay> kLibraryFigures[] = {
     {"collective_overhead", kTime, &LibraryProfile::collective_overhead, &LibraryOverlay::collective_overhead},

@@ -75,7 +75,8 @@ const std::vector<std::string> kTopKeys = {
 const std::vector<std::string> kClusterKeys = {
     "sku", "nodes", "gpus_per_node", "fabric", "fabric_topology", "nodes_per_leaf", "oversubscription"};
 const std::vector<std::string> kModelKeys = {
-    "name", "batch_per_gpu", "images_per_sec_single_gpu", "samples_per_sec_single_gpu", "precision", "seq_len"};
+    "name", "batch_per_gpu", "images_per_sec_single_gpu", "samples_per_sec_single_gpu", "precision", "seq_len",
+    "stack"};
 const std::vector<std::string> kTrainingKeys = {"epochs", "dataset_images", "dataset_samples", "gradient_accumulation"};
 const std::vector<std::string> kCommKeys = {"strategy",
                                             "library_version",
@@ -369,6 +370,7 @@ const ModelSpec& parse_model(const YamlField& root, const Catalog& catalog, Scen
   s.model.batch_per_gpu = static_cast<int>(mo.get("batch_per_gpu").integer(1, 1 << 20));
   parse_single_gpu_rate(mo, s);
   parse_precision(mo, catalog, s);
+  if (auto f = mo.find("stack")) s.model.stack = f->choice(catalog.compute().operators.stack_order);
   s.model.tokens = model->default_tokens;
   s.model.text = model->seq_len_settable;
   if (auto f = mo.find("seq_len")) {
@@ -511,6 +513,7 @@ std::string to_yaml(const Scenario& s) {
   if (s.model.images_per_sec_single_gpu)
     out << YAML::Key << "samples_per_sec_single_gpu" << YAML::Value << *s.model.images_per_sec_single_gpu;
   out << YAML::Key << "precision" << YAML::Value << s.model.precision;
+  if (!s.model.stack.empty()) out << YAML::Key << "stack" << YAML::Value << s.model.stack;
   if (s.model.text) out << YAML::Key << "seq_len" << YAML::Value << s.model.tokens;
   out << YAML::EndMap;
   out << YAML::Key << "training" << YAML::Value << YAML::BeginMap;

@@ -47,6 +47,9 @@ struct ModelConfig {
   std::optional<double> images_per_sec_single_gpu;  // samples (images or sequences) per second
   std::string single_gpu_rate_from;                 // where that rate was given: "in FILE" or "from --set ..."
   std::string precision = "fp32";                   // compute.yaml precisions: fp32 | tf32 | amp | bf16
+  // compute.yaml operators.stacks: the software stack the operator model runs the model with; empty: none
+  // (the single-GPU rate from a measurement or the roofline).
+  std::string stack;
   int gradient_bytes = 4;  // bytes of a gradient element on the wire (precision, communication.gradient_precision)
   int tokens = 1;          // per sample: model.seq_len, or the model's fixed count
   bool text = false;       // a text model: model.seq_len sets `tokens`

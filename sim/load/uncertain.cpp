@@ -144,7 +144,9 @@ bool applies_to(const UncertainParameter& p, const Scenario& s, const Catalog& c
   const bool several_nodes = s.cluster.nodes > 1 || s.communication.strategy == Strategy::ParameterServer;
   const bool ethernet = several_nodes && s.cluster.fabric == FabricKind::Ethernet;
   if (f[0] == "compute") {
-    if (f[1] == "roofline_efficiency_scale") return true;  // one GPU too; the band asks where the rate comes from
+    // one GPU too; the band asks where the rate comes from
+    if (f[1] == "roofline_efficiency_scale") return true;
+    if (f[1] == "operator_time_scale") return !s.model.stack.empty();  // the operator model's runs
     return f[1] == "co_run_slowdown" ? s.cluster.gpus_per_node > 1 : s.cluster.total_gpus() > 1;
   }
   if (f[0] == "skus") return ethernet && fnmatch(f[1].c_str(), s.cluster.sku.c_str(), 0) == 0;

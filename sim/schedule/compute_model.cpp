@@ -5,6 +5,7 @@
 
 #include "load/input_error.h"
 #include "load/units.h"
+#include "schedule/operators.h"
 
 namespace ringsim {
 
@@ -48,6 +49,26 @@ double expected_max_of_normals(int n) {
 
 namespace {
 
+// The operator model's micro-batch (schedule/operators.h), its optimizer step and its layers' shares of the
+// forward and backward passes, all times the catalog's operator_time_scale.
+double operator_micro_batch_s(const Catalog& catalog, const Scenario& s, ComputeModel& cm) {
+  const ComputeSpec& cs = catalog.compute();
+  const StackSpec& stack = cs.operators.stacks.at(s.model.stack);
+  const GpuSpec& gpu = catalog.gpu(catalog.sku(s.cluster.sku).gpu);
+  const StepKernels kernels = step_kernels(catalog.model(s.model.name), s.model.batch_per_gpu, s.model.tokens,
+                                           s.model.precision, stack, cs.operators);
+  const StepTime t = step_time(kernels, gpu_rates(cs, gpu, s.model.precision, stack));
+  const double scale = cs.operator_time_scale;
+  cm.update_s = t.update_s * scale;
+  cm.backward_share = t.backward_s / (t.forward_s + t.backward_s);
+  for (std::size_t i = 0; i < kernels.layers.size(); ++i)
+    cm.operator_layer_s[kernels.layers[i].layer] = t.layer_forward_s[i] + t.layer_backward_s[i];
+  cm.source = "operators";
+  cm.source_detail = "operator model, " + stack.name + " stack: " + std::to_string(t.kernels) + " kernels a step on " +
+                     gpu.name + " (compute.yaml operators; evidence " + stack.evidence + ")";
+  return (t.forward_s + t.backward_s) * scale;
+}
+
 // The forward and backward time of one micro-batch on one GPU, and where it comes from.
 double micro_batch_s(const Catalog& catalog, const Scenario& s, ComputeModel& cm) {
   const ModelSpec& model = catalog.model(s.model.name);
@@ -61,13 +82,17 @@ double micro_batch_s(const Catalog& catalog, const Scenario& s, ComputeModel& cm
                        noun + "/s" + (s.model.single_gpu_rate_from.empty() ? "" : " " + s.model.single_gpu_rate_from);
     return batch / *s.model.images_per_sec_single_gpu - cm.update_s;
   }
+  // The measured rows were taken on the catalog's default stack: another stack's run is the operator model's.
+  const bool rows_apply = s.model.stack.empty() || s.model.stack == cs.operators.default_stack;
   if (const MeasuredRate* m =
-          cs.find(gpu.name, model.name, batch, s.model.precision, s.model.tokens, model.default_tokens)) {
+          rows_apply ? cs.find(gpu.name, model.name, batch, s.model.precision, s.model.tokens, model.default_tokens)
+                     : nullptr) {
     cm.source = "measured";
     cm.source_detail = format_number(m->images_per_sec) + " " + noun + "/s for " + gpu.name + ", batch " +
                        std::to_string(batch) + ", " + m->precision + " (" + m->source + ")";
     return batch / m->images_per_sec - cm.update_s;
   }
+  if (!s.model.stack.empty()) return operator_micro_batch_s(catalog, s, cm);
   const PrecisionSpec& p = cs.precisions.at(s.model.precision);
   const double efficiency =
       (model.transformer() ? p.transformer_efficiency : p.cnn_efficiency) * cs.roofline_efficiency_scale;
@@ -118,10 +143,16 @@ ComputeModel build_compute_model(const Catalog& catalog, const Scenario& s, bool
   const double last = fwd_bwd / k;  // the last micro-batch, as the others
   cm.accumulation_s = fwd_bwd - last;
   const double b2f = cs.backward_to_forward;
-  cm.backward_s = last - last / (1 + b2f);
+  cm.backward_s = cm.backward_share > 0 ? last * cm.backward_share : last - last / (1 + b2f);
   cm.forward_s = fwd_bwd - cm.backward_s;
+  double operator_total = 0;
+  for (const auto& [name, sec] : cm.operator_layer_s) operator_total += sec;
   for (auto& l : cm.layers) {
-    const double share = flops > 0 ? l.forward_flops / flops : 1.0 / cm.layers.size();
+    double share = flops > 0 ? l.forward_flops / flops : 1.0 / cm.layers.size();
+    if (operator_total > 0) {  // the operator model's own split over layers
+      const auto it = cm.operator_layer_s.find(l.name);
+      share = it == cm.operator_layer_s.end() ? 0 : it->second / operator_total;
+    }
     l.forward_s = cm.forward_s * share;
     l.backward_s = cm.backward_s * share;
   }

@@ -2,6 +2,7 @@
 // (measured rate, scenario figure, or roofline estimate), split over layers by their share of FLOPs.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -33,7 +34,11 @@ struct ComputeModel {
   double accumulation_s = 0;
   double iteration_s() const { return forward_s + backward_s + update_s; }
   double single_gpu_images_per_sec = 0;  // without stragglers
-  std::string source;                    // "measured", "scenario", "roofline"
+  // The operator model's: the backward pass's share of a micro-batch, and each layer's seconds (forward and
+  // backward) by name; 0 and empty for other sources (backward_to_forward and FLOPs split them).
+  double backward_share = 0;
+  std::map<std::string, double> operator_layer_s;
+  std::string source;  // "measured", "scenario", "roofline", "operators"
   std::string source_detail;
 };
 

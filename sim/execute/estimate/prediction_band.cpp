@@ -100,10 +100,13 @@ BandRatios band_ratios(const Catalog& catalog, const Scenario& s, const CatalogO
   std::vector<const UncertainParameter*> params;
   std::vector<UncertainParameter> fitted;  // figures a fit to runs set, over what the runs leave them
   fitted.reserve(catalog.uncertain().size());
-  // The roofline's efficiency moves only a rate the roofline gives (not a measured or given one).
-  const bool roofline = build_compute_model(catalog, s, false).source == "roofline";
+  // The roofline's efficiency moves only a rate the roofline gives (not a measured or given one), the operator
+  // model's error only a rate it gives.
+  const std::string source = build_compute_model(catalog, s, false).source;
   for (const auto& p : catalog.uncertain()) {
-    if (!applies_to(p, s, catalog) || (!roofline && p.figure == "compute.roofline_efficiency_scale")) continue;
+    if (!applies_to(p, s, catalog) || (source != "roofline" && p.figure == "compute.roofline_efficiency_scale") ||
+        (source != "operators" && p.figure == "compute.operator_time_scale"))
+      continue;
     const auto range = calibration.fitted_ranges.find(p.name);
     if (overlay_sets(catalog, calibration, p) && range == calibration.fitted_ranges.end()) continue;
     if (range != calibration.fitted_ranges.end()) {
