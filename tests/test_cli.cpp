@@ -183,3 +183,35 @@ TEST_CASE("cli: ringsim bench prints nccl-tests' columns and ringsim-real's JSON
   CHECK_THAT(ps.output, Catch::Contains("parameter_server runs no allreduce"));
   CHECK_FALSE(fs::exists(json));
 }
+
+TEST_CASE("cli: a calibration overlay applies only on the SKU it was measured on", "[cli]") {
+  const std::string overlay = "/tmp/ringsim-test-measured-on.yaml";
+  {
+    std::ofstream f(overlay);
+    f << "compute:\n  roofline_efficiency_scale: 0.5\nmeasured_on: ND96isr_H100_v5\n";
+  }
+  const std::string scenario = kScenarios + "/bert_large_bf16_plan.yaml --no-band --fidelity step";
+  const Run plain = run_ringsim("predict " + scenario);
+  const Run there = run_ringsim("predict " + scenario + " --calibration " + overlay);
+  const Run elsewhere =
+      run_ringsim("predict " + scenario + " --set cluster.sku=ND96amsr_A100_v4 --calibration " + overlay);
+  REQUIRE(plain.status == 0);
+  REQUIRE(there.status == 0);
+  REQUIRE(elsewhere.status == 0);
+  CHECK(there.output != plain.output);  // measured here: applied (half the roofline's efficiency)
+  CHECK(there.output.find("left out") == std::string::npos);
+  CHECK(elsewhere.output.find("calibration") != std::string::npos);
+  CHECK(elsewhere.output.find("was measured on ND96isr_H100_v5, not ND96amsr_A100_v4: left out") != std::string::npos);
+  const Run a100 = run_ringsim("predict " + scenario + " --set cluster.sku=ND96amsr_A100_v4");
+  // left out: the A100 prediction is the uncalibrated one (its table has one row more)
+  CHECK(elsewhere.output.substr(elsewhere.output.find("iteration time")) ==
+        a100.output.substr(a100.output.find("iteration time")));
+  {
+    std::ofstream f(overlay);
+    f << "measured_on: ND96isr_H100_v6\n";
+  }
+  const Run bad = run_ringsim("predict " + scenario + " --calibration " + overlay);
+  CHECK(bad.status != 0);
+  CHECK(bad.output.find("ND96isr_H100_v5") != std::string::npos);
+  std::remove(overlay.c_str());
+}

@@ -103,6 +103,7 @@ int run_profile(const ProfileOptions& o) {
 
   CatalogOverlay overlay;
   overlay.compute.operator_time_scale = measured / model_s;
+  overlay.measured_on = s.cluster.sku;
   overlay.header.push_back("ringsim-real profile " + o.scenario + ": " + s.model.name + ", batch " +
                            std::to_string(s.model.batch_per_gpu) + ", " + s.model.precision + ", stack " + stack_name +
                            ", on the host backend as " + gpu.name);

@@ -62,6 +62,7 @@ CalibrationResult calibrate(const Catalog& catalog, const Scenario& s, const Cal
   const FitContext context{
       catalog, s, m, fitted, r.fits, routes, pick_members(routes, s, cpu_processes), gpu, library, cpu_processes};
   r.overlay.header = header(s, library, r.fits);
+  r.overlay.measured_on = s.cluster.sku;
   for (const Effect& e : calibration_effects()) e.apply(context, r.overlay, r.notes);
   const auto lib = r.overlay.libraries.find(library);
   if (lib != r.overlay.libraries.end() && lib->second.collective_overhead)

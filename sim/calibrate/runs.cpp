@@ -500,6 +500,7 @@ RunsFit fit_runs(const Catalog& catalog, const std::string& scenario_file, const
   fit.after = kept.empty() ? fit.before : f.predictions(kept, at);
   const CatalogOverlay figures = f.figures(kept, at);
   fit.overlay.merge(figures);
+  fit.overlay.measured_on = scenarios.front().cluster.sku;
   if (advise) fit.next = next_run(calibrated, scenario_file, sets, scenarios, f, params, u, post, all);
   fit.overlay.header = {"ringsim calibration overlay, fitted by `ringsim calibrate --runs " + runs_file + "` to " +
                         std::to_string(runs.size()) + " measured runs of " + scenario_file};

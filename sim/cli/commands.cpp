@@ -115,7 +115,7 @@ static Scenario load_calibrated(Catalog& catalog, const std::string& file, const
   for (const auto& s : sets) overrides.push_back(parse_override(s));
   if (calibration) overrides.push_back(parse_override("calibration=" + *calibration));
   Scenario s = load_scenario(file, catalog, overrides);
-  if (!s.calibration.empty()) catalog.apply_overlay(s.calibration);
+  apply_calibration(catalog, s);
   return s;
 }
 
@@ -242,9 +242,9 @@ int run_validate(const std::string& catalog_dir, const ValidateOptions& o) {
       throw InputError({}, "validate: give --measured FILE or --horovod-timeline FILE with a scenario");
     std::vector<Override> overrides;
     for (const auto& s : o.sets) overrides.push_back(parse_override(s));
-    const Scenario s = load_scenario(*o.scenario, catalog, overrides);
+    Scenario s = load_scenario(*o.scenario, catalog, overrides);
     Catalog calibrated = catalog;
-    if (!s.calibration.empty()) calibrated.apply_overlay(s.calibration);
+    apply_calibration(calibrated, s);
     if (o.horovod_timeline) {
       report = validate_timeline(calibrated, s, *o.horovod_timeline);
       if (!o.measured.empty()) {

@@ -33,7 +33,7 @@ EmulationSpec::Loaded EmulationSpec::load() const {
   std::vector<Override> overrides;
   for (const auto& s : sets) overrides.push_back(parse_override(s));
   Scenario s = load_scenario(scenario_file, catalog, overrides);
-  if (!s.calibration.empty()) catalog.apply_overlay(s.calibration);
+  apply_calibration(catalog, s);
   return {std::move(catalog), std::move(s)};
 }
 

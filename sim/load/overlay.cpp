@@ -82,6 +82,7 @@ class Writer {
       write_figures(y_, k, kSkuFigures, no_comment);
       y_ << YAML::EndMap;
     });
+    if (!o_.measured_on.empty()) y_ << YAML::Key << "measured_on" << YAML::Value << o_.measured_on;
     if (!o_.fitted_ranges.empty()) {
       y_ << YAML::Key << "fitted_ranges" << YAML::Value << YAML::BeginMap;
       for (const auto& [name, range] : o_.fitted_ranges)
@@ -142,6 +143,7 @@ void take(std::optional<T>& to, const std::optional<T>& from) {
 }  // namespace
 
 void CatalogOverlay::merge(const CatalogOverlay& o) {
+  if (!o.measured_on.empty()) measured_on = o.measured_on;
   for (const auto& [name, l] : o.libraries) {
     LibraryOverlay& to = libraries[name];
     merge_figures(to, l, kLibraryFigures);

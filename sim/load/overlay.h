@@ -76,6 +76,10 @@ struct CatalogOverlay {
   // ranges instead of leaving the figures out.
   std::map<std::string, std::pair<double, double>> fitted_ranges;
 
+  // The SKU the measurements ran on (`measured_on:`): a scenario on another SKU leaves the overlay out, as its
+  // GPUs, links and software may differ; empty: wherever it is given (a hand-written overlay).
+  std::string measured_on;
+
   // Comments for people, not read back: lines at the top, and one after an entry, keyed by its dotted
   // path ("libraries.mpi.collective_overhead", "link_classes.shm", "gpus.cpu_process").
   std::vector<std::string> header;

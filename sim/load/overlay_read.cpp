@@ -149,8 +149,10 @@ std::map<std::string, std::pair<double, double>> Catalog::read_fitted_ranges(con
 
 CatalogOverlay Catalog::read_overlay(const std::string& file) const {
   YamlField root =
-      open_root(file, {"compute", "libraries", "link_classes", "gpus", "skus", "fitted_ranges"}, "calibration overlay");
+      open_root(file, {"compute", "libraries", "link_classes", "gpus", "skus", "fitted_ranges", "measured_on"},
+                "calibration overlay");
   CatalogOverlay o;
+  if (auto m = root.find("measured_on")) o.measured_on = m->choice(sku_order_);
   if (auto r = root.find("fitted_ranges")) o.fitted_ranges = read_fitted_ranges(*r);
   if (auto c = root.find("compute")) {
     c->require_map(figure_keys(kComputeFigures));

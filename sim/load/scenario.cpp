@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "load/input_file.h"
+#include "load/overlay.h"
 #include "load/scenario_communication.h"
 #include "load/units.h"
 #include "load/yaml_reader.h"
@@ -75,8 +76,8 @@ const std::vector<std::string> kTopKeys = {
 const std::vector<std::string> kClusterKeys = {
     "sku", "nodes", "gpus_per_node", "fabric", "fabric_topology", "nodes_per_leaf", "oversubscription"};
 const std::vector<std::string> kModelKeys = {
-    "name", "batch_per_gpu", "images_per_sec_single_gpu", "samples_per_sec_single_gpu", "precision", "seq_len",
-    "stack"};
+    "name",    "batch_per_gpu", "images_per_sec_single_gpu", "samples_per_sec_single_gpu", "precision",
+    "seq_len", "stack"};
 const std::vector<std::string> kTrainingKeys = {"epochs", "dataset_images", "dataset_samples", "gradient_accumulation"};
 const std::vector<std::string> kCommKeys = {"strategy",
                                             "library_version",
@@ -581,6 +582,18 @@ std::string to_yaml(const Scenario& s) {
   }
   out << YAML::EndMap;
   return std::string(out.c_str()) + "\n";
+}
+
+void apply_calibration(Catalog& catalog, Scenario& s) {
+  if (s.calibration.empty()) return;
+  const CatalogOverlay o = catalog.read_overlay(s.calibration);
+  if (!o.measured_on.empty() && o.measured_on != s.cluster.sku) {
+    s.calibration_left_out = s.calibration + " was measured on " + o.measured_on + ", not " + s.cluster.sku +
+                             ": left out (the catalog's figures and their ranges instead)";
+    s.calibration.clear();
+    return;
+  }
+  catalog.apply(o);
 }
 
 }  // namespace ringsim

@@ -135,6 +135,8 @@ struct Scenario {
   std::string name;
   std::string description;
   std::string calibration;  // calibration overlay file (resolved path), empty: none
+  // Why the scenario's calibration overlay was left out (measured on another SKU); empty: applied or none.
+  std::string calibration_left_out;
   ClusterConfig cluster;
   ModelConfig model;
   TrainingConfig training;
@@ -153,6 +155,10 @@ struct Override {
   std::string text;  // the original argument, for error messages
 };
 Override parse_override(const std::string& arg);  // throws InputError naming the argument
+
+// Applies the scenario's calibration overlay to `catalog`, unless it was measured on another SKU: then the
+// scenario keeps the catalog's figures, its `calibration` is cleared and `calibration_left_out` says why.
+void apply_calibration(Catalog& catalog, Scenario& s);
 
 // Loads, applies overrides, validates against the catalog. Throws InputError (file:line:col or the
 // --set argument) on the first problem.

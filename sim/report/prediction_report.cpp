@@ -354,6 +354,7 @@ std::string prediction_table(const Prediction& p) {
   row("model", model_row(s));
   row("communication", communication_row(s, p.library, picked(s, p)));
   row("single-GPU compute", p.compute_source + ": " + p.compute_source_detail);
+  if (!s.calibration_left_out.empty()) row("calibration", s.calibration_left_out);
   o << '\n';
   row("iteration time", format_time(p.iteration_time_s));
   const auto one_decimal = [](double v) { return format_number(std::round(v * 10) / 10); };
