@@ -339,6 +339,12 @@ TEST_CASE("model.stack: the operator model prices the step, and its leave-one-ou
   CHECK(std::count(band.parameters.begin(), band.parameters.end(), "roofline_efficiency") == 0);
   CHECK(band.rate_low < 0.75);
   CHECK(band.rate_high > 1.3);
+  // no H100 or H200 here: the eager stack's figures come from other GPU types, and the detail says so
+  CHECK(cm.source_detail.find("no single-GPU rate of A100-SXM4-80GB on this stack: extrapolated") != std::string::npos);
+  const ComputeModel h100 = build_compute_model(
+      catalog, scenario("cluster: {sku: ND96isr_H100_v5, nodes: 1}\ntraining: {epochs: 1}\n"
+                        "model: {name: bert_base, batch_per_gpu: 64, precision: bf16, stack: eager}\n"));
+  CHECK(h100.source_detail.find("extrapolated") == std::string::npos);
   const std::string err = test::input_error_of([&] { scenario(base + ", stack: eagr}\n"); });
   CHECK(err.find("eager") != std::string::npos);
 }

@@ -612,7 +612,7 @@ void Catalog::load_precisions(const YamlField& list) {
 
 namespace {
 StackSpec read_stack(const std::string& name, const YamlField& f) {
-  f.require_map({"kernel_s", "elementwise_kernels", "flash_attention", "fused_optimizer", "evidence"});
+  f.require_map({"kernel_s", "elementwise_kernels", "flash_attention", "fused_optimizer", "evidence", "evidence_gpus"});
   StackSpec st;
   st.name = name;
   st.kernel_s = f.get("kernel_s").number(0, 1e-3);
@@ -620,6 +620,7 @@ StackSpec read_stack(const std::string& name, const YamlField& f) {
   st.flash_attention = f.get("flash_attention").boolean();
   st.fused_optimizer = f.get("fused_optimizer").boolean();
   st.evidence = f.get("evidence").str();
+  for (const auto& g : f.get("evidence_gpus").items()) st.evidence_gpus.push_back(g.str());
   st.source = "compute.yaml:" + std::to_string(f.location().line);
   return st;
 }
@@ -656,6 +657,8 @@ void Catalog::load_operators(const YamlField& f) {
   f.get("stacks").require_map();
   for (const auto& [name, st] : f.get("stacks").entries()) {
     o.stacks[name] = read_stack(name, st);
+    for (const auto& g : st.get("evidence_gpus").items())
+      if (!gpus_.count(g.str())) g.fail("unknown GPU '" + g.str() + "'" + suggestion_suffix(g.str(), gpu_order_));
     o.stack_order.push_back(name);
   }
   o.default_stack = f.get("default_stack").choice(o.stack_order);

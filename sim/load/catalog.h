@@ -226,7 +226,8 @@ struct StackSpec {
   bool flash_attention = false;    // attention in one fused kernel: its score matrix never reaches memory
   bool fused_optimizer = false;    // the update in a few multi-tensor kernels, not kernels per tensor
   std::string evidence;            // what it was measured on
-  std::string source;              // "compute.yaml:LINE"
+  std::vector<std::string> evidence_gpus;  // GPU types with single-GPU rates behind its figures
+  std::string source;                      // "compute.yaml:LINE"
 };
 // compute.yaml operators.optimizers: the update a model family's recipes run.
 struct OptimizerSpec {

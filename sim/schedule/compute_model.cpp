@@ -1,5 +1,6 @@
 #include "schedule/compute_model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -64,8 +65,10 @@ double operator_micro_batch_s(const Catalog& catalog, const Scenario& s, Compute
   for (std::size_t i = 0; i < kernels.layers.size(); ++i)
     cm.operator_layer_s[kernels.layers[i].layer] = t.layer_forward_s[i] + t.layer_backward_s[i];
   cm.source = "operators";
+  const bool measured = std::count(stack.evidence_gpus.begin(), stack.evidence_gpus.end(), gpu.name) > 0;
   cm.source_detail = "operator model, " + stack.name + " stack: " + std::to_string(t.kernels) + " kernels a step on " +
-                     gpu.name + " (compute.yaml operators; evidence " + stack.evidence + ")";
+                     gpu.name + " (compute.yaml operators; evidence " + stack.evidence + ")" +
+                     (measured ? "" : "; no single-GPU rate of " + gpu.name + " on this stack: extrapolated");
   return (t.forward_s + t.backward_s) * scale;
 }
 
