@@ -53,7 +53,8 @@ TEST_CASE("backward runs two products per weight, none for the first weight's in
   CHECK(forward_flops(fp32) < 0.8 * forward_flops(s));
 }
 
-TEST_CASE("flash attention recomputes the scores backward, and without it the scores go through memory", "[operators]") {
+TEST_CASE("flash attention recomputes the scores backward, and without it the scores go through memory",
+          "[operators]") {
   const ModelSpec& m = test::catalog().model("bert_large");
   StackSpec flash = stack("eager"), plain = flash;
   flash.flash_attention = true;
