@@ -40,7 +40,9 @@ struct RealCommandLine {
     define_bench();
     define_train();
     define_calibrate();
+#ifndef RINGSIM_SMPI
     define_profile();
+#endif
   }
   RealCommandLine(const RealCommandLine&) = delete;  // the app holds pointers into the options
   RealCommandLine& operator=(const RealCommandLine&) = delete;
@@ -118,6 +120,7 @@ void RealCommandLine::define_calibrate() {
   calibrate->add_option("--json", co.json_file, "Output file (rank 0)")->required();
 }
 
+#ifndef RINGSIM_SMPI
 void RealCommandLine::define_profile() {
   profile = app.add_subcommand(
       "profile", "Time the scenario model's kernels (the operator model's) here and write a compute overlay");
@@ -128,6 +131,7 @@ void RealCommandLine::define_profile() {
   profile->add_option("-n,--repetitions", po.repetitions, "Timed runs of each distinct kernel (median kept)")
       ->check(CLI::Range(1, 1000));
 }
+#endif
 
 int RealCommandLine::run() {
   if (!fault.empty()) bo.fault = to.fault = ringsim::real::Fault::parse(fault);
@@ -144,10 +148,12 @@ int RealCommandLine::run() {
     co.max_bytes = ringsim::parse_message_size(cal_max);
     return ringsim::real::run_calibrate(co, MPI_COMM_WORLD);
   }
+#ifndef RINGSIM_SMPI
   if (*profile) {
     po.catalog_dir = catalog_dir;
     return ringsim::real::run_profile(po);
   }
+#endif
   to.catalog_dir = catalog_dir;
   return ringsim::real::run_train(to, MPI_COMM_WORLD);
 }

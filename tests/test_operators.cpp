@@ -96,7 +96,7 @@ TEST_CASE("a kernel costs its arithmetic, its bytes or the stack's issue cost, w
 
 TEST_CASE("the stack's figures move a step the way they should", "[operators]") {
   const Catalog& c = test::catalog();
-  SingleGpuRate r{"H100-SXM5-80GB", "bert_base", "bf16", "eager", "test", 64, 128, 1000, 0};
+  SingleGpuRate r{"H100-SXM5-80GB", "bert_base", "bf16", "eager", "test", 64, 128, 1, 1000, 0};
   StackSpec st = stack("eager");
   const double base = operator_prediction(c, r, st);
   st.kernel_s *= 4;

@@ -65,7 +65,8 @@ std::vector<SingleGpuRate> read_single_gpu_rates(const Catalog& catalog, const s
   root.require_map({"rates"});
   std::vector<SingleGpuRate> out;
   for (auto& f : root.get("rates").items()) {
-    f.require_map({"gpu", "model", "batch_per_gpu", "precision", "seq_len", "stack", "samples_per_sec", "source"});
+    f.require_map({"gpu", "model", "batch_per_gpu", "precision", "seq_len", "gradient_accumulation", "stack",
+                   "samples_per_sec", "source"});
     SingleGpuRate r;
     r.gpu = f.get("gpu").choice(catalog.gpu_names());
     r.model = f.get("model").choice(catalog.model_names());
@@ -75,6 +76,7 @@ std::vector<SingleGpuRate> read_single_gpu_rates(const Catalog& catalog, const s
     const ModelSpec& m = catalog.model(r.model);
     r.tokens = m.default_tokens;
     if (auto s = f.find("seq_len")) r.tokens = static_cast<int>(s->integer(1, m.max_tokens));
+    if (auto a = f.find("gradient_accumulation")) r.gradient_accumulation = static_cast<int>(a->integer(1, 1 << 20));
     r.samples_per_sec = f.get("samples_per_sec").positive_number();
     r.source = f.get("source").str();
     r.line = f.location().line;
@@ -87,7 +89,7 @@ double operator_prediction(const Catalog& c, const SingleGpuRate& r, const Stack
   const ComputeSpec& cs = c.compute();
   const StepTime t = step_time(step_kernels(c.model(r.model), r.batch_per_gpu, r.tokens, r.precision, st, cs.operators),
                                gpu_rates(cs, c.gpu(r.gpu), r.precision, st));
-  return r.batch_per_gpu / (t.forward_s + t.backward_s + t.update_s);
+  return r.batch_per_gpu / (t.forward_s + t.backward_s + t.update_s / r.gradient_accumulation);
 }
 
 double roofline_prediction(const Catalog& c, const SingleGpuRate& r) {

@@ -14,6 +14,7 @@ namespace ringsim {
 struct SingleGpuRate {
   std::string gpu, model, precision, stack, source;
   int batch_per_gpu = 0, tokens = 1;
+  int gradient_accumulation = 1;  // micro-batches per optimizer step
   double samples_per_sec = 0;
   int line = 0;
 };
