@@ -1,0 +1,131 @@
+// The catalog's compute figures: compute.yaml (the roofline's precisions, the operator model's figures, the
+// GPUs' variation and the measured single-GPU rates).
+#include <filesystem>
+
+#include "load/catalog.h"
+#include "load/catalog_values.h"
+#include "load/input_error.h"
+#include "load/yaml_reader.h"
+
+namespace ringsim {
+
+namespace fs = std::filesystem;
+using catalog_detail::open_root;
+
+// compute.yaml: the roofline and measured single-GPU rates.
+// compute.yaml precisions: fp32, tf32, amp and bf16, each with its peak, gradient bytes and efficiencies.
+void Catalog::load_precisions(const YamlField& list) {
+  list.require_map({"fp32", "tf32", "amp", "bf16"});
+  for (const char* name : {"fp32", "tf32", "amp", "bf16"}) {
+    YamlField f = list.get(name);
+    f.require_map({"peak", "gradient", "efficiency"});
+    PrecisionSpec p;
+    p.name = name;
+    p.peak = f.get("peak").choice({"fp32", "tf32", "fp16", "bf16"});
+    p.gradient = f.get("gradient").choice({"fp32", "fp16", "bf16"});
+    YamlField e = f.get("efficiency");
+    e.require_map({"cnn", "transformer"});
+    p.cnn_efficiency = e.get("cnn").number(0.001, 1);
+    p.transformer_efficiency = e.get("transformer").number(0.001, 1);
+    p.source = "compute.yaml:" + std::to_string(f.location().line);
+    compute_.precisions.emplace(name, p);
+    compute_.precision_order.push_back(name);
+  }
+}
+
+namespace {
+StackSpec read_stack(const std::string& name, const YamlField& f) {
+  f.require_map({"kernel_s", "elementwise_kernels", "flash_attention", "fused_optimizer", "evidence", "evidence_gpus"});
+  StackSpec st;
+  st.name = name;
+  st.kernel_s = f.get("kernel_s").number(0, 1e-3);
+  st.elementwise_kernels = f.get("elementwise_kernels").number(0, 20);
+  st.flash_attention = f.get("flash_attention").boolean();
+  st.fused_optimizer = f.get("fused_optimizer").boolean();
+  st.evidence = f.get("evidence").str();
+  for (const auto& g : f.get("evidence_gpus").items()) st.evidence_gpus.push_back(g.str());
+  st.source = "compute.yaml:" + std::to_string(f.location().line);
+  return st;
+}
+}  // namespace
+
+// compute.yaml operators: the operator model's figures per kernel kind, GPU, optimizer and software stack.
+void Catalog::load_operators(const YamlField& f) {
+  f.require_map({"matmul_efficiency", "memory_efficiency", "tile", "winograd_reduction", "norm_passes", "gpus",
+                 "optimizers", "default_stack", "stacks"});
+  OperatorSpec& o = compute_.operators;
+  o.matmul_efficiency = f.get("matmul_efficiency").number(0.01, 1);
+  o.memory_efficiency = f.get("memory_efficiency").number(0.01, 1);
+  o.tile = static_cast<double>(f.get("tile").integer(1, 1024));
+  o.winograd_reduction = f.get("winograd_reduction").number(1, 4);
+  for (const auto& family : {"cnn", "transformer"}) {
+    YamlField n = f.get("norm_passes").get(family);
+    n.require_map({"forward", "backward"});
+    o.norm_passes[family] = {n.get("forward").number(0, 20), n.get("backward").number(0, 20)};
+    YamlField opt = f.get("optimizers").get(family);
+    opt.require_map({"name", "bytes_per_param", "kernels_per_tensor"});
+    o.optimizers[family] = {opt.get("name").str(), opt.get("bytes_per_param").number(0, 1000),
+                            opt.get("kernels_per_tensor").number(0, 100)};
+  }
+  f.get("gpus").require_map();
+  for (const auto& [name, g] : f.get("gpus").entries()) {
+    if (!gpus_.count(name)) g.fail("unknown GPU '" + name + "'" + suggestion_suffix(name, gpu_order_));
+    g.require_map({"matmul", "memory"});
+    OperatorSpec::GpuFigures fig;
+    if (auto m = g.find("matmul")) fig.matmul = m->number(0.01, 1);
+    if (auto m = g.find("memory")) fig.memory = m->number(0.01, 1);
+    fig.source = "compute.yaml:" + std::to_string(g.location().line);
+    o.gpus[name] = fig;
+  }
+  f.get("stacks").require_map();
+  for (const auto& [name, st] : f.get("stacks").entries()) {
+    o.stacks[name] = read_stack(name, st);
+    for (const auto& g : st.get("evidence_gpus").items())
+      if (!gpus_.count(g.str())) g.fail("unknown GPU '" + g.str() + "'" + suggestion_suffix(g.str(), gpu_order_));
+    o.stack_order.push_back(name);
+  }
+  o.default_stack = f.get("default_stack").choice(o.stack_order);
+}
+
+// compute.yaml: the roofline and measured single-GPU rates.
+void Catalog::load_compute(const fs::path& base) {
+  YamlField root = open_root(base / "compute.yaml", {"roofline", "precisions", "variation", "operators", "measured"});
+  if (auto v = root.find("variation")) {
+    v->require_map({"step_time_cv", "gpu_to_gpu_cv", "co_run_slowdown"});
+    compute_.step_time_cv = v->get("step_time_cv").number(0, 1);
+    if (auto g = v->find("gpu_to_gpu_cv")) compute_.gpu_to_gpu_cv = g->number(0, 1);
+    if (auto g = v->find("co_run_slowdown")) compute_.co_run_slowdown = g->number(0, 1);
+  }
+  YamlField roof = root.get("roofline");
+  roof.require_map({"backward_to_forward", "efficiency_scale"});
+  compute_.backward_to_forward = roof.get("backward_to_forward").number(0, 100);
+  if (auto e = roof.find("efficiency_scale")) compute_.roofline_efficiency_scale = e->number(0.01, 10);
+  load_precisions(root.get("precisions"));
+  load_operators(root.get("operators"));
+  for (auto& item : root.get("measured").items()) {
+    item.require_map({"gpu", "model", "batch_per_gpu", "precision", "seq_len", "images_per_sec", "samples_per_sec"});
+    MeasuredRate m;
+    m.gpu = item.get("gpu").str();
+    if (!gpus_.count(m.gpu)) item.get("gpu").fail("unknown GPU '" + m.gpu + "'" + suggestion_suffix(m.gpu, gpu_order_));
+    m.model = item.get("model").str();
+    if (!model_files_.count(m.model))
+      item.get("model").fail("unknown model '" + m.model + "'" + suggestion_suffix(m.model, model_order_));
+    m.batch_per_gpu = static_cast<int>(item.get("batch_per_gpu").integer(1, 1 << 20));
+    if (auto p = item.find("precision")) m.precision = p->choice(compute_.precision_order);
+    if (auto q = item.find("seq_len")) m.seq_len = static_cast<int>(q->integer(1, 1 << 20));
+    const auto images = item.find("images_per_sec"), samples = item.find("samples_per_sec");
+    if (images && samples) samples->fail("give images_per_sec or samples_per_sec, not both");
+    if (!images && !samples) item.fail("a measured rate needs samples_per_sec (or images_per_sec)");
+    m.images_per_sec = (images ? images : samples)->positive_number();
+    const SourceLocation at = item.location();
+    m.source = fs::path(at.file).filename().string() + ":" + std::to_string(at.line);
+    for (const auto& o : compute_.measured)
+      if (o.gpu == m.gpu && o.model == m.model && o.batch_per_gpu == m.batch_per_gpu && o.precision == m.precision &&
+          o.seq_len == m.seq_len)
+        item.fail("duplicate measured rate for " + m.gpu + " / " + m.model + " / batch " +
+                  std::to_string(m.batch_per_gpu) + " / " + m.precision);
+    compute_.measured.push_back(m);
+  }
+}
+
+}  // namespace ringsim
