@@ -310,6 +310,12 @@ TEST_CASE("plan: a plan over several GPU types refuses a fixed single-GPU rate",
   auto r = run_ringsim("plan " + kPlanScenario + " --set model.images_per_sec_single_gpu=300");
   CHECK(r.status == 2);
   CHECK_THAT(r.output, Catch::Contains("fixes one GPU's speed"));
+  // Given per GPU type, each configuration takes its GPU's rate, and the plan says where each type's came from.
+  r = run_ringsim("plan " + kPlanScenario + " --set 'model.samples_per_sec_single_gpu={V100-PCIe-16GB: 300}'");
+  CHECK(r.status == 0);
+  CHECK_THAT(r.output, Catch::Contains("Per-GPU rates differ in their evidence") &&
+                           Catch::Contains("V100-PCIe-16GB: scenario, model.samples_per_sec_single_gpu = 300") &&
+                           Catch::Contains("has no rate for"));
   r = run_ringsim("plan " + kPlanScenario + " --region westeurope");
   CHECK(r.status == 2);
   CHECK_THAT(r.output, Catch::Contains("no prices for region 'westeurope'") && Catch::Contains("eastus"));

@@ -294,16 +294,32 @@ const SkuSpec& parse_cluster(const YamlField& root, const Catalog& catalog, Scen
 
 // model.samples_per_sec_single_gpu, or its older name images_per_sec_single_gpu: from a thousandth of a
 // sample per second (batch 2^20: 33 years an iteration, the simulated clock's limit in sight) to a billion.
-void parse_single_gpu_rate(const YamlField& mo, Scenario& s) {
+// Either one rate (for the scenario's GPU) or a map by GPU type, of which the scenario's GPU's entry applies
+// (none: the catalog's rates), so a plan over GPU types uses each one's measurement.
+void parse_single_gpu_rate(const YamlField& mo, const Catalog& catalog, Scenario& s) {
   if (mo.has("images_per_sec_single_gpu") && mo.has("samples_per_sec_single_gpu"))
     mo.get("samples_per_sec_single_gpu")
         .fail("give samples_per_sec_single_gpu or its synonym images_per_sec_single_gpu, not both");
-  for (const char* key : {"images_per_sec_single_gpu", "samples_per_sec_single_gpu"})
-    if (auto f = mo.find(key)) {
+  const std::string gpu = catalog.sku(s.cluster.sku).gpu;
+  for (const char* key : {"images_per_sec_single_gpu", "samples_per_sec_single_gpu"}) {
+    const auto f = mo.find(key);
+    if (!f) continue;
+    const SourceLocation at = f->location();
+    s.model.single_gpu_rate_from = at.origin.empty() ? "in " + at.file : "from " + at.origin;
+    if (!f->is_map()) {
       s.model.images_per_sec_single_gpu = f->number(1e-3, 1e9);
-      const SourceLocation at = f->location();
-      s.model.single_gpu_rate_from = at.origin.empty() ? "in " + at.file : "from " + at.origin;
+      continue;
     }
+    f->require_map();
+    const std::vector<std::string> gpus = catalog.gpu_names();
+    for (const auto& [name, rate] : f->entries()) {
+      if (std::find(gpus.begin(), gpus.end(), name) == gpus.end())
+        rate.fail("unknown GPU type '" + name + "'" + suggestion_suffix(name, gpus));
+      s.model.single_gpu_rates[name] = rate.number(1e-3, 1e9);
+    }
+    if (const auto it = s.model.single_gpu_rates.find(gpu); it != s.model.single_gpu_rates.end())
+      s.model.images_per_sec_single_gpu = it->second;
+  }
 }
 
 // model.precision: one the GPU has a peak for.
@@ -369,7 +385,7 @@ const ModelSpec& parse_model(const YamlField& root, const Catalog& catalog, Scen
     model_field.fail("unknown model '" + model_name + "'" + suggestion_suffix(model_name, catalog.model_names()));
   s.model.name = model->name;
   s.model.batch_per_gpu = static_cast<int>(mo.get("batch_per_gpu").integer(1, 1 << 20));
-  parse_single_gpu_rate(mo, s);
+  parse_single_gpu_rate(mo, catalog, s);
   parse_precision(mo, catalog, s);
   if (auto f = mo.find("stack")) s.model.stack = f->choice(catalog.compute().operators.stack_order);
   s.model.tokens = model->default_tokens;
@@ -511,8 +527,13 @@ std::string to_yaml(const Scenario& s) {
   out << YAML::Key << "model" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "name" << YAML::Value << s.model.name;
   out << YAML::Key << "batch_per_gpu" << YAML::Value << s.model.batch_per_gpu;
-  if (s.model.images_per_sec_single_gpu)
+  if (!s.model.single_gpu_rates.empty()) {
+    out << YAML::Key << "samples_per_sec_single_gpu" << YAML::Value << YAML::BeginMap;
+    for (const auto& [gpu, rate] : s.model.single_gpu_rates) out << YAML::Key << gpu << YAML::Value << rate;
+    out << YAML::EndMap;
+  } else if (s.model.images_per_sec_single_gpu) {
     out << YAML::Key << "samples_per_sec_single_gpu" << YAML::Value << *s.model.images_per_sec_single_gpu;
+  }
   out << YAML::Key << "precision" << YAML::Value << s.model.precision;
   if (!s.model.stack.empty()) out << YAML::Key << "stack" << YAML::Value << s.model.stack;
   if (s.model.text) out << YAML::Key << "seq_len" << YAML::Value << s.model.tokens;

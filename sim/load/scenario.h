@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -46,6 +47,7 @@ struct ModelConfig {
   int batch_per_gpu = 0;
   std::optional<double> images_per_sec_single_gpu;  // samples (images or sequences) per second
   std::string single_gpu_rate_from;                 // where that rate was given: "in FILE" or "from --set ..."
+  std::map<std::string, double> single_gpu_rates;   // given per GPU type (a map): every entry, by GPU name
   std::string precision = "fp32";                   // compute.yaml precisions: fp32 | tf32 | amp | bf16
   // compute.yaml operators.stacks: the software stack the operator model runs the model with; empty: none
   // (the single-GPU rate from a measurement or the roofline).

@@ -39,6 +39,7 @@ int run_plan(const PlanOptions& o) {
     network_bound_flag(r);
   }
   server_flags(r);
+  compute_source_flag(r);
   band_flag(r);
   const std::optional<QuotaRequest> quota =
       r.met() ? std::optional(quota_request(catalog.sku(r.best().sku), r.goal.region, r.best().vms,

@@ -50,11 +50,12 @@ void choose_skus(PlanRun& r) {
   if (r.skus.empty()) throw InputError(r.goal.where, "plan: no SKU has a price in " + r.goal.region);
   std::set<std::string> gpu_types;
   for (const auto& s : r.skus) gpu_types.insert(r.catalog.sku(s).gpu);
-  if (r.base.model.images_per_sec_single_gpu && gpu_types.size() > 1)
+  if (r.base.model.images_per_sec_single_gpu && r.base.model.single_gpu_rates.empty() && gpu_types.size() > 1)
     throw InputError({r.o.scenario, 0, 0, ""},
                      "plan: model.samples_per_sec_single_gpu fixes one GPU's speed, but the plan compares " +
                          std::to_string(gpu_types.size()) +
-                         " GPU types; remove it (the catalog's rates apply) or restrict plan.skus to one GPU type");
+                         " GPU types; give it per GPU type (a map by GPU type, e.g. {H100-SXM5-80GB: 3000, A100-SXM4-80GB: 1500}), remove it (the "
+                         "catalog's rates apply) or restrict plan.skus to one GPU type");
 }
 
 // The search space. Each SKU runs whole VMs (every GPU), on InfiniBand where it has it; a configuration

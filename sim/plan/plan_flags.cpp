@@ -23,6 +23,24 @@ void band_flag(PlanRun& r) {
                          "calibration from a few runs (ringsim calibrate --runs)"});
 }
 
+// Where each GPU type's per-GPU rate comes from, when the plan compares types whose rates are not all
+// measured: a roofline or an extrapolated operator model is what the bands' width says.
+void compute_source_flag(PlanRun& r) {
+  std::map<std::string, const PlanEvaluation*> first_of_type;
+  for (int i : r.order) {
+    const auto& e = r.evals[static_cast<std::size_t>(i)];
+    first_of_type.emplace(e.gpu, &e);
+  }
+  bool all_measured = true;
+  for (const auto& [gpu, e] : first_of_type)
+    all_measured = all_measured && (e->compute_source == "measured" || e->compute_source == "scenario");
+  if (first_of_type.size() < 2 || all_measured) return;
+  std::string text = "Per-GPU rates differ in their evidence; compare the GPU types within their bands:";
+  for (const auto& [gpu, e] : first_of_type)
+    text += "\n    " + gpu + ": " + e->compute_source + ", " + e->compute_source_detail;
+  r.flags.push_back({"compute_evidence", "", text});
+}
+
 // Scaling up against scaling out: the best plan of every other GPU type.
 void scale_up_flag(PlanRun& r) {
   const PlanEvaluation& best = r.best();

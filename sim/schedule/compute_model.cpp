@@ -128,6 +128,8 @@ ComputeModel build_compute_model(const Catalog& catalog, const Scenario& s, bool
   cm.update_s = optimizer_update_s(model, gpu);
 
   double fwd_bwd = micro_batch_s(catalog, s, cm);
+  if (!s.model.images_per_sec_single_gpu && !s.model.single_gpu_rates.empty())
+    cm.source_detail += "; model.samples_per_sec_single_gpu has no rate for " + gpu.name;
   if (fwd_bwd <= 0)
     throw InputError({s.file, 0, 0, ""},
                      "the single-GPU rate leaves no time for forward and backward passes (" + cm.source_detail + ")");
