@@ -52,6 +52,30 @@ TEST_CASE("models: the transformers' parameter counts are their reference implem
   CHECK_FALSE(c.model("resnet50").transformer());
 }
 
+TEST_CASE("models: the Llama checkpoints' parameter counts, grouped-query attention and head size", "[models]") {
+  const Catalog& c = test::catalog();
+  // Embedding and output layer (untied), then per layer: q, o at d x d, k and v at d x kv, SwiGLU's three, two
+  // RMSNorm scales; the final norm.
+  auto count = [](double V, double d, double L, double ff, double kv) {
+    return 2 * V * d + L * (2 * d * d + 2 * d * kv + 3 * d * ff + 2 * d) + d;
+  };
+  CHECK(c.model("llama2_7b").total_params == 6738415616);  // the Hub's safetensors totals
+  CHECK(static_cast<double>(c.model("llama2_7b").total_params) == count(32000, 4096, 32, 11008, 4096));
+  CHECK(c.model("llama2_13b").total_params == 13015864320);
+  CHECK(static_cast<double>(c.model("llama2_70b").total_params) == count(32000, 8192, 80, 28672, 1024));
+  CHECK(c.model("llama3_8b").total_params == 8030261248);
+  CHECK(static_cast<double>(c.model("llama3_8b").total_params) == count(128256, 4096, 32, 14336, 1024));
+  CHECK(c.model("llama3_70b").total_params == 70553706496);
+  CHECK(c.model("llama3_70b").head_dim == 128);
+  CHECK(c.model("gpt2").head_dim == 64);
+  // Forward FLOPs at 8192 tokens: 2 N T without the embedding (a lookup) and the norms' scales, plus
+  // attention's 4 T^2 d a layer.
+  const double d = 4096, L = 32, T = 8192, V = 128256;
+  const double expected = 2 * T * (8030261248.0 - V * d - (2 * L + 1) * d) + L * 4 * T * T * d;
+  CHECK(c.model("llama3_8b").forward_flops(8192) == Approx(expected).epsilon(1e-12));
+  CHECK(c.model("llama3_8b").default_tokens == 8192);
+}
+
 TEST_CASE("models: a transformer's forward FLOPs are its matmuls on every token and its attention", "[models]") {
   const Catalog& c = test::catalog();
   SECTION("BERT-Large at 128 and 512 tokens: layers, the tied decoder, the transform; pooler and NSP once") {

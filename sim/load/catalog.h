@@ -192,6 +192,7 @@ struct ModelSpec {
   // (position embeddings) of model.seq_len for text models.
   int default_tokens = 1, max_tokens = 1;
   bool seq_len_settable = false;
+  int head_dim = 64;                       // attention's head size (`head_dim:`; BERT, GPT-2 and ViT-B: 64)
   double gradient_bytes() const;           // total_params x dtype size
   int dtype_bytes() const;                 // 4 for float32, 2 for float16
   double forward_flops(int tokens) const;  // per sample, summed over tensors

@@ -77,8 +77,8 @@ void Catalog::load_models(const fs::path& base) {
 }
 
 ModelSpec Catalog::read_model(const fs::path& file) const {
-  YamlField f =
-      open_root(file, {"name", "display_name", "dataset", "input_shape", "dtype", "total_params", "tokens", "tensors"});
+  YamlField f = open_root(file, {"name", "display_name", "dataset", "input_shape", "dtype", "total_params", "tokens",
+                                 "head_dim", "tensors"});
   ModelSpec m;
   m.file = file.string();
   m.name = f.get("name").str();
@@ -97,6 +97,7 @@ ModelSpec Catalog::read_model(const fs::path& file) const {
     for (auto& d : f.get("input_shape").items()) m.input_shape.push_back(static_cast<int>(d.integer(1, 1 << 16)));
     if (m.input_shape.size() != 3) f.get("input_shape").fail("expected [channels, height, width]");
   }
+  if (auto h = f.find("head_dim")) m.head_dim = static_cast<int>(h->integer(1, 1024));
   m.dtype = f.get("dtype").choice({"float32", "float16"});
   m.total_params = f.get("total_params").integer(1, std::int64_t(1) << 50);
   std::int64_t sum = 0;

@@ -8,9 +8,6 @@ namespace ringsim {
 
 namespace {
 
-// Attention heads are the width over 64: the head size of BERT, GPT-2 and ViT-B alike.
-constexpr double kHeadSize = 64;
-
 std::string layer_name(const std::string& tensor) {
   const auto cut = tensor.find_last_of("./");
   return cut == std::string::npos ? tensor : tensor.substr(0, cut);
@@ -74,10 +71,10 @@ struct Builder {
   // backward pass recomputes the scores, 2.5x the forward's arithmetic), or through the scores in memory
   // with a softmax and a dropout kernel each way.
   void attention(LayerKernels& l) {
-    const double heads = width_of_attention / kHeadSize, n = batch * heads, t = tokens;
+    const double head = model.head_dim, heads = width_of_attention / head, n = batch * heads, t = tokens;
     const double qkvo = 4 * batch * t * width_of_attention * width;
     if (stack.flash_attention) {
-      Kernel f = matmul(t, t, kHeadSize, qkvo, n);
+      Kernel f = matmul(t, t, head, qkvo, n);
       f.flops *= 2;  // QK^T and PV
       l.forward.push_back(f);
       Kernel b = f;
@@ -87,12 +84,12 @@ struct Builder {
       return;
     }
     const double scores = n * t * t * width;
-    l.forward.push_back(matmul(t, t, kHeadSize, qkvo / 2 + scores, n));
+    l.forward.push_back(matmul(t, t, head, qkvo / 2 + scores, n));
     l.forward.push_back(memory(4 * scores, 2));  // softmax, dropout: each reads and writes the scores
-    l.forward.push_back(matmul(t, kHeadSize, t, qkvo / 2 + scores, n));
+    l.forward.push_back(matmul(t, head, t, qkvo / 2 + scores, n));
     l.backward.push_back(memory(6 * scores, 2));  // each reads two, writes one
-    for (int i = 0; i < 2; ++i) l.backward.push_back(matmul(t, t, kHeadSize, qkvo / 2 + scores, n));
-    for (int i = 0; i < 2; ++i) l.backward.push_back(matmul(t, kHeadSize, t, qkvo / 2 + scores, n));
+    for (int i = 0; i < 2; ++i) l.backward.push_back(matmul(t, t, head, qkvo / 2 + scores, n));
+    for (int i = 0; i < 2; ++i) l.backward.push_back(matmul(t, head, t, qkvo / 2 + scores, n));
   }
   double width_of_attention = 0;
   double winograd = 1;  // the arithmetic a 3 x 3 stride-1 convolution saves (1: none)

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes bert_base.yaml, bert_large.yaml, gpt2.yaml, gpt2_xl.yaml and vit_b16.yaml from each architecture's
+"""Writes bert_base.yaml, bert_large.yaml, gpt2.yaml, gpt2_xl.yaml, vit_b16.yaml and the Llama files from each architecture's
 hyper-parameters, in the reference implementation's parameter registration order (see README.md, "Transformers").
 Run from this folder: python3 make_transformers.py"""
 
@@ -17,6 +17,23 @@ MODELS = {
     "vit_b16": ("ViT-B/16", "vit", dict(d=768, layers=12, ff=3072, patch=16, image=224, classes=1000), 86567656,
                 "torchvision vit_b_16 weights meta num_params"),
 }
+# Llama: config.json of each Hugging Face meta-llama checkpoint (hidden_size, intermediate_size,
+# num_hidden_layers, num_attention_heads, num_key_value_heads, vocab_size, max_position_embeddings);
+# reference counts: the checkpoints' safetensors parameter totals as the Hub reports them.
+LLAMA2 = dict(vocab=32000, positions=4096, data="llama2_pretraining")
+LLAMA3 = dict(vocab=128256, positions=8192, data="llama3_pretraining")
+MODELS.update({
+    "llama2_7b": ("Llama 2 7B", "llama", dict(LLAMA2, d=4096, layers=32, ff=11008, heads=32, kv_heads=32),
+                  6738415616, "meta-llama/Llama-2-7b-hf (Touvron et al., arXiv:2307.09288)"),
+    "llama2_13b": ("Llama 2 13B", "llama", dict(LLAMA2, d=5120, layers=40, ff=13824, heads=40, kv_heads=40),
+                   13015864320, "meta-llama/Llama-2-13b-hf"),
+    "llama2_70b": ("Llama 2 70B", "llama", dict(LLAMA2, d=8192, layers=80, ff=28672, heads=64, kv_heads=8),
+                   68976648192, "meta-llama/Llama-2-70b-hf (grouped-query attention, 8 KV heads)"),
+    "llama3_8b": ("Llama 3 8B", "llama", dict(LLAMA3, d=4096, layers=32, ff=14336, heads=32, kv_heads=8),
+                  8030261248, "meta-llama/Meta-Llama-3-8B (Llama Team, arXiv:2407.21783, Table 3)"),
+    "llama3_70b": ("Llama 3 70B", "llama", dict(LLAMA3, d=8192, layers=80, ff=28672, heads=64, kv_heads=8),
+                   70553706496, "meta-llama/Meta-Llama-3-70B"),
+})
 
 
 def bert(p):
@@ -60,6 +77,21 @@ def gpt2(p):
     return t, sum(numel(x) for x in t)
 
 
+def llama(p):
+    d, ff, hd = p["d"], p["ff"], p["d"] // p["heads"]
+    kv = p["kv_heads"] * hd
+    t = [["model.embed_tokens.weight", [p["vocab"], d], "lookup"]]
+    for i in range(p["layers"]):
+        l = f"model.layers.{i}."  # LlamaDecoderLayer: RMSNorm weights only, no biases; SwiGLU feed-forward
+        t += [[l + "self_attn.q_proj.weight", [d, d]], [l + "self_attn.k_proj.weight", [kv, d]],
+              [l + "self_attn.v_proj.weight", [kv, d]], [l + "self_attn.o_proj.weight", [d, d], "attention"],
+              [l + "mlp.gate_proj.weight", [ff, d]], [l + "mlp.up_proj.weight", [ff, d]],
+              [l + "mlp.down_proj.weight", [d, ff]],
+              [l + "input_layernorm.weight", [d]], [l + "post_attention_layernorm.weight", [d]]]
+    t += [["model.norm.weight", [d]], ["lm_head.weight", [p["vocab"], d]]]  # lm_head untied: its own matmul
+    return t, sum(numel(x) for x in t)
+
+
 def vit(p):
     d, ff, side = p["d"], p["ff"], p["image"] // p["patch"]
     t = [["class_token", [1, 1, d]],
@@ -98,12 +130,16 @@ HEADERS = {
     "vit": ("# Source: torchvision vit_b_16 (torchvision/models/vision_transformer.py; Dosovitskiy et al.,\n"
             "# arXiv:2010.11929): 16x16 patches of a 224x224 image -> 196 tokens + the class token; parameters in\n"
             "# model.parameters() order (class_token, conv_proj, encoder.pos_embedding, layers, ln, heads).\n"),
+    "llama": ("# Source: the Llama architecture (Touvron et al., arXiv:2302.13971 and arXiv:2307.09288; Llama Team,\n"
+              "# arXiv:2407.21783): RMSNorm, rotary positions (no position table), SwiGLU feed-forward, grouped-query\n"
+              "# attention, untied output layer; sizes from the Hugging Face checkpoint's config.json, parameters in\n"
+              "# LlamaForCausalLM's model.parameters() order (modeling_llama.py).\n"),
 }
 
 
 def write(name):
     display, kind, p, reference, ref_source = MODELS[name]
-    tensors, reference_part = {"bert": bert, "gpt2": gpt2, "vit": vit}[kind](p)
+    tensors, reference_part = {"bert": bert, "gpt2": gpt2, "vit": vit, "llama": llama}[kind](p)
     total = sum(numel(t) for t in tensors)
     assert reference_part == reference, (name, reference_part, reference)
     out = [HEADERS[kind].rstrip("\n"),
@@ -113,6 +149,10 @@ def write(name):
     if kind == "vit":
         out += ["dataset: imagenet", "input_shape: [3, 224, 224]", "dtype: float32",
                 f"tokens: {(p['image'] // p['patch']) ** 2 + 1}   # 14 x 14 patches and the class token"]
+    elif kind == "llama":
+        out += [f"dataset: {p['data']}", "dtype: float32",
+                f"tokens: {{default: {p['positions']}, max: {p['positions']}}}   # model.seq_len; the pre-training context",
+                f"head_dim: {p['d'] // p['heads']}   # hidden_size / num_attention_heads"]
     else:
         data = "wikipedia_bookcorpus" if kind == "bert" else "openwebtext"
         out += [f"dataset: {data}", "dtype: float32",
