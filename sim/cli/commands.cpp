@@ -29,6 +29,7 @@
 #include "report/plot.h"
 #include "report/prediction_report.h"
 #include "report/topo_matrix.h"
+#include "schedule/memory.h"
 #include "validate/local_validation.h"
 #include "validate/single_gpu.h"
 #include "validate/validation.h"
@@ -105,6 +106,10 @@ int run_check(const std::string& catalog_dir, const std::string& scenario_file, 
     estimates += "#   " + describe(estimate_work(catalog, s, f), f) +
                  (f == default_fidelity(s) ? " (predict's default for this size)" : "") + "\n";
   std::cout << "# Work estimates (predict and emulate refuse the largest before they start):\n" << estimates;
+  const MemoryEstimate m = estimate_memory(catalog, s);
+  std::cout << "# Memory per GPU: " << memory_summary(m) << "\n";
+  for (const auto& i : m.breakdown)
+    std::cout << "#   " << i.name << " " << format_bytes(i.bytes) << " (" << i.detail << ")\n";
   return 0;
 }
 

@@ -9,6 +9,7 @@
 #include "execute/simgrid/data_pipeline.h"
 #include "load/catalog.h"
 #include "load/scenario.h"
+#include "schedule/memory.h"
 
 namespace ringsim {
 
@@ -80,6 +81,7 @@ struct Prediction {
   std::int64_t iterations_per_epoch = 0;
   double epoch_time_s = 0, time_to_train_s = 0;
   std::string compute_source, compute_source_detail;
+  MemoryEstimate memory;  // per GPU, against its capacity
   std::vector<std::string> tensor_names;
   std::vector<std::uint64_t> tensor_bytes;
   std::vector<double> tensor_ready_s;

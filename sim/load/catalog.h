@@ -192,7 +192,12 @@ struct ModelSpec {
   // (position embeddings) of model.seq_len for text models.
   int default_tokens = 1, max_tokens = 1;
   bool seq_len_settable = false;
-  int head_dim = 64;                       // attention's head size (`head_dim:`; BERT, GPT-2 and ViT-B: 64)
+  int head_dim = 64;  // attention's head size (`head_dim:`; BERT, GPT-2 and ViT-B: 64)
+  // A transformer's shape (`architecture:`), for its activation memory; layers 0: not given.
+  struct Architecture {
+    int layers = 0, hidden = 0, heads = 0, kv_width = 0, ff = 0;
+    bool swiglu = false, dropout = false;
+  } architecture;
   double gradient_bytes() const;           // total_params x dtype size
   int dtype_bytes() const;                 // 4 for float32, 2 for float16
   double forward_flops(int tokens) const;  // per sample, summed over tensors
@@ -233,8 +238,9 @@ struct StackSpec {
 // compute.yaml operators.optimizers: the update a model family's recipes run.
 struct OptimizerSpec {
   std::string name;
-  double bytes_per_param = 0;     // read and written, FP32 state
-  double kernels_per_tensor = 0;  // unfused
+  double bytes_per_param = 0;        // read and written, FP32 state
+  double state_bytes_per_param = 0;  // held between steps (momentum; Adam's two moments)
+  double kernels_per_tensor = 0;     // unfused
 };
 // compute.yaml operators: what GPUs achieve per kernel kind.
 struct OperatorSpec {
@@ -278,6 +284,13 @@ struct ComputeSpec {
   double straggler_cv() const { return std::hypot(step_time_cv, gpu_to_gpu_cv); }
   std::vector<MeasuredRate> measured;
   OperatorSpec operators;
+  // compute.yaml memory: what a GPU holds besides the model's own states and activations.
+  struct Memory {
+    double master_bytes_per_param = 4, gradient_bytes_per_param = 4;
+    double reserve_bytes = 0;       // CUDA context, library workspaces, NCCL's buffers
+    double allocator_overhead = 0;  // the caching allocator's reserved bytes over those allocated
+    std::string source;
+  } memory;
   // The row for this GPU, model, batch and precision at `tokens` tokens per sample (`default_tokens`: the
   // model's, which rows without seq_len were measured at).
   const MeasuredRate* find(const std::string& gpu, const std::string& model, int batch, const std::string& precision,

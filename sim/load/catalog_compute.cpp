@@ -63,8 +63,9 @@ void Catalog::load_operators(const YamlField& f) {
     n.require_map({"forward", "backward"});
     o.norm_passes[family] = {n.get("forward").number(0, 20), n.get("backward").number(0, 20)};
     YamlField opt = f.get("optimizers").get(family);
-    opt.require_map({"name", "bytes_per_param", "kernels_per_tensor"});
+    opt.require_map({"name", "bytes_per_param", "state_bytes_per_param", "kernels_per_tensor"});
     o.optimizers[family] = {opt.get("name").str(), opt.get("bytes_per_param").number(0, 1000),
+                            opt.get("state_bytes_per_param").number(0, 1000),
                             opt.get("kernels_per_tensor").number(0, 100)};
   }
   f.get("gpus").require_map();
@@ -89,7 +90,8 @@ void Catalog::load_operators(const YamlField& f) {
 
 // compute.yaml: the roofline and measured single-GPU rates.
 void Catalog::load_compute(const fs::path& base) {
-  YamlField root = open_root(base / "compute.yaml", {"roofline", "precisions", "variation", "operators", "measured"});
+  YamlField root =
+      open_root(base / "compute.yaml", {"roofline", "precisions", "variation", "operators", "memory", "measured"});
   if (auto v = root.find("variation")) {
     v->require_map({"step_time_cv", "gpu_to_gpu_cv", "co_run_slowdown"});
     compute_.step_time_cv = v->get("step_time_cv").number(0, 1);
@@ -102,6 +104,11 @@ void Catalog::load_compute(const fs::path& base) {
   if (auto e = roof.find("efficiency_scale")) compute_.roofline_efficiency_scale = e->number(0.01, 10);
   load_precisions(root.get("precisions"));
   load_operators(root.get("operators"));
+  YamlField mem = root.get("memory");
+  mem.require_map({"master_bytes_per_param", "gradient_bytes_per_param", "reserve", "allocator_overhead"});
+  compute_.memory = {mem.get("master_bytes_per_param").number(0, 16), mem.get("gradient_bytes_per_param").number(0, 16),
+                     mem.get("reserve").quantity_between(Quantity::Bytes, 0, 1e12),
+                     mem.get("allocator_overhead").number(0, 1), "compute.yaml:" + std::to_string(mem.location().line)};
   for (auto& item : root.get("measured").items()) {
     item.require_map({"gpu", "model", "batch_per_gpu", "precision", "seq_len", "images_per_sec", "samples_per_sec"});
     MeasuredRate m;

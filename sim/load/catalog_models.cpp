@@ -78,7 +78,7 @@ void Catalog::load_models(const fs::path& base) {
 
 ModelSpec Catalog::read_model(const fs::path& file) const {
   YamlField f = open_root(file, {"name", "display_name", "dataset", "input_shape", "dtype", "total_params", "tokens",
-                                 "head_dim", "tensors"});
+                                 "head_dim", "architecture", "tensors"});
   ModelSpec m;
   m.file = file.string();
   m.name = f.get("name").str();
@@ -98,6 +98,17 @@ ModelSpec Catalog::read_model(const fs::path& file) const {
     if (m.input_shape.size() != 3) f.get("input_shape").fail("expected [channels, height, width]");
   }
   if (auto h = f.find("head_dim")) m.head_dim = static_cast<int>(h->integer(1, 1024));
+  if (auto a = f.find("architecture")) {
+    a->require_map({"layers", "hidden", "heads", "kv_width", "ff", "mlp", "dropout"});
+    auto dim = [&](const char* k) { return static_cast<int>(a->get(k).integer(1, 1 << 20)); };
+    m.architecture = {dim("layers"),
+                      dim("hidden"),
+                      dim("heads"),
+                      dim("kv_width"),
+                      dim("ff"),
+                      a->get("mlp").choice({"gelu", "swiglu"}) == "swiglu",
+                      a->get("dropout").boolean()};
+  }
   m.dtype = f.get("dtype").choice({"float32", "float16"});
   m.total_params = f.get("total_params").integer(1, std::int64_t(1) << 50);
   std::int64_t sum = 0;

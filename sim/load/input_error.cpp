@@ -110,7 +110,7 @@ std::vector<std::string> closest_names(std::string_view word, const std::vector<
 std::string suggestion_suffix(std::string_view word, const std::vector<std::string>& candidates) {
   auto close = closest_names(word, candidates);
   if (!close.empty()) return "; did you mean " + join_alternatives(close, " or ") + "?";
-  if (!candidates.empty() && candidates.size() <= 16)
+  if (!candidates.empty() && candidates.size() <= 32)
     return "; expected one of: " + join_alternatives(candidates, ", ");
   return "";
 }

@@ -6,6 +6,7 @@
 #include "load/units.h"
 #include "plan/plan_run.h"
 #include "plan/sweep.h"
+#include "schedule/memory.h"
 
 namespace ringsim::plan_detail {
 
@@ -54,7 +55,8 @@ void choose_skus(PlanRun& r) {
     throw InputError({r.o.scenario, 0, 0, ""},
                      "plan: model.samples_per_sec_single_gpu fixes one GPU's speed, but the plan compares " +
                          std::to_string(gpu_types.size()) +
-                         " GPU types; give it per GPU type (a map by GPU type, e.g. {H100-SXM5-80GB: 3000, A100-SXM4-80GB: 1500}), remove it (the "
+                         " GPU types; give it per GPU type (a map by GPU type, e.g. {H100-SXM5-80GB: 3000, "
+                         "A100-SXM4-80GB: 1500}), remove it (the "
                          "catalog's rates apply) or restrict plan.skus to one GPU type");
 }
 
@@ -98,7 +100,11 @@ void make_candidates(PlanRun& r) {
           std::vector<Override> ov;
           for (const auto& s : c.sets) ov.push_back(parse_override(s));
           try {
-            load_scenario(r.o.scenario, r.catalog, ov);
+            const MemoryEstimate m = estimate_memory(r.catalog, load_scenario(r.o.scenario, r.catalog, ov));
+            if (!m.fits()) {  // a plan never proposes a job that cannot run
+              r.skipped.emplace_back(describe(c), memory_summary(m));
+              continue;
+            }
           } catch (const InputError& e) {
             r.skipped.emplace_back(describe(c), e.what());
             continue;

@@ -123,6 +123,19 @@ ordered_json data_pipeline_json(const Prediction& p) {
           {"steady_state", epoch(d.steady)}};
 }
 
+// JSON memory: {per_gpu_bytes, capacity_bytes, fits, breakdown: {name: bytes}, advice}.
+ordered_json memory_json(const MemoryEstimate& m) {
+  ordered_json j;
+  j["per_gpu_bytes"] = m.per_gpu_bytes;
+  j["capacity_bytes"] = m.capacity_bytes;
+  j["fits"] = m.fits();
+  ordered_json b = ordered_json::object();
+  for (const auto& i : m.breakdown) b[i.name] = i.bytes;
+  j["breakdown"] = b;
+  if (!m.advice.empty()) j["advice"] = m.advice;
+  return j;
+}
+
 ordered_json link_json(const LinkLoad& l) {
   return {{"link", l.name},   {"class", l.link_class},       {"kind", l.kind}, {"bandwidth_bytes_per_s", l.bandwidth},
           {"bytes", l.bytes}, {"utilisation", l.utilisation}};
@@ -178,6 +191,7 @@ std::string result_json(const Prediction& p, const std::string& source) {
     j["band"] = {{"samples", p.band_samples}, {"parameters", p.band_parameters}};
   }
   j["compute_source"] = {{"kind", p.compute_source}, {"detail", p.compute_source_detail}};
+  j["memory"] = memory_json(p.memory);
   j["bottleneck"] = link_json(p.bottleneck);
   j["data_pipeline"] = data_pipeline_json(p);
   j["fusion_buffers"] = p.collectives.size();
@@ -336,6 +350,14 @@ std::string model_row(const Scenario& s) {
 }
 }  // namespace
 
+// "61.2 GiB of 80 GiB (77 %): parameters 30 GiB, ..." (the breakdown where it has any bytes).
+std::string memory_row(const MemoryEstimate& m) {
+  std::string parts;
+  for (const auto& i : m.breakdown)
+    if (i.bytes > 0) parts += (parts.empty() ? "" : ", ") + i.name + " " + format_bytes(i.bytes);
+  return memory_summary(m) + " [" + parts + "]";
+}
+
 std::string prediction_table(const Prediction& p) {
   std::ostringstream o;
   const Scenario& s = p.scenario;
@@ -354,6 +376,7 @@ std::string prediction_table(const Prediction& p) {
   row("model", model_row(s));
   row("communication", communication_row(s, p.library, picked(s, p)));
   row("single-GPU compute", p.compute_source + ": " + p.compute_source_detail);
+  row("memory per GPU", memory_row(p.memory));
   if (!s.calibration_left_out.empty()) row("calibration", s.calibration_left_out);
   o << '\n';
   row("iteration time", format_time(p.iteration_time_s));

@@ -126,6 +126,7 @@ ComputeModel build_compute_model(const Catalog& catalog, const Scenario& s, bool
   }
   const double flops = model.forward_flops(s.model.tokens);
   cm.update_s = optimizer_update_s(model, gpu);
+  cm.memory = estimate_memory(catalog, s);
 
   double fwd_bwd = micro_batch_s(catalog, s, cm);
   if (!s.model.images_per_sec_single_gpu && !s.model.single_gpu_rates.empty())

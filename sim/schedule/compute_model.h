@@ -8,6 +8,7 @@
 
 #include "load/catalog.h"
 #include "load/scenario.h"
+#include "schedule/memory.h"
 
 namespace ringsim {
 
@@ -22,7 +23,8 @@ struct Layer {
 struct ComputeModel {
   std::vector<Layer> layers;  // forward order
   double forward_s = 0, backward_s = 0;
-  double update_s = 0;  // optimizer step on the GPU (allreduce strategies)
+  double update_s = 0;    // optimizer step on the GPU (allreduce strategies)
+  MemoryEstimate memory;  // what each GPU holds (schedule/memory.h)
   // What the slowest of the synchronous ranks takes more, on average, for its forward and backward pass;
   // included in forward_s, backward_s and the layers' times (0 for one rank).
   double straggler_s = 0;

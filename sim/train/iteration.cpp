@@ -50,6 +50,7 @@ void set_compute_fields(Prediction& p, const ComputeModel& cm, const TrainingFra
   p.update_s = framework.optimizer_step() ? cm.update_s * scale : 0;
   p.compute_time_s = p.forward_s + p.backward_s + p.update_s;
   p.compute_source = cm.source;
+  p.memory = cm.memory;
   p.compute_source_detail = cm.source_detail + (scale != 1 ? " x compute scale " + std::to_string(scale) : "");
 }
 

@@ -137,6 +137,18 @@ HEADERS = {
 }
 
 
+def architecture(kind, p):
+    """What the activation memory needs: layers, widths, the feed-forward's kind, whether dropout masks are kept
+    (BERT's and GPT-2's hidden and attention dropout 0.1; torchvision's ViT and Llama train without)."""
+    d, heads = p["d"], p.get("heads", p["d"] // 64)
+    ff = p.get("ff", 4 * d)
+    kv = p.get("kv_heads", heads) * (d // heads)
+    mlp = "swiglu" if kind == "llama" else "gelu"
+    dropout = "true" if kind in ("bert", "gpt2") else "false"
+    return (f"architecture: {{layers: {p['layers']}, hidden: {d}, heads: {heads}, kv_width: {kv}, ff: {ff}, "
+            f"mlp: {mlp}, dropout: {dropout}}}   # activation memory (sim/schedule/memory.cpp)")
+
+
 def write(name):
     display, kind, p, reference, ref_source = MODELS[name]
     tensors, reference_part = {"bert": bert, "gpt2": gpt2, "vit": vit, "llama": llama}[kind](p)
@@ -157,6 +169,7 @@ def write(name):
         data = "wikipedia_bookcorpus" if kind == "bert" else "openwebtext"
         out += [f"dataset: {data}", "dtype: float32",
                 f"tokens: {{default: {128 if kind == 'bert' else 1024}, max: {p['positions']}}}   # model.seq_len"]
+    out.append(architecture(kind, p))
     extra = total - reference
     note = f"   # {reference:,} = {ref_source}" + (f"; + {extra:,} of the pre-training heads" if extra else "")
     out.append(f"total_params: {total}{note}")

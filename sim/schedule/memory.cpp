@@ -1,0 +1,135 @@
+#include "schedule/memory.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "load/units.h"
+
+namespace ringsim {
+
+namespace {
+
+// Bytes of an activation element: 16-bit under autocast (amp, bf16), else 32-bit.
+double activation_width(const std::string& precision) { return precision == "amp" || precision == "bf16" ? 2 : 4; }
+
+// One transformer layer's saved tensors per token ([actmem]): the two norms' inputs; the QKV projection's
+// input, Q, K and V (grouped-query: K and V at kv_width), the output projection's input; the feed-forward's
+// input and its activation's tensors (GeLU: its input and output; SwiGLU: gate, silu(gate), up and their
+// product); 1-byte dropout masks after attention and the feed-forward. Without flash attention (and without
+// selective recomputation) the scores: softmax's output, dropout's output and mask per head and key.
+double layer_bytes_per_token(const ModelSpec::Architecture& a, double w, double tokens, bool keeps_scores) {
+  const double h = a.hidden, kv = a.kv_width, ff = a.ff;
+  double bytes = w * (2 * h) + w * (3 * h + 2 * kv) + w * (h + (a.swiglu ? 4 : 2) * ff);
+  if (a.dropout) bytes += 2 * h;
+  if (keeps_scores) bytes += a.heads * tokens * (2 * w + (a.dropout ? 1 : 0));
+  return bytes;
+}
+
+// A transformer's activations per sample: its layers, and the output layer's logits with the loss's FP32 copy.
+double transformer_activations(const ModelSpec& m, double w, double tokens, bool flash, double vocab) {
+  const auto& a = m.architecture;
+  return tokens * (a.layers * layer_bytes_per_token(a, w, tokens, !flash) + vocab * (w + 4));
+}
+
+// A CNN's activations per image: every convolution's output kept twice (for its normalisation's backward
+// pass, and normalised and rectified as the next convolution's input), and the input image.
+double cnn_activations(const ModelSpec& m, double w) {
+  double elems = 0;
+  for (const auto& t : m.tensors) {
+    if (t.out_h <= 0) continue;
+    const bool keras = t.name.size() >= 6 && t.name.compare(t.name.size() - 6, 6, "kernel") == 0;
+    elems += static_cast<double>(keras ? t.shape[3] : t.shape[0]) * t.out_h * t.out_w;
+  }
+  double input = 1;
+  for (int d : m.input_shape) input *= d;
+  return w * (2 * elems + input);
+}
+
+// The largest 2-D per-token weight's rows: a text model's vocabulary (its output layer).
+double vocabulary(const ModelSpec& m) {
+  double v = 0;
+  for (const auto& t : m.tensors)
+    if (t.shape.size() == 2 && t.use == TensorUse::PerToken) v = std::max(v, static_cast<double>(t.shape[0]));
+  return v >= 8192 ? v : 0;
+}
+
+const StackSpec& stack_of(const Catalog& catalog, const Scenario& s) {
+  const auto& ops = catalog.compute().operators;
+  return ops.stacks.at(s.model.stack.empty() ? ops.default_stack : s.model.stack);
+}
+
+// What would make a job that does not fit fit: a micro-batch that does, else sharding the model's states.
+// `fixed`: the bytes that do not grow with the micro-batch; a sample adds its activations and the allocator's
+// overhead on them.
+std::string advice(const MemoryEstimate& m, const Scenario& s, double fixed, double overhead) {
+  const double room = m.capacity_bytes - fixed;
+  const int batch =
+      room > 0 ? static_cast<int>(std::floor(room / (m.activation_bytes_per_sample * (1 + overhead)))) : 0;
+  if (batch >= 1 && batch < s.model.batch_per_gpu)
+    return "it fits with model.batch_per_gpu " + std::to_string(batch) +
+           " (training.gradient_accumulation keeps the batch)";
+  return "the parameters, gradients, optimizer state and buffers alone (" + format_bytes(fixed) +
+         " with the reserve) leave no room for " + (batch < 1 ? "one sample" : "the batch") +
+         ": shard them over the GPUs (FSDP or ZeRO, not modelled yet), a GPU with more memory, or a smaller model";
+}
+
+}  // namespace
+
+MemoryEstimate estimate_memory(const Catalog& catalog, const Scenario& s) {
+  const ModelSpec& model = catalog.model(s.model.name);
+  const GpuSpec& gpu = catalog.gpu(catalog.sku(s.cluster.sku).gpu);
+  const ComputeSpec& cs = catalog.compute();
+  const auto& mem = cs.memory;
+  const double n = static_cast<double>(model.total_params);
+  const OptimizerSpec& opt = cs.operators.optimizers.at(model.transformer() ? "transformer" : "cnn");
+  const double w = activation_width(s.model.precision);
+  MemoryEstimate m;
+  m.capacity_bytes = gpu.memory_bytes;
+  const bool flash = stack_of(catalog, s).flash_attention;
+  if (model.architecture.layers > 0)
+    m.activation_bytes_per_sample = transformer_activations(model, w, s.model.tokens, flash, vocabulary(model));
+  else if (!model.transformer())
+    m.activation_bytes_per_sample = cnn_activations(model, w);
+  const double activations = m.activation_bytes_per_sample * s.model.batch_per_gpu;
+  double buffers = 0;
+  std::string buffer_detail = "none";
+  if (ddp_copies_buckets(s)) {
+    buffers = n * mem.gradient_bytes_per_param;
+    buffer_detail = "DDP's gradient buckets, a copy of every gradient";
+  } else if (s.communication.framework == Framework::Horovod && s.cluster.total_gpus() > 1) {
+    buffers = s.communication.fusion_threshold_bytes;
+    buffer_detail = "Horovod's fusion buffer";
+  }
+  m.breakdown = {
+      {"parameters", n * mem.master_bytes_per_param,
+       format_number(mem.master_bytes_per_param) + " B x " + format_number(n) + " (FP32, replicated)"},
+      {"gradients", n * mem.gradient_bytes_per_param, format_number(mem.gradient_bytes_per_param) + " B a parameter"},
+      {"optimizer_state", n * opt.state_bytes_per_param,
+       opt.name + ", " + format_number(opt.state_bytes_per_param) + " B a parameter"},
+      {"activations", activations,
+       format_bytes(m.activation_bytes_per_sample) + " a sample x " + std::to_string(s.model.batch_per_gpu) +
+           (model.transformer() ? (flash ? ", flash attention" : ", attention scores kept") : "")},
+      {"buffers", buffers, buffer_detail},
+  };
+  double allocated = 0;
+  for (const auto& i : m.breakdown) allocated += i.bytes;
+  m.breakdown.push_back({"reserve", mem.reserve_bytes + allocated * mem.allocator_overhead,
+                         format_bytes(mem.reserve_bytes) + " (context, workspaces) + " +
+                             format_number(mem.allocator_overhead * 100) + " % allocator overhead (" + mem.source +
+                             ")"});
+  for (const auto& i : m.breakdown) m.per_gpu_bytes += i.bytes;
+  if (!m.fits())
+    m.advice = advice(m, s, m.per_gpu_bytes - activations * (1 + mem.allocator_overhead), mem.allocator_overhead);
+  return m;
+}
+
+std::string memory_summary(const MemoryEstimate& m) {
+  std::string text = format_bytes(m.per_gpu_bytes) + " of " + format_bytes(m.capacity_bytes) + " (" +
+                     format_number(std::round(100 * m.per_gpu_bytes / m.capacity_bytes)) + " %)";
+  if (m.fits()) return text;
+  text = "does not fit: needs " + text;
+  if (!m.advice.empty()) text += "; " + m.advice;
+  return text;
+}
+
+}  // namespace ringsim
