@@ -6,6 +6,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "schedule/compute_model.h"
 #include "schedule/memory.h"
 #include "test_support.h"
 
@@ -116,4 +117,37 @@ TEST_CASE("memory: check prints the breakdown, predict's JSON has it, plan leave
   CHECK_THAT(plan.output, Catch::Contains("no configuration of the search space is a valid scenario") &&
                               Catch::Contains("it fits with model.batch_per_gpu"));
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("activation checkpointing: full keeps each layer's input and recomputes its forward pass", "[memory]") {
+  const Catalog& c = test::catalog();
+  auto one_gpu = [&](const std::string& mode, const std::string& stack) {
+    return load_scenario_text(
+        "cluster: {sku: ND96isr_H100_v5, nodes: 1, gpus_per_node: 1}\nmodel: {name: gpt2_xl, "
+        "batch_per_gpu: 8, precision: bf16, stack: " +
+            stack + ", activation_checkpointing: " + mode + "}\ntraining: {epochs: 1}\n",
+        "t.yaml", c);
+  };
+  const auto& a = c.model("gpt2_xl").architecture;
+  const double h = a.hidden, L = a.layers, s = 1024, V = 50257;
+  const MemoryEstimate full = estimate_memory(c, one_gpu("full", "tuned"));
+  CHECK(full.activation_bytes_per_sample == Approx(s * (L * 2 * h + 34 * h + V * 6)).epsilon(1e-12));
+  const ComputeModel none = build_compute_model(c, one_gpu("none", "tuned"), false);
+  const ComputeModel again = build_compute_model(c, one_gpu("full", "tuned"), false);
+  CHECK(again.forward_s == Approx(none.forward_s).epsilon(1e-12));
+  CHECK(again.backward_s == Approx(none.backward_s + none.forward_s).epsilon(1e-9));
+  CHECK(again.recompute_s == Approx(none.forward_s).epsilon(1e-9));
+  // Selective recomputes the scores' products, which flash attention's backward pass already does: nothing
+  // more with flash; without it (a stack with no flash attention) the attention's share of the forward FLOPs.
+  CHECK(build_compute_model(c, one_gpu("selective", "tuned"), false).recompute_s == 0);
+  CHECK(estimate_memory(c, one_gpu("selective", "tuned")).activation_bytes_per_sample ==
+        estimate_memory(c, one_gpu("none", "tuned")).activation_bytes_per_sample);
+  // A CNN has no architecture: refused with where.
+  const std::string e = test::input_error_of([&] {
+    load_scenario_text(
+        "cluster: {sku: ND96isr_H100_v5, nodes: 1}\nmodel: {name: resnet50, batch_per_gpu: 8, "
+        "activation_checkpointing: full}\ntraining: {epochs: 1}\n",
+        "r.yaml", c);
+  });
+  CHECK_THAT(e, Catch::Contains("r.yaml:2:") && Catch::Contains("resnet50 has none"));
 }

@@ -77,7 +77,7 @@ const std::vector<std::string> kClusterKeys = {
     "sku", "nodes", "gpus_per_node", "fabric", "fabric_topology", "nodes_per_leaf", "oversubscription"};
 const std::vector<std::string> kModelKeys = {
     "name",    "batch_per_gpu", "images_per_sec_single_gpu", "samples_per_sec_single_gpu", "precision",
-    "seq_len", "stack"};
+    "seq_len", "stack",         "activation_checkpointing"};
 const std::vector<std::string> kTrainingKeys = {"epochs", "dataset_images", "dataset_samples", "gradient_accumulation"};
 const std::vector<std::string> kCommKeys = {"strategy",
                                             "library_version",
@@ -388,6 +388,14 @@ const ModelSpec& parse_model(const YamlField& root, const Catalog& catalog, Scen
   parse_single_gpu_rate(mo, catalog, s);
   parse_precision(mo, catalog, s);
   if (auto f = mo.find("stack")) s.model.stack = f->choice(catalog.compute().operators.stack_order);
+  if (auto f = mo.find("activation_checkpointing")) {
+    s.model.activation_checkpointing = f->choice({"none", "selective", "full"});
+    if (s.model.activation_checkpointing != "none" && model->architecture.layers == 0)
+      f->fail(
+          "activation checkpointing is modelled for the transformers with an architecture: in their model "
+          "file (" +
+          model->name + " has none)");
+  }
   s.model.tokens = model->default_tokens;
   s.model.text = model->seq_len_settable;
   if (auto f = mo.find("seq_len")) {
@@ -536,6 +544,7 @@ std::string to_yaml(const Scenario& s) {
   }
   out << YAML::Key << "precision" << YAML::Value << s.model.precision;
   if (!s.model.stack.empty()) out << YAML::Key << "stack" << YAML::Value << s.model.stack;
+  out << YAML::Key << "activation_checkpointing" << YAML::Value << s.model.activation_checkpointing;
   if (s.model.text) out << YAML::Key << "seq_len" << YAML::Value << s.model.tokens;
   out << YAML::EndMap;
   out << YAML::Key << "training" << YAML::Value << YAML::BeginMap;

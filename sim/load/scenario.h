@@ -52,6 +52,9 @@ struct ModelConfig {
   // compute.yaml operators.stacks: the software stack the operator model runs the model with; empty: none
   // (the single-GPU rate from a measurement or the roofline).
   std::string stack;
+  // What the backward pass recomputes instead of keeping (Korthikanti et al., arXiv:2205.05198): none;
+  // selective (the attention scores); full (each layer from its input).
+  std::string activation_checkpointing = "none";
   int gradient_bytes = 4;  // bytes of a gradient element on the wire (precision, communication.gradient_precision)
   int tokens = 1;          // per sample: model.seq_len, or the model's fixed count
   bool text = false;       // a text model: model.seq_len sets `tokens`

@@ -109,6 +109,25 @@ double micro_batch_s(const Catalog& catalog, const Scenario& s, ComputeModel& cm
   return batch * flops * (1 + b2f) / (gpu.peak_flops(p.peak) * efficiency);
 }
 
+// Activation checkpointing's recomputation in the backward pass: full repeats every layer's forward pass;
+// selective the attention's score products (QK^T and the scores times V), which flash attention's backward
+// pass recomputes anyway. A measured single-GPU rate (the scenario's) was taken as the user runs it.
+void add_recomputation(const ModelSpec& model, const Scenario& s, const ComputeSpec& cs, double& fwd_bwd,
+                       ComputeModel& cm) {
+  const std::string& mode = s.model.activation_checkpointing;
+  if (mode == "none" || cm.source == "scenario") return;
+  const auto& ops = cs.operators;
+  const bool flash = ops.stacks.at(s.model.stack.empty() ? ops.default_stack : s.model.stack).flash_attention;
+  const auto& a = model.architecture;
+  const double t = s.model.tokens, flops = model.forward_flops(s.model.tokens);
+  const double share = mode == "full" ? 1 : flash ? 0 : a.layers * 4 * t * t * a.hidden / flops;
+  const double forward = cm.backward_share > 0 ? 1 - cm.backward_share : 1 / (1 + cs.backward_to_forward);
+  const double extra = fwd_bwd * forward * share;
+  cm.backward_share = (fwd_bwd * (1 - forward) + extra) / (fwd_bwd + extra);
+  cm.recompute_s = extra;
+  fwd_bwd += extra;
+}
+
 }  // namespace
 
 ComputeModel build_compute_model(const Catalog& catalog, const Scenario& s, bool stragglers) {
@@ -129,6 +148,7 @@ ComputeModel build_compute_model(const Catalog& catalog, const Scenario& s, bool
   cm.memory = estimate_memory(catalog, s);
 
   double fwd_bwd = micro_batch_s(catalog, s, cm);
+  add_recomputation(model, s, catalog.compute(), fwd_bwd, cm);
   if (!s.model.images_per_sec_single_gpu && !s.model.single_gpu_rates.empty())
     cm.source_detail += "; model.samples_per_sec_single_gpu has no rate for " + gpu.name;
   if (fwd_bwd <= 0)

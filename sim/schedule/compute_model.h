@@ -23,8 +23,9 @@ struct Layer {
 struct ComputeModel {
   std::vector<Layer> layers;  // forward order
   double forward_s = 0, backward_s = 0;
-  double update_s = 0;    // optimizer step on the GPU (allreduce strategies)
-  MemoryEstimate memory;  // what each GPU holds (schedule/memory.h)
+  double update_s = 0;     // optimizer step on the GPU (allreduce strategies)
+  MemoryEstimate memory;   // what each GPU holds (schedule/memory.h)
+  double recompute_s = 0;  // a micro-batch's recomputation (activation checkpointing), in its backward pass
   // What the slowest of the synchronous ranks takes more, on average, for its forward and backward pass;
   // included in forward_s, backward_s and the layers' times (0 for one rank).
   double straggler_s = 0;

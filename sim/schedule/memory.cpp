@@ -26,9 +26,14 @@ double layer_bytes_per_token(const ModelSpec::Architecture& a, double w, double 
 }
 
 // A transformer's activations per sample: its layers, and the output layer's logits with the loss's FP32 copy.
-double transformer_activations(const ModelSpec& m, double w, double tokens, bool flash, double vocab) {
+// Full checkpointing keeps each layer's input and, while one layer is recomputed, that layer's tensors.
+double transformer_activations(const ModelSpec& m, double w, double tokens, bool flash, double vocab,
+                               const std::string& checkpointing) {
   const auto& a = m.architecture;
-  return tokens * (a.layers * layer_bytes_per_token(a, w, tokens, !flash) + vocab * (w + 4));
+  const bool scores = !flash && checkpointing == "none";
+  const double layer = layer_bytes_per_token(a, w, tokens, scores);
+  const double layers = checkpointing == "full" ? a.layers * w * a.hidden + layer : a.layers * layer;
+  return tokens * (layers + vocab * (w + 4));
 }
 
 // A CNN's activations per image: every convolution's output kept twice (for its normalisation's backward
@@ -87,7 +92,8 @@ MemoryEstimate estimate_memory(const Catalog& catalog, const Scenario& s) {
   m.capacity_bytes = gpu.memory_bytes;
   const bool flash = stack_of(catalog, s).flash_attention;
   if (model.architecture.layers > 0)
-    m.activation_bytes_per_sample = transformer_activations(model, w, s.model.tokens, flash, vocabulary(model));
+    m.activation_bytes_per_sample =
+        transformer_activations(model, w, s.model.tokens, flash, vocabulary(model), s.model.activation_checkpointing);
   else if (!model.transformer())
     m.activation_bytes_per_sample = cnn_activations(model, w);
   const double activations = m.activation_bytes_per_sample * s.model.batch_per_gpu;
@@ -108,7 +114,12 @@ MemoryEstimate estimate_memory(const Catalog& catalog, const Scenario& s) {
        opt.name + ", " + format_number(opt.state_bytes_per_param) + " B a parameter"},
       {"activations", activations,
        format_bytes(m.activation_bytes_per_sample) + " a sample x " + std::to_string(s.model.batch_per_gpu) +
-           (model.transformer() ? (flash ? ", flash attention" : ", attention scores kept") : "")},
+           (model.transformer() ? (flash                                        ? ", flash attention"
+                                   : s.model.activation_checkpointing == "none" ? ", attention scores kept"
+                                                                                : ", attention scores recomputed")
+                                : "") +
+           (s.model.activation_checkpointing != "none" ? ", " + s.model.activation_checkpointing + " checkpointing"
+                                                       : "")},
       {"buffers", buffers, buffer_detail},
   };
   double allocated = 0;
