@@ -47,6 +47,12 @@ TEST_CASE("memory: FP32 parameters and gradients, the optimizer's state, DDP's b
   // 16 B a parameter alone exceed 80 GB: no micro-batch helps, sharding does.
   CHECK_FALSE(m.fits());
   CHECK(m.advice.find("shard them over the GPUs") != std::string::npos);
+  // The ZeRO paper (Rajbhandari et al., arXiv:1910.02054, section 3.1): mixed-precision Adam holds 16 bytes a
+  // parameter, "at least 24 GB" for GPT-2's 1.5 billion.
+  const MemoryEstimate xl = estimate_memory(c, job("gpt2_xl", 1, ", precision: bf16"));
+  const double states = part(xl, "parameters") + part(xl, "gradients") + part(xl, "optimizer_state");
+  CHECK(states == 16.0 * static_cast<double>(c.model("gpt2_xl").total_params));
+  CHECK(states > 24e9);
   // gradient_as_bucket_view: the buckets are the gradients themselves.
   const MemoryEstimate view =
       estimate_memory(c, load_scenario_text("cluster: {sku: ND96isr_H100_v5, nodes: 2}\nmodel: {name: llama3_8b, "

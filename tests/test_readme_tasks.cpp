@@ -161,6 +161,10 @@ TEST_CASE("README task 3: ringsim bench against a real nccl-tests log, and a fit
            {"nccl_overlay.yaml"});
 }
 
+TEST_CASE("README task 4: whether a job fits a GPU's memory, and what makes it fit", "[readme_tasks][readme]") {
+  run_task("### 4. Does the job fit in a GPU's memory?", {"check ", "activation_checkpointing=full"}, {});
+}
+
 TEST_CASE("README tasks: sections, commands and shown lines are read as the tests use them", "[readme_tasks][readme]") {
   const std::string text =
       "# t\n## A\nx\n### 1. one\n```\n$ build/bin/ringsim a b\nout\n...\n$ "
