@@ -358,6 +358,17 @@ std::string memory_row(const MemoryEstimate& m) {
   return memory_summary(m) + " [" + parts + "]";
 }
 
+// "795.2 ms (forward ..., backward ..., update ...; busy neighbours ...; the slowest of N ranks ...)".
+std::string compute_row(const Prediction& p) {
+  return format_time(p.compute_time_s) + " (forward " + format_time(p.forward_s) + ", backward " +
+         format_time(p.backward_s) + ", update " + format_time(p.update_s) +
+         (p.co_run_s > 0 ? "; busy neighbours in the node " + format_time(p.co_run_s) + " more" : "") +
+         (p.straggler_s > 0
+              ? "; the slowest of " + std::to_string(p.gpus) + " ranks " + format_time(p.straggler_s) + " more"
+              : "") +
+         ")";
+}
+
 std::string prediction_table(const Prediction& p) {
   std::ostringstream o;
   const Scenario& s = p.scenario;
@@ -388,13 +399,7 @@ std::string prediction_table(const Prediction& p) {
   row(noun + "/s per GPU", format_number(std::round(p.images_per_sec_per_gpu * 10) / 10) + " (single GPU " +
                                format_number(std::round(p.single_gpu_images_per_sec * 10) / 10) + ")");
   row("scaling efficiency", pct(p.scaling_efficiency));
-  row("compute time", format_time(p.compute_time_s) + " (forward " + format_time(p.forward_s) + ", backward " +
-                          format_time(p.backward_s) + ", update " + format_time(p.update_s) +
-                          (p.co_run_s > 0 ? "; busy neighbours in the node " + format_time(p.co_run_s) + " more" : "") +
-                          (p.straggler_s > 0 ? "; the slowest of " + std::to_string(p.gpus) + " ranks " +
-                                                   format_time(p.straggler_s) + " more"
-                                             : "") +
-                          ")");
+  row("compute time", compute_row(p));
   if (p.bucket_copy_s > 0)
     row("DDP's bucket copies",
         format_time(p.bucket_copy_s) + " (gradients into their buckets in backward, out after the allreduces)");
