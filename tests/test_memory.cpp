@@ -117,6 +117,9 @@ TEST_CASE("memory: check prints the breakdown, predict's JSON has it, plan leave
   const auto j = nlohmann::json::parse(std::ifstream(json));
   CHECK(j["memory"]["fits"] == false);
   CHECK(j["memory"]["capacity_bytes"].get<double>() == 80e9);
+  // The band: the reserve's and the allocator's ranges (compute.yaml memory).
+  CHECK(j["memory"]["per_gpu_bytes_low"].get<double>() < j["memory"]["per_gpu_bytes"].get<double>());
+  CHECK(j["memory"]["per_gpu_bytes_high"].get<double>() > j["memory"]["per_gpu_bytes"].get<double>());
   CHECK(j["memory"]["breakdown"]["activations"].get<double>() > 0);
   const auto plan = run_ringsim("plan " + f);
   CHECK(plan.status == 2);

@@ -289,6 +289,7 @@ struct ComputeSpec {
     double master_bytes_per_param = 4, gradient_bytes_per_param = 4;
     double reserve_bytes = 0;       // CUDA context, library workspaces, NCCL's buffers
     double allocator_overhead = 0;  // the caching allocator's reserved bytes over those allocated
+    std::pair<double, double> reserve_range, allocator_overhead_range;  // assumptions: the band's ends
     std::string source;
   } memory;
   // The row for this GPU, model, batch and precision at `tokens` tokens per sample (`default_tokens`: the

@@ -47,6 +47,17 @@ StackSpec read_stack(const std::string& name, const YamlField& f) {
   st.source = "compute.yaml:" + std::to_string(f.location().line);
   return st;
 }
+
+// [low, high] around `value`, each end read by `read`.
+template <typename Read>
+std::pair<double, double> range_around(const YamlField& f, double value, Read read) {
+  const auto items = f.items();
+  if (items.size() != 2) f.fail("expected [low, high]");
+  const std::pair<double, double> r{read(items[0]), read(items[1])};
+  if (!(r.first <= value && value <= r.second)) f.fail("the range must hold the value it is given for");
+  return r;
+}
+
 }  // namespace
 
 // compute.yaml operators: the operator model's figures per kernel kind, GPU, optimizer and software stack.
@@ -105,10 +116,18 @@ void Catalog::load_compute(const fs::path& base) {
   load_precisions(root.get("precisions"));
   load_operators(root.get("operators"));
   YamlField mem = root.get("memory");
-  mem.require_map({"master_bytes_per_param", "gradient_bytes_per_param", "reserve", "allocator_overhead"});
-  compute_.memory = {mem.get("master_bytes_per_param").number(0, 16), mem.get("gradient_bytes_per_param").number(0, 16),
-                     mem.get("reserve").quantity_between(Quantity::Bytes, 0, 1e12),
-                     mem.get("allocator_overhead").number(0, 1), "compute.yaml:" + std::to_string(mem.location().line)};
+  mem.require_map({"master_bytes_per_param", "gradient_bytes_per_param", "reserve", "reserve_range",
+                   "allocator_overhead", "allocator_overhead_range"});
+  auto& m = compute_.memory;
+  m.master_bytes_per_param = mem.get("master_bytes_per_param").number(0, 16);
+  m.gradient_bytes_per_param = mem.get("gradient_bytes_per_param").number(0, 16);
+  m.reserve_bytes = mem.get("reserve").quantity_between(Quantity::Bytes, 0, 1e12);
+  m.allocator_overhead = mem.get("allocator_overhead").number(0, 1);
+  m.reserve_range = range_around(mem.get("reserve_range"), m.reserve_bytes,
+                                 [](const YamlField& f) { return f.quantity_between(Quantity::Bytes, 0, 1e12); });
+  m.allocator_overhead_range = range_around(mem.get("allocator_overhead_range"), m.allocator_overhead,
+                                            [](const YamlField& f) { return f.number(0, 1); });
+  m.source = "compute.yaml:" + std::to_string(mem.location().line);
   for (auto& item : root.get("measured").items()) {
     item.require_map({"gpu", "model", "batch_per_gpu", "precision", "seq_len", "images_per_sec", "samples_per_sec"});
     MeasuredRate m;

@@ -127,6 +127,8 @@ ordered_json data_pipeline_json(const Prediction& p) {
 ordered_json memory_json(const MemoryEstimate& m) {
   ordered_json j;
   j["per_gpu_bytes"] = m.per_gpu_bytes;
+  j["per_gpu_bytes_low"] = m.per_gpu_bytes_low;
+  j["per_gpu_bytes_high"] = m.per_gpu_bytes_high;
   j["capacity_bytes"] = m.capacity_bytes;
   j["fits"] = m.fits();
   ordered_json b = ordered_json::object();

@@ -124,6 +124,8 @@ MemoryEstimate estimate_memory(const Catalog& catalog, const Scenario& s) {
   };
   double allocated = 0;
   for (const auto& i : m.breakdown) allocated += i.bytes;
+  m.per_gpu_bytes_low = allocated * (1 + mem.allocator_overhead_range.first) + mem.reserve_range.first;
+  m.per_gpu_bytes_high = allocated * (1 + mem.allocator_overhead_range.second) + mem.reserve_range.second;
   m.breakdown.push_back({"reserve", mem.reserve_bytes + allocated * mem.allocator_overhead,
                          format_bytes(mem.reserve_bytes) + " (context, workspaces) + " +
                              format_number(mem.allocator_overhead * 100) + " % allocator overhead (" + mem.source +
@@ -135,8 +137,11 @@ MemoryEstimate estimate_memory(const Catalog& catalog, const Scenario& s) {
 }
 
 std::string memory_summary(const MemoryEstimate& m) {
-  std::string text = format_bytes(m.per_gpu_bytes) + " of " + format_bytes(m.capacity_bytes) + " (" +
+  std::string text = format_bytes(m.per_gpu_bytes) + " (band " + format_bytes(m.per_gpu_bytes_low) + " to " +
+                     format_bytes(m.per_gpu_bytes_high) + ") of " + format_bytes(m.capacity_bytes) + " (" +
                      format_number(std::round(100 * m.per_gpu_bytes / m.capacity_bytes)) + " %)";
+  if (m.fits() && m.per_gpu_bytes_high > m.capacity_bytes)
+    return text + "; fits, but not at the band's high end: leave room (a smaller micro-batch)";
   if (m.fits()) return text;
   text = "does not fit: needs " + text;
   if (!m.advice.empty()) text += "; " + m.advice;

@@ -20,6 +20,7 @@ struct MemoryItem {
 struct MemoryEstimate {
   std::vector<MemoryItem> breakdown;
   double per_gpu_bytes = 0, capacity_bytes = 0;
+  double per_gpu_bytes_low = 0, per_gpu_bytes_high = 0;  // the band: the reserve's and allocator's ranges
   double activation_bytes_per_sample = 0;
   bool fits() const { return per_gpu_bytes <= capacity_bytes; }
   std::string advice;  // what would make it fit; empty where it fits
