@@ -87,8 +87,8 @@ int run_profile(const ProfileOptions& o) {
   const Scenario s = load_scenario(o.scenario, catalog, overrides);
   check_output_path(o.out_file);
   const ComputeSpec& cs = catalog.compute();
-  const std::string stack_name = s.model.stack.empty() ? cs.operators.default_stack : s.model.stack;
-  const StackSpec& stack = cs.operators.stacks.at(stack_name);
+  const StackSpec& stack = cs.operators.stack_for(s.model.stack);
+  const std::string& stack_name = stack.name;
   const GpuSpec& gpu = catalog.gpu(catalog.sku(s.cluster.sku).gpu);
   const StepKernels kernels = step_kernels(catalog.model(s.model.name), s.model.batch_per_gpu, s.model.tokens,
                                            s.model.precision, stack, cs.operators);

@@ -258,6 +258,8 @@ struct OperatorSpec {
   std::map<std::string, StackSpec> stacks;
   std::vector<std::string> stack_order;
   std::string default_stack;
+  // A scenario's model.stack (empty: the default stack).
+  const StackSpec& stack_for(const std::string& name) const { return stacks.at(name.empty() ? default_stack : name); }
 };
 struct ComputeSpec {
   std::map<std::string, PrecisionSpec> precisions;

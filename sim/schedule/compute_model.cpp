@@ -116,8 +116,7 @@ void add_recomputation(const ModelSpec& model, const Scenario& s, const ComputeS
                        ComputeModel& cm) {
   const std::string& mode = s.model.activation_checkpointing;
   if (mode == "none" || cm.source == "scenario") return;
-  const auto& ops = cs.operators;
-  const bool flash = ops.stacks.at(s.model.stack.empty() ? ops.default_stack : s.model.stack).flash_attention;
+  const bool flash = cs.operators.stack_for(s.model.stack).flash_attention;
   const auto& a = model.architecture;
   const double t = s.model.tokens, flops = model.forward_flops(s.model.tokens);
   const double share = mode == "full" ? 1 : flash ? 0 : a.layers * 4 * t * t * a.hidden / flops;

@@ -58,11 +58,6 @@ double vocabulary(const ModelSpec& m) {
   return v >= 8192 ? v : 0;
 }
 
-const StackSpec& stack_of(const Catalog& catalog, const Scenario& s) {
-  const auto& ops = catalog.compute().operators;
-  return ops.stacks.at(s.model.stack.empty() ? ops.default_stack : s.model.stack);
-}
-
 // What would make a job that does not fit fit: a micro-batch that does, else sharding the model's states.
 // `fixed`: the bytes that do not grow with the micro-batch; a sample adds its activations and the allocator's
 // overhead on them.
@@ -90,7 +85,7 @@ MemoryEstimate estimate_memory(const Catalog& catalog, const Scenario& s) {
   const double w = activation_width(s.model.precision);
   MemoryEstimate m;
   m.capacity_bytes = gpu.memory_bytes;
-  const bool flash = stack_of(catalog, s).flash_attention;
+  const bool flash = cs.operators.stack_for(s.model.stack).flash_attention;
   if (model.architecture.layers > 0)
     m.activation_bytes_per_sample =
         transformer_activations(model, w, s.model.tokens, flash, vocabulary(model), s.model.activation_checkpointing);
