@@ -505,9 +505,10 @@ TEST_CASE("real + validate --local: each run calibrates, then measures and predi
   // fit is the intra-node path's fraction instead (calibrate/effects/paths.cpp add_path).
   CHECK((overlay.find("shm_process: {bandwidth:") != std::string::npos || left_out ||
          (overlay.find("intra_node") != std::string::npos && overlay.find("bandwidth_fraction") != std::string::npos)));
-  CHECK(overlay.find("vcpus: ") != std::string::npos);                             // this machine's cores
-  CHECK(overlay.find("regimes_by: footprint") != std::string::npos);               // copies between processes: caches
-  CHECK(overlay.find("host_reduction_regimes_by: message") != std::string::npos);  // the reduction's own size
+  CHECK(overlay.find("vcpus: ") != std::string::npos);  // this machine's cores
+  // Copies between processes: regimes by the caches' footprint (a fit of several sizes; noted where left out).
+  CHECK((overlay.find("regimes_by: footprint") != std::string::npos || left_out));
+  CHECK(overlay.find("host_reduction_regimes_by: message") != std::string::npos);         // the reduction's own size
   CHECK(overlay.find("gpus:\n  cpu-process: {memory_bandwidth: ") != std::string::npos);  // copies, core handoff
   // Fits that need several small exchanges in the near placement: written, or said in a note instead.
   auto written_or_noted = [&](const std::string& key, const std::string& note) {
