@@ -9,6 +9,7 @@
 
 #include "bench/collective_bench.h"
 #include "calibrate/calibration_run.h"
+#include "collective/collective.h"
 #include "load/catalog.h"
 #include "load/input_error.h"
 #include "load/units.h"
@@ -72,7 +73,8 @@ void RealCommandLine::define_bench() {
   bench->add_option("-n,--iters", bo.iters, "Timed iterations per size")->check(CLI::Range(1, 1000000));
   bench->add_option("-w,--warmup_iters", bo.warmup, "Warm-up iterations per size")->check(CLI::Range(0, 1000000));
   bench->add_option("-d,--datatype", bo.type, "Element type")->check(CLI::IsMember({"float", "int32", "double"}));
-  bench->add_option("--op", bo.op, "Collective")->check(CLI::IsMember({"allreduce", "reduce_scatter", "allgather"}));
+  bench->add_option("--op", bo.op, "Collective (nccl-tests' names, or allreduce, allgather)")
+      ->check(CLI::IsMember(ringsim::collective::kBenchOps));
   bench
       ->add_option("--algorithm", bo.algorithm,
                    "Our allreduce: ring, halving_doubling (Rabenseifner) or tree (NCCL's double binary tree)")
@@ -140,6 +142,7 @@ int RealCommandLine::run() {
     bo.min_bytes = ringsim::parse_message_size(min_size);
     bo.max_bytes = ringsim::parse_message_size(max_size);
     if (bo.min_bytes > bo.max_bytes) throw std::invalid_argument("-b must not exceed -e");
+    bo.op = std::string(ringsim::collective::op_name(*ringsim::collective::parse_op(bo.op)));
     if (bo.algorithm != "ring" && bo.op != "allreduce")
       throw ringsim::real::UsageError("--algorithm " + bo.algorithm + " applies to --op allreduce only");
     return ringsim::real::run_bench(bo, MPI_COMM_WORLD) == 0 ? 0 : 1;

@@ -8,7 +8,8 @@
 #include <set>
 #include <sstream>
 
-#include "execute/analytic/allreduce_bench.h"
+#include "calibrate/nccl_tests.h"
+#include "execute/analytic/collective_bench.h"
 #include "execute/buffer_collective.h"
 #include "execute/comm_model.h"
 #include "execute/estimate/child_process.h"
@@ -27,7 +28,7 @@ TEST_CASE("bench: a predicted allreduce over NVSwitch in closed form", "[bench]"
   const Catalog& c = ringsim::test::catalog();
   const Scenario s = load_scenario(std::string(RINGSIM_TEST_SCENARIOS) + "/nccl_tests_nd96isr_h100_v5.yaml", c,
                                    {parse_override("communication.strategy=ring")});
-  const BenchPrediction b = predict_allreduce_bench(c, s, {1ull << 30, 1ull << 30, 2});
+  const BenchPrediction b = predict_bench(c, s, {1ull << 30, 1ull << 30, 2});
   REQUIRE(b.rows.size() == 1);
   CHECK(b.ranks == 8);
   CHECK(b.bus_factor == Approx(1.75));
@@ -50,7 +51,7 @@ TEST_CASE("bench: NCCL 1's one ring in device order crosses a DGX-1's sockets th
                       {parse_override("cluster.gpus_per_node=" + std::to_string(gpus)),
                        parse_override(std::string("communication.library=") + library),
                        parse_override(std::string("communication.channels=") + channels)});
-    const BenchPrediction b = predict_allreduce_bench(c, s, {1ull << 30, 1ull << 30, 2});
+    const BenchPrediction b = predict_bench(c, s, {1ull << 30, 1ull << 30, 2});
     REQUIRE(b.rows.size() == 1);
     return b.rows[0].algbw() * b.bus_factor;
   };
@@ -82,7 +83,7 @@ TEST_CASE("bench: NVLS on one ND96isr_H100_v5 in closed form, and refused where 
   const Catalog& c = ringsim::test::catalog();
   const std::string file = std::string(RINGSIM_TEST_SCENARIOS) + "/nccl_tests_nd96isr_h100_v5.yaml";
   const Scenario s = load_scenario(file, c, {parse_override("communication.strategy=nvls")});
-  const BenchPrediction b = predict_allreduce_bench(c, s, {1ull << 30, 1ull << 30, 2});
+  const BenchPrediction b = predict_bench(c, s, {1ull << 30, 1ull << 30, 2});
   REQUIRE(b.rows.size() == 1);
   const double mib = 1048576.0;
   const double expect = (4.5 * 256 + 11.5) * mib / (0.85 * 0.8 * 450e9) + 259 * 0.35e-6 + 23e-6;
@@ -110,7 +111,7 @@ TEST_CASE("bench: NCCL's tree across ND96isr_H100_v5 nodes, latency in closed fo
   auto bench = [&](std::vector<std::string> sets, std::uint64_t bytes) {
     std::vector<Override> o;
     for (const auto& s : sets) o.push_back(parse_override(s));
-    return predict_allreduce_bench(c, load_scenario(file, c, o), {bytes, bytes, 2}).rows.at(0).time_s;
+    return predict_bench(c, load_scenario(file, c, o), {bytes, bytes, 2}).rows.at(0).time_s;
   };
   // NCCL's Simple protocol throughout: a tree's call costs nothing more (NCCL's baseLat), a ring's 8.4 us
   // and each of its steps at least NCCL's mean step latency. One NVLink step (a chain in one node: 14
@@ -160,7 +161,7 @@ TEST_CASE("bench: GB200 NVL72, rings over NVLink within a rack, over every NIC b
   auto busbw = [&](int nodes, std::uint64_t bytes) {
     const std::vector<Override> o = {parse_override("cluster.sku=ND128isr_NDR_GB200_v6"),
                                      parse_override("cluster.nodes=" + std::to_string(nodes))};
-    const BenchPrediction p = predict_allreduce_bench(c, load_scenario(file, c, o), {bytes, bytes, 2});
+    const BenchPrediction p = predict_bench(c, load_scenario(file, c, o), {bytes, bytes, 2});
     return p.rows.at(0).algbw() * p.bus_factor;
   };
   // One VM, 4 GPUs: Azure's ring measured 679.61 GB/s at 8 GiB (Azure/AI-benchmarking-guide, NCCL 2.25.1).
@@ -191,7 +192,7 @@ TEST_CASE("bench: GB200 NVL72, rings over NVLink within a rack, over every NIC b
     const std::vector<Override> o = {parse_override("cluster.sku=ND128isr_NDR_GB200_v6"),
                                      parse_override("cluster.nodes=" + std::to_string(nodes)),
                                      parse_override("communication.strategy=nvls")};
-    const BenchPrediction p = predict_allreduce_bench(c, load_scenario(file, c, o), {8ull << 30, 8ull << 30, 2});
+    const BenchPrediction p = predict_bench(c, load_scenario(file, c, o), {8ull << 30, 8ull << 30, 2});
     return p.rows.at(0).algbw() * p.bus_factor;
   };
   const double port = 900e9 * c.library("nccl").intra_node.bandwidth_fraction * 0.74;
@@ -222,7 +223,7 @@ TEST_CASE("bench: a mesh's rings on one node (channels auto): MI300X over every 
   const std::string file = std::string(RINGSIM_TEST_SCENARIOS) + "/nccl_tests_nd96isr_h100_v5.yaml";
   const Scenario s = load_scenario(file, c, {parse_override("cluster.sku=ND96isr_MI300X_v5")});
   CHECK(s.communication.channels == 14);  // the layout's rings: seven links, each way
-  const BenchPrediction b = predict_allreduce_bench(c, s, {4ull << 30, 4ull << 30, 2});
+  const BenchPrediction b = predict_bench(c, s, {4ull << 30, 4ull << 30, 2});
   const double busbw = b.rows.at(0).algbw() * b.bus_factor;
   // Every link at the library's fraction (0.8 of 64 GB/s) each way: 358 GB/s at most; Azure's health check
   // fails a VM below 314 (RCCL measured 312.9 at 4 GiB).
@@ -231,7 +232,7 @@ TEST_CASE("bench: a mesh's rings on one node (channels auto): MI300X over every 
   // One ring: one link each way per GPU.
   const Scenario one = load_scenario(
       file, c, {parse_override("cluster.sku=ND96isr_MI300X_v5"), parse_override("communication.channels=1")});
-  const BenchPrediction b1 = predict_allreduce_bench(c, one, {4ull << 30, 4ull << 30, 2});
+  const BenchPrediction b1 = predict_bench(c, one, {4ull << 30, 4ull << 30, 2});
   CHECK(b1.rows.at(0).algbw() * b1.bus_factor == Approx(0.8 * 64e9).epsilon(0.01));
   // NCCL's rings on one DGX-1 (P100: four) and on the V100 cube-mesh (a ring per NVLink brick: six); across
   // nodes a ring per rail, as before.
@@ -270,7 +271,7 @@ TEST_CASE("strategy auto: ring or tree per message, as NCCL's tuning model picks
     const Scenario s = load_scenario(file, c,
                                      {parse_override(nodes), parse_override("communication.strategy=" + strategy),
                                       parse_override("cluster.sku=" + sku)});
-    return predict_allreduce_bench(c, s, {bytes, bytes, 2}).rows.at(0).time_s;
+    return predict_bench(c, s, {bytes, bytes, 2}).rows.at(0).time_s;
   };
   CHECK(time("cluster.nodes=32", "auto", 8) == time("cluster.nodes=32", "tree", 8));
   // (A100: no NVLSTree, which H100 nodes pick at 1 GiB.)
@@ -292,7 +293,7 @@ TEST_CASE("strategy auto: NVLSTree across H100 nodes for large messages, as NCCL
         file, c,
         {parse_override("cluster.nodes=" + std::to_string(nodes)), parse_override("communication.strategy=auto"),
          parse_override("cluster.fabric_topology=rail_optimized"), parse_override("cluster.sku=" + sku)});
-    const BenchPrediction b = predict_allreduce_bench(c, s, {bytes, bytes, 2});
+    const BenchPrediction b = predict_bench(c, s, {bytes, bytes, 2});
     return std::make_pair(b.rows.at(0).algbw() * b.bus_factor, b.rows.at(0).algorithm);
   };
   // Two ND96isr_H100_v5: NVLS in each node, the tree across, each NIC carrying an eighth of the buffer
@@ -318,7 +319,7 @@ TEST_CASE("strategy auto: NVLSTree across H100 nodes for large messages, as NCCL
         load_scenario(file, c,
                       {parse_override("cluster.nodes=2"), parse_override("communication.strategy=" + strategy),
                        parse_override("cluster.fabric_topology=rail_optimized")});
-    return predict_allreduce_bench(c, s, {4ull << 30, 4ull << 30, 2}).rows.at(0).time_s;
+    return predict_bench(c, s, {4ull << 30, 4ull << 30, 2}).rows.at(0).time_s;
   };
   CHECK(time("nvls_tree") == time("auto"));
   CHECK_THAT(nvls_tree_unavailable(c, load_scenario(file, c, {})), Catch::Contains("across nodes"));
@@ -359,7 +360,7 @@ TEST_CASE("strategy auto weighs NVLS where the switch reduces (as NCCL does)", "
   auto rows = [&](std::vector<std::string> sets) {
     std::vector<Override> o = {parse_override("communication.strategy=auto")};
     for (const auto& x : sets) o.push_back(parse_override(x));
-    return predict_allreduce_bench(c, load_scenario(file, c, o), {64 << 10, 1ull << 30, 16384}).rows;
+    return predict_bench(c, load_scenario(file, c, o), {64 << 10, 1ull << 30, 16384}).rows;
   };
   // One H100 node: the ring's LL at 64 KiB (NVLS's 23 us call is more than LL's whole allreduce); NVLS at
   // 1 GiB, the time strategy nvls takes.
@@ -369,7 +370,7 @@ TEST_CASE("strategy auto weighs NVLS where the switch reduces (as NCCL does)", "
   CHECK(h100[0].protocol == "ll");
   CHECK(h100[1].algorithm == "nvls_allreduce");
   const Scenario nvls = load_scenario(file, c, {parse_override("communication.strategy=nvls")});
-  CHECK(h100[1].time_s == predict_allreduce_bench(c, nvls, {1ull << 30, 1ull << 30, 2}).rows.at(0).time_s);
+  CHECK(h100[1].time_s == predict_bench(c, nvls, {1ull << 30, 1ull << 30, 2}).rows.at(0).time_s);
   // No NVLS where the switch does not reduce (A100), across nodes, or with another protocol forced.
   CHECK(rows({"cluster.sku=ND96asr_v4"})[1].algorithm == "ring_allreduce");
   CHECK(rows({"cluster.nodes=2"})[1].algorithm != "nvls_allreduce");
@@ -392,7 +393,7 @@ TEST_CASE("protocols: the bench charges the protocol it picks, and communication
   auto row = [&](const std::string& protocol, std::uint64_t bytes) {
     const Scenario s = load_scenario(
         file, c, {parse_override("communication.strategy=ring"), parse_override("communication.protocol=" + protocol)});
-    return predict_allreduce_bench(c, s, {bytes, bytes, 2}).rows.at(0);
+    return predict_bench(c, s, {bytes, bytes, 2}).rows.at(0);
   };
   // 1 KiB on one H100 node: LL, its 6.6 us call and 14 steps of at least 0.6 us (the NVSwitch route's own
   // latency, 0.7 us, is more); Simple forced: 8.4 us and 14 steps of 3.4 us.
@@ -444,4 +445,109 @@ TEST_CASE("strategy auto: both fidelities run the ring and the tree each buffer 
   CHECK_THAT(flow, Catch::EndsWith(" ring_allreduce tree_allreduce"));
   CHECK_THAT(step, Catch::EndsWith(" ring_allreduce tree_allreduce"));
   CHECK(std::stod(flow) == Approx(std::stod(step)).epsilon(0.02));
+}
+
+TEST_CASE("bench --op: an all-gather and a reduce-scatter are NCCL's ring, n - 1 steps, in closed form", "[bench]") {
+  // One ND96isr_H100_v5, as the allreduce's closed form above: 7 steps of 1/8 of the buffer over the ports
+  // at 0.8 x 450 GB/s, each paying the GPU-NVSwitch-GPU latency, plus NCCL's Simple call of 8.4 us; the
+  // reduce-scatter's steps each end with their last 1 MiB slice's reduction.
+  const Catalog& c = ringsim::test::catalog();
+  const std::string file = std::string(RINGSIM_TEST_SCENARIOS) + "/nccl_tests_nd96isr_h100_v5.yaml";
+  const Scenario s = load_scenario(file, c, {});
+  const double chunk = (1ull << 30) / 8.0, moved = 7 * chunk / (0.8 * 450e9) + 7 * 0.7e-6 + 8.4e-6;
+  const BenchPrediction ag = predict_bench(c, s, {1ull << 30, 1ull << 30, 2}, collective::BusOp::AllGather);
+  REQUIRE(ag.rows.size() == 1);
+  CHECK(ag.bus_factor == Approx(0.875));
+  CHECK(ag.algorithm == "ring");
+  CHECK(ag.rows[0].algorithm == "ring_allgather");
+  CHECK(ag.rows[0].protocol == "simple");
+  CHECK(ag.rows[0].count == (1ull << 28) / 8);  // each rank's elements, as nccl-tests prints them
+  CHECK(ag.rows[0].time_s == Approx(moved).epsilon(0.01));
+  const BenchPrediction rs = predict_bench(c, s, {1ull << 30, 1ull << 30, 2}, collective::BusOp::ReduceScatter);
+  CHECK(rs.rows[0].algorithm == "ring_reduce_scatter");
+  CHECK(rs.rows[0].time_s == Approx(moved + 7 * 3 * 1048576.0 / 3350e9).epsilon(0.01));
+  // Half the allreduce's bytes a rank: at the same bus bandwidth, within the reductions' share.
+  const BenchPrediction ar = predict_bench(c, load_scenario(file, c, {parse_override("communication.strategy=ring")}),
+                                           {1ull << 30, 1ull << 30, 2});
+  CHECK(ag.rows[0].algbw() * ag.bus_factor == Approx(ar.rows[0].algbw() * ar.bus_factor).epsilon(0.05));
+  // NCCL 2.18 has the ring only for them: a scenario pinned to NVLS or the tree still runs it.
+  for (const char* st : {"nvls", "tree", "hierarchical"})
+    CHECK(predict_bench(c, load_scenario(file, c, {parse_override(std::string("communication.strategy=") + st)}),
+                        {1ull << 30, 1ull << 30, 2}, collective::BusOp::AllGather)
+              .rows[0]
+              .time_s == Approx(ag.rows[0].time_s));
+  // Sizes are whole elements on every rank: 1 to 64 B on 8 ranks round to 0 until 32 B.
+  std::vector<std::uint64_t> sizes;
+  for (const auto& r : predict_bench(c, s, {1, 64, 2}, collective::BusOp::ReduceScatter).rows) sizes.push_back(r.bytes);
+  CHECK(sizes == std::vector<std::uint64_t>{0, 0, 0, 0, 0, 32, 64});
+}
+
+TEST_CASE("protocols: an all-gather's and a reduce-scatter's ring as NCCL's model prices it", "[bench]") {
+  using collective::BusOp;
+  // One A100 node at a ring bus bandwidth of 200 GB/s: the allreduce's LL reaches 200 / 4, a one-node
+  // all-gather's or reduce-scatter's 200 / 3 (under LL's 87.7 GB/s limit); 7 steps at LL's 0.6 us.
+  const AlgorithmChoice one = tuning_choice(1, 8, true, 200e9, 8.0);
+  for (const BusOp op : {BusOp::AllGather, BusOp::ReduceScatter}) {
+    const auto pick = pick_algorithm(one, 1024, true, true, op);
+    REQUIRE(pick.protocol);
+    CHECK(pick.algorithm == Algorithm::Ring);  // never the tree
+    CHECK(pick.protocol->name == "ll");
+    CHECK(pick.time_s == Approx(6.6e-6 + 7 * 0.6e-6 + 1024 / (200e9 / 3 * 8 / 7)));
+    const auto cost = protocol_cost(one, pick, op);
+    CHECK(cost.bandwidth == Approx(0.333));
+    CHECK(cost.step_floor_s == Approx(0.6e-6));
+  }
+  CHECK(protocol_cost(one, pick_algorithm(one, 1024, true, false)).bandwidth == Approx(0.25));
+  // Across two nodes LL's share is 1/4 again (200 / 4 = 50 GB/s), within its two-node limit of 39 GB/s, and
+  // one of the 15 steps crosses the network: Simple's steps cost (14 x max(3.4, 3) + 14) / 15 us.
+  AlgorithmChoice two = tuning_choice(2, 16, true, 200e9, 8.0);
+  CHECK(protocol_cost(two, pick_algorithm(two, 1024, true, false, BusOp::AllGather), BusOp::AllGather).bandwidth ==
+        Approx(39.0 / 200));
+  two.tuning.protocols[0].max_bus_two_nodes = 0;  // no limit: LL's 1/4
+  CHECK(protocol_cost(two, pick_algorithm(two, 1024, true, false, BusOp::AllGather), BusOp::AllGather).bandwidth ==
+        Approx(0.25));
+  two.protocol = "simple";
+  const auto simple = protocol_cost(two, pick_algorithm(two, 1 << 30, true, false, BusOp::AllGather), BusOp::AllGather);
+  CHECK(simple.step_floor_s == Approx((14 * 3.4 + 14) / 15 * 1e-6));
+}
+
+TEST_CASE("bench --op against real all_gather and reduce_scatter logs, zero-shot, from 16 MiB up", "[bench]") {
+  // Out-of-place busbw at 16 MiB-8 GiB, catalog figures only (validate/README.md has the table). SuperBench's
+  // 8 x A100-SXM4-40GB in one node (as an ND96asr_v4) and ALCF Sophia's 2 x DGX A100 (16 ranks): the
+  // prediction is faster than the measurement at all sizes but one (Sophia's 32 MiB, 2.5 % slower), by at
+  // most 12 % from 1 GiB up; at 16-128 MiB on one node it is 15-80 % fast (no pipeline fill in the ring's
+  // steps).
+  const Catalog& c = ringsim::test::catalog();
+  const std::string file = std::string(RINGSIM_TEST_SCENARIOS) + "/nccl_tests_nd96isr_h100_v5.yaml";
+  struct Case {
+    const char* log;
+    const char* sku;
+    int nodes;
+    double most_at_1g;  // the largest overestimate from 1 GiB up
+  };
+  for (const Case& k : {Case{"superbench_a100x8_g8_allgather_check0_2021.log", "ND96asr_v4", 1, 0.12},
+                        Case{"superbench_a100x8_g8_reducescatter_check0_2021.log", "ND96asr_v4", 1, 0.07},
+                        Case{"sophia_dgxa100_2node_16rank_allgather.log", "DGX-A100", 2, 0.10}}) {
+    INFO(k.log);
+    const NcclTestsData d =
+        parse_nccl_tests(test::slurp(std::string(RINGSIM_TEST_DATA) + "/nccl_tests/real/" + k.log), k.log);
+    const Scenario s = load_scenario(file, c,
+                                     {parse_override(std::string("cluster.sku=") + k.sku),
+                                      parse_override("cluster.nodes=" + std::to_string(k.nodes))});
+    const auto op = collective::parse_op(d.op);
+    REQUIRE(op);
+    REQUIRE(d.ranks == s.cluster.total_gpus());
+    int compared = 0;
+    for (std::size_t i = 0; i < d.points.size(); ++i) {
+      const auto bytes = static_cast<std::uint64_t>(d.bytes[i]);
+      if (bytes < (16ull << 20)) continue;
+      const double predicted = predict_bench(c, s, {bytes, bytes, 2}, *op).rows.at(0).time_s;
+      const double over = d.points[i].seconds / predicted - 1;  // predicted bandwidth over measured
+      CAPTURE(bytes, over);
+      CHECK(over > -0.03);
+      if (bytes >= (1ull << 30)) CHECK(over < k.most_at_1g);
+      ++compared;
+    }
+    CHECK(compared >= 7);
+  }
 }

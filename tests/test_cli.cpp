@@ -169,6 +169,20 @@ TEST_CASE("cli: ringsim bench prints nccl-tests' columns and ringsim-real's JSON
     CHECK(row["count"].get<std::uint64_t>() * 4 == row["bytes"].get<std::uint64_t>());
   }
   CHECK(j["rows"][3]["busbw_gbps"].get<double>() > j["rows"][0]["busbw_gbps"].get<double>());
+  // --op all_gather (nccl-tests' name): its columns, the bus factor (n - 1) / n, the count a rank holds.
+  const Run ag = run_ringsim("bench " + kScenarios +
+                             "/nccl_tests_nd96isr_h100_v5.yaml -b 1M -e 1M --op all_gather --json " + json);
+  REQUIRE(ag.status == 0);
+  CHECK_THAT(ag.output, Catch::Contains("# ringsim bench (predicted): allgather, 8 ranks"));
+  CHECK_THAT(ag.output, Catch::Contains("none"));  // nccl-tests' redop for an all-gather
+  const auto g = nlohmann::json::parse(slurp(json));
+  CHECK(g["op"] == "allgather");
+  CHECK(g["rows"][0]["op"] == "allgather");
+  CHECK(g["rows"][0]["busbw_gbps"].get<double>() == Approx(g["rows"][0]["algbw_gbps"].get<double>() * 0.875));
+  CHECK(g["rows"][0]["count"].get<std::uint64_t>() * 4 * 8 == g["rows"][0]["bytes"].get<std::uint64_t>());
+  const Run bad_op = run_ringsim("bench " + kScenarios + "/nccl_tests_nd96isr_h100_v5.yaml --op broadcast");
+  CHECK(bad_op.status != 0);
+  CHECK_THAT(bad_op.output, Catch::Contains("all_gather"));
   // Bad sizes and a scenario without an allreduce: a clear error, non-zero, no file.
   fs::remove(json);
   const Run bad = run_ringsim("bench " + kScenarios + "/nccl_tests_nd96isr_h100_v5.yaml -b 8X --json " + json);

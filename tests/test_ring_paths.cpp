@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "collective/collective.h"
-#include "execute/analytic/allreduce_bench.h"
+#include "execute/analytic/collective_bench.h"
 #include "execute/comm_model.h"
 #include "execute/simgrid/training_sim.h"
 #include "graph/ring_search.h"
@@ -198,7 +198,7 @@ TEST_CASE("bench: NCCL 2's GPUs on two Xeon sockets talk through host memory, AM
         std::string(RINGSIM_TEST_SCENARIOS) + "/resnet50_imagenet_8x_nc24rs_v3.yaml", c,
         {parse_override("cluster.sku=" + sku), parse_override("cluster.nodes=1"),
          parse_override("cluster.fabric=ethernet"), parse_override("cluster.gpus_per_node=" + std::to_string(gpus))});
-    const BenchPrediction b = predict_allreduce_bench(c, s, {1ull << 30, 1ull << 30, 2});
+    const BenchPrediction b = predict_bench(c, s, {1ull << 30, 1ull << 30, 2});
     REQUIRE(b.rows.size() == 1);
     return b.rows[0].algbw() * b.bus_factor;
   };

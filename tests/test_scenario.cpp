@@ -1,6 +1,6 @@
 #include <filesystem>
 
-#include "execute/analytic/allreduce_bench.h"
+#include "execute/analytic/collective_bench.h"
 #include "load/scenario.h"
 #include "test_support.h"
 
@@ -150,7 +150,7 @@ TEST_CASE("scenario: the library's release decides its algorithms and the defaul
   const Scenario old = load({"communication.library_version=2.16"});
   CHECK(old.communication.strategy == Strategy::Auto);
   const auto at_1g = [&](const Scenario& s) {
-    return predict_allreduce_bench(test::catalog(), s, {1ull << 30, 1ull << 30, 2}).rows.at(0).algorithm;
+    return predict_bench(test::catalog(), s, {1ull << 30, 1ull << 30, 2}).rows.at(0).algorithm;
   };
   CHECK(at_1g(old) == "ring_allreduce");
   CHECK(at_1g(load({})) == "nvls_allreduce");

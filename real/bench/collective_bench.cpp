@@ -217,9 +217,11 @@ nlohmann::ordered_json Bench::size_row(std::uint64_t bytes) {
   backend->release(buf);
   const double factor = bus_factor(o.op, p);
   auto gbps = [&](double t) { return t > 0 ? static_cast<double>(bytes) / t / 1e9 : 0.0; };
+  // nccl-tests' count: the elements of the buffer, for an all-gather or reduce-scatter each rank's share.
+  const auto shown = o.op == "allreduce" ? count : count / static_cast<std::uint64_t>(p);
   if (rank == 0) {
     std::printf("  %12llu %12llu %6s %5s %10.2f %8.3f %8.3f %7s %10.2f %8.3f %8.3f",
-                static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(count), o.type.c_str(),
+                static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(shown), o.type.c_str(),
                 o.op == "allgather" ? "none" : "sum", ours * 1e6, gbps(ours), gbps(ours) * factor,
                 check ? std::to_string(wrong).c_str() : "N/A", base * 1e6, gbps(base), gbps(base) * factor);
     if (probe) std::printf("  %.0f/%.0f %d", sample.before_ns, sample.after_ns, sample.retakes);
@@ -227,7 +229,7 @@ nlohmann::ordered_json Bench::size_row(std::uint64_t bytes) {
     std::fflush(stdout);
   }
   nlohmann::ordered_json row = {{"bytes", bytes},
-                                {"count", count},
+                                {"count", shown},
                                 {"type", o.type},
                                 {"op", o.op},
                                 {"time_us", ours * 1e6},

@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "collective/collective.h"
-#include "execute/analytic/allreduce_bench.h"
+#include "execute/analytic/collective_bench.h"
 #include "load/input_error.h"
 #include "load/input_file.h"
 
@@ -314,12 +314,12 @@ namespace {
 // The bench model's time for each size: one sweep from the smallest to the largest by doubling (nccl-tests'
 // own -f 2), then each size off that grid alone.
 std::map<std::uint64_t, double> bench_times(const Catalog& catalog, const Scenario& s,
-                                            const std::vector<std::uint64_t>& sizes) {
+                                            const std::vector<std::uint64_t>& sizes, collective::BusOp op) {
   std::map<std::uint64_t, double> out;
   const auto [lo, hi] = std::minmax_element(sizes.begin(), sizes.end());
-  for (const auto& row : predict_allreduce_bench(catalog, s, {*lo, *hi, 2}).rows) out[row.bytes] = row.time_s;
+  for (const auto& row : predict_bench(catalog, s, {*lo, *hi, 2}, op).rows) out[row.bytes] = row.time_s;
   for (std::uint64_t b : sizes)
-    if (!out.count(b)) out[b] = predict_allreduce_bench(catalog, s, {b, b, 2}).rows.at(0).time_s;
+    if (!out.count(b)) out[b] = predict_bench(catalog, s, {b, b, 2}, op).rows.at(0).time_s;
   return out;
 }
 
@@ -333,20 +333,23 @@ std::vector<LogAgreement> agreement_with_logs(const Catalog& catalog, const Cata
   for (const auto& f : files) {
     const NcclTestsData d = parse_nccl_tests(read_input_file(f, kMaxLogInputBytes, "nccl-tests log"), f,
                                              {s.cluster.total_gpus(), s.cluster.nodes});
-    if (d.op != "all_reduce" || d.ranks != s.cluster.total_gpus()) continue;
-    std::vector<std::uint64_t> sizes;  // below one float: nccl-tests' own floor
+    const auto op = collective::parse_op(d.op);
+    if (!op || d.ranks != s.cluster.total_gpus()) continue;
+    // Below one float (a rank, for an all-gather or reduce-scatter): nccl-tests' own floor.
+    const double least = *op == collective::BusOp::AllReduce ? 4.0 : 4.0 * d.ranks;
+    std::vector<std::uint64_t> sizes;
     for (double b : d.bytes)
-      if (b >= 4) sizes.push_back(static_cast<std::uint64_t>(b));
+      if (b >= least) sizes.push_back(static_cast<std::uint64_t>(b));
     if (sizes.empty()) continue;
     std::map<std::uint64_t, double> before, after;
     try {
-      before = bench_times(catalog, s, sizes), after = bench_times(calibrated, s, sizes);
+      before = bench_times(catalog, s, sizes, *op), after = bench_times(calibrated, s, sizes, *op);
     } catch (const InputError&) {  // more sizes x ranks than bench predicts in its time limit: not compared
       continue;
     }
     LogAgreement a{f, 0, 0, 0};
     for (std::size_t i = 0; i < d.points.size(); ++i) {
-      if (d.bytes[i] < 4) continue;
+      if (d.bytes[i] < least) continue;
       const auto b = static_cast<std::uint64_t>(d.bytes[i]);
       a.uncalibrated += std::pow(std::log(before.at(b) / d.points[i].seconds), 2);
       a.calibrated += std::pow(std::log(after.at(b) / d.points[i].seconds), 2);

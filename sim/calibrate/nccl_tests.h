@@ -35,14 +35,15 @@ struct NcclTestsData {
 // check or failed outright, several tests in one file, or no rows at all.
 NcclTestsData parse_nccl_tests(const std::string& text, const std::string& file, const NcclTestsContext& context = {});
 
-// How well a catalog's figures and a calibration's explain an nccl-tests all_reduce log of the scenario's
-// ranks: the root mean square of log(predicted / measured time) over its sizes, by `ringsim bench`'s model.
+// How well a catalog's figures and a calibration's explain an nccl-tests all_reduce, all_gather or
+// reduce_scatter log of the scenario's ranks: the root mean square of log(predicted / measured time) over
+// its sizes, by `ringsim bench`'s model of that op.
 struct LogAgreement {
   std::string file;
   int sizes = 0;
   double uncalibrated = 0, calibrated = 0;  // RMS log errors
 };
-// The logs that are all_reduce runs of the scenario's ranks; the others are left out.
+// The logs that are runs of those ops on the scenario's ranks; the others (sendrecv, other ranks) are left out.
 std::vector<LogAgreement> agreement_with_logs(const Catalog& catalog, const CatalogOverlay& overlay, const Scenario& s,
                                               const std::vector<std::string>& files);
 

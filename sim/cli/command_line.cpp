@@ -86,7 +86,8 @@ void CommandLine::define_predict() {
 void CommandLine::define_bench() {
   bench_cmd = app.add_subcommand(
       "bench",
-      "Predict nccl-tests' all_reduce_perf table (size, count, time, algbw, busbw) for the scenario's cluster");
+      "Predict nccl-tests' all_reduce_perf, all_gather_perf or reduce_scatter_perf table (size, count, time, algbw, "
+      "busbw) for the scenario's cluster");
   bench_cmd->add_option("scenario", bench.scenario, "Scenario YAML file (its cluster and communication)")->required();
   bench_cmd->add_option("--set", bench.sets, "Override a key: --set cluster.nodes=2 (repeatable)");
   bench_cmd->add_option("--calibration", bench.calibration, "Calibration overlay (as the scenario key calibration:)");
@@ -95,6 +96,9 @@ void CommandLine::define_bench() {
   bench_cmd->add_option("-f,--stepfactor", bench.factor, "Size multiplier between rows")
       ->capture_default_str()
       ->check(CLI::Range(1.01, 1024.0));
+  bench_cmd->add_option("--op", bench.op, "Collective, as nccl-tests names its tests")
+      ->capture_default_str()
+      ->check(CLI::IsMember(collective::kBenchOps));
   bench_cmd->add_option("--json", bench.json_file, "Write the rows as JSON (schema ringsim.bench/1, as ringsim-real)");
 }
 
@@ -255,8 +259,7 @@ void CommandLine::define_emulate() {
       ->check(CLI::Range(1, 1000));
   emulate_cmd->add_option("-w,--warmup_iters", emulate.bench_warmup, "--bench: warm-up iterations per size")
       ->check(CLI::Range(0, 1000));
-  emulate_cmd->add_option("--op", emulate.op, "--bench: collective")
-      ->check(CLI::IsMember({"allreduce", "reduce_scatter", "allgather"}));
+  emulate_cmd->add_option("--op", emulate.op, "--bench: collective")->check(CLI::IsMember(collective::kBenchOps));
   emulate_cmd->add_option("--algorithm", emulate.algorithm, "--bench: our allreduce, ring or halving_doubling")
       ->check(CLI::IsMember({"ring", "halving_doubling"}));
   emulate_cmd->add_flag("--baseline", emulate.bench_baseline,

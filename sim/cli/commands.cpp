@@ -11,7 +11,7 @@
 #include "calibrate/calibrate.h"
 #include "calibrate/nccl_tests.h"
 #include "calibrate/runs.h"
-#include "execute/analytic/allreduce_bench.h"
+#include "execute/analytic/collective_bench.h"
 #include "execute/estimate/child_process.h"
 #include "execute/estimate/prediction_band.h"
 #include "execute/simgrid/training_sim.h"
@@ -175,7 +175,7 @@ int run_bench(const std::string& catalog_dir, const BenchCommandOptions& o) {
   std::vector<NamedFile> out;
   add_file(out, "--json", o.json_file);
   check_outputs(run_inputs(catalog_dir, o.scenario, s.calibration), out);
-  const BenchPrediction b = predict_allreduce_bench(catalog, s, sizes);
+  const BenchPrediction b = predict_bench(catalog, s, sizes, *collective::parse_op(o.op));
   const std::string title = std::to_string(s.cluster.nodes) + " x " + s.cluster.sku + " (" +
                             std::to_string(s.cluster.gpus_per_node) + " GPUs each), " +
                             std::string(to_string(s.communication.library));

@@ -40,6 +40,7 @@ struct BenchCommandOptions {
   std::optional<std::string> calibration;
   std::string min_bytes = "8", max_bytes = "128M";  // nccl-tests style: 8, 64K, 1G
   double factor = 2;
+  std::string op = "all_reduce";  // all_reduce | all_gather | reduce_scatter (nccl-tests' names)
   std::optional<std::string> json_file;
 };
 int run_bench(const std::string& catalog_dir, const BenchCommandOptions& options);

@@ -105,4 +105,23 @@ std::vector<std::uint64_t> sweep_sizes(std::uint64_t min_bytes, std::uint64_t ma
   return sizes;
 }
 
+std::string_view op_name(BusOp op) {
+  switch (op) {
+    case BusOp::AllGather:
+      return "allgather";
+    case BusOp::ReduceScatter:
+      return "reduce_scatter";
+    case BusOp::AllReduce:
+      break;
+  }
+  return "allreduce";
+}
+
+std::optional<BusOp> parse_op(std::string_view name) {
+  if (name == "allreduce" || name == "all_reduce") return BusOp::AllReduce;
+  if (name == "allgather" || name == "all_gather") return BusOp::AllGather;
+  if (name == "reduce_scatter") return BusOp::ReduceScatter;
+  return std::nullopt;
+}
+
 }  // namespace ringsim::collective

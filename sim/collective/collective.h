@@ -9,6 +9,8 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -162,8 +164,16 @@ std::unique_ptr<Collective> make_ring_allreduce(int members, std::uint64_t bytes
 
 // The two halves of the ring on their own. After the reduce-scatter member m holds the reduced chunk
 // ring_chunk_owned(m, p); the allgather expects each member to hold that chunk and gives everyone all.
+// `bytes` is the whole buffer (nccl-tests' size), of which each member contributes or keeps ~1/p.
 std::unique_ptr<Collective> make_ring_reduce_scatter(int members, std::uint64_t bytes, int element_bytes);
 std::unique_ptr<Collective> make_ring_allgather(int members, std::uint64_t bytes, int element_bytes);
+// With channels, as the allreduce: ring c moves its share of the buffer along orders[c] (in channel c a
+// member holds chunk ring_chunk_owned(its position, p) of that share). A host data path stages what each
+// half reads and writes: the reduce-scatter copies in the buffer and out its share, the allgather the reverse.
+std::unique_ptr<Collective> make_ring_reduce_scatter(int members, std::uint64_t bytes, int element_bytes, Space space,
+                                                     const std::vector<std::vector<int>>& orders);
+std::unique_ptr<Collective> make_ring_allgather(int members, std::uint64_t bytes, int element_bytes, Space space,
+                                                const std::vector<std::vector<int>>& orders);
 
 // Bus bandwidth over algorithm bandwidth, as nccl-tests reports them: what each rank's link carries in a
 // ring of `members` relative to the buffer, 2(n-1)/n for an allreduce, (n-1)/n for a reduce-scatter or an
@@ -174,6 +184,12 @@ inline double bus_bandwidth_factor(BusOp op, int members) {
   return op == BusOp::AllReduce ? 2.0 * (members - 1) / members : static_cast<double>(members - 1) / members;
 }
 inline int ring_chunk_owned(int member, int members) { return (member + 1) % members; }
+// The result schema's and ringsim-real's name of an op ("allreduce", "allgather", "reduce_scatter"), and the
+// op a command line names: those, or nccl-tests' test names (all_reduce, all_gather); nullopt: none.
+std::string_view op_name(BusOp op);
+std::optional<BusOp> parse_op(std::string_view name);
+inline const std::vector<std::string> kBenchOps = {"all_reduce", "all_gather", "reduce_scatter", "allreduce",
+                                                   "allgather"};
 
 // The message sizes of an nccl-tests sweep (-b MIN -e MAX -f FACTOR): MIN, MIN x FACTOR, ... up to MAX,
 // each rounded down to whole elements (a 0 minimum is followed by one element).

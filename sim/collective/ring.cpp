@@ -29,8 +29,6 @@ class RingAllreduce final : public PhasedCollective {
         part_(part),
         channel_split_(bytes, std::max<int>(1, static_cast<int>(orders.size())), element_bytes) {
     if (orders.empty()) throw std::invalid_argument("ring: at least one channel");
-    if (part != RingPart::Allreduce && orders.size() > 1)
-      throw std::invalid_argument("ring: channels apply to the allreduce only");
     for (std::size_t c = 0; c < orders.size(); ++c) {
       Ring r{std::move(orders[c]), {}, Chunking(channel_split_.size(static_cast<int>(c)), p, element_bytes)};
       if (r.order.empty())
@@ -58,6 +56,7 @@ class RingAllreduce final : public PhasedCollective {
   void rank_step(int m, int s, RankStep& out) const override {
     out.clear();
     auto [phase, i] = phases_.locate(s);
+    if (stages_share(phase)) return stage_share(phase, m, out);
     if (staging_step(phase, m, bytes_, out)) return;
     const int ring_step = phase == Phase::ReduceScatter ? i : (p_ - 1) + i;
     for (std::size_t c = 0; c < rings_.size(); ++c) {
@@ -69,6 +68,25 @@ class RingAllreduce final : public PhasedCollective {
   }
 
  private:
+  // A half stages what it reads and writes: a reduce-scatter copies in the buffer and out the member's
+  // chunk of each channel's share, an allgather those chunks in and the buffer out.
+  bool stages_share(Phase phase) const {
+    return (part_ == RingPart::ReduceScatter && phase == Phase::CopyToDevice) ||
+           (part_ == RingPart::Allgather && phase == Phase::CopyToHost);
+  }
+  void stage_share(Phase phase, int m, RankStep& out) const {
+    const Space from = phase == Phase::CopyToHost ? Space::Device : Space::Host;
+    const Space to = from == Space::Host ? Space::Device : Space::Host;
+    for (std::size_t c = 0; c < rings_.size(); ++c) {
+      const Ring& r = rings_[c];
+      const int chunk = ring_chunk_owned(r.pos[m], p_);
+      const Transfer t{
+          m,    m, from, to, channel_split_.offset(static_cast<int>(c)) + r.chunks.offset(chunk), r.chunks.size(chunk),
+          false};
+      out.sends.push_back(t);
+      out.recvs.push_back(t);
+    }
+  }
   struct Ring {
     std::vector<int> order, pos;  // ring position -> member, member -> ring position
     Chunking chunks;              // the channel's share in p chunks
@@ -93,15 +111,23 @@ std::unique_ptr<Collective> make_ring_allreduce(int members, std::uint64_t bytes
 }
 
 std::unique_ptr<Collective> make_ring_reduce_scatter(int members, std::uint64_t bytes, int element_bytes) {
-  if (members < 1) throw std::invalid_argument("ring reduce-scatter needs at least one member");
-  return std::make_unique<RingAllreduce>(members, bytes, element_bytes, Space::Device, RingPart::ReduceScatter,
-                                         std::vector<std::vector<int>>(1));
+  return make_ring_reduce_scatter(members, bytes, element_bytes, Space::Device, std::vector<std::vector<int>>(1));
 }
 
 std::unique_ptr<Collective> make_ring_allgather(int members, std::uint64_t bytes, int element_bytes) {
+  return make_ring_allgather(members, bytes, element_bytes, Space::Device, std::vector<std::vector<int>>(1));
+}
+
+std::unique_ptr<Collective> make_ring_reduce_scatter(int members, std::uint64_t bytes, int element_bytes, Space space,
+                                                     const std::vector<std::vector<int>>& orders) {
+  if (members < 1) throw std::invalid_argument("ring reduce-scatter needs at least one member");
+  return std::make_unique<RingAllreduce>(members, bytes, element_bytes, space, RingPart::ReduceScatter, orders);
+}
+
+std::unique_ptr<Collective> make_ring_allgather(int members, std::uint64_t bytes, int element_bytes, Space space,
+                                                const std::vector<std::vector<int>>& orders) {
   if (members < 1) throw std::invalid_argument("ring allgather needs at least one member");
-  return std::make_unique<RingAllreduce>(members, bytes, element_bytes, Space::Device, RingPart::Allgather,
-                                         std::vector<std::vector<int>>(1));
+  return std::make_unique<RingAllreduce>(members, bytes, element_bytes, space, RingPart::Allgather, orders);
 }
 
 }  // namespace ringsim::collective

@@ -96,6 +96,8 @@ bool enabled(const AlgorithmChoice& c, const ProtocolTuning& p) {
          (caps.empty() || std::find(caps.begin(), caps.end(), c.compute_capability) != caps.end());
 }
 
+using collective::BusOp;
+
 // NCCL's bus bandwidth for a protocol: the ring's, times its share, within its limit.
 double protocol_bus_bandwidth(const AlgorithmChoice& c, const ProtocolTuning& p, double share) {
   const double b = c.bus_bandwidth * share, most = p.max_bus_bandwidth(c.nodes, c.compute_capability);
@@ -106,20 +108,34 @@ double tree_share(const AlgorithmChoice& c, const ProtocolTuning& p) {
   return c.nodes == 1 && p.tree_bandwidth_one_node > 0 ? p.tree_bandwidth_one_node : p.tree_bandwidth;
 }
 
+// The ring's steps: 2 (n - 1) for an allreduce, n - 1 for either half.
+double ring_steps(const AlgorithmChoice& c, BusOp op) {
+  return op == BusOp::AllReduce ? 2.0 * (c.ranks - 1) : c.ranks - 1.0;
+}
+
+// The share of the Simple protocol's ring bandwidth a protocol reaches: NCCL's LL reaches 1/3 instead of
+// 1/4 for a one-node all-gather or reduce-scatter.
+double ring_share(const AlgorithmChoice& c, const ProtocolTuning& p, BusOp op) {
+  const bool gather = op != BusOp::AllReduce && c.nodes == 1 && p.ring_bandwidth_gather_one_node > 0;
+  return gather ? p.ring_bandwidth_gather_one_node : p.ring_bandwidth;
+}
+
 // NCCL's ring latency for a protocol, less its per-call part: 2 (n - 1) steps, 2 x nodes of them across
-// the network (at most all of them: with one GPU a node NCCL's count exceeds the steps).
-double ring_steps_latency(const AlgorithmChoice& c, const ProtocolTuning& p) {
-  const double steps = 2.0 * (c.ranks - 1), inter = c.nodes > 1 ? std::min(steps, 2.0 * c.nodes) : 0;
+// the network (at most all of them: with one GPU a node NCCL's count exceeds the steps); for either half
+// n - 1 steps, nodes - 1 of them across.
+double ring_steps_latency(const AlgorithmChoice& c, const ProtocolTuning& p, BusOp op) {
+  const double steps = ring_steps(c, op);
+  const double inter = c.nodes <= 1 ? 0 : op == BusOp::AllReduce ? std::min(steps, 2.0 * c.nodes) : c.nodes - 1.0;
   double intra = c.nvlink ? p.ring.nvlink : p.ring.pci;
   if (c.nodes > 1) intra = std::max(intra, p.network_post);
   return (steps - inter) * intra + inter * p.ring.network;
 }
 
-double ring_time(const AlgorithmChoice& c, const ProtocolTuning& p, double bytes) {
-  double latency = p.ring.base + ring_steps_latency(c, p);
+double ring_time(const AlgorithmChoice& c, const ProtocolTuning& p, double bytes, BusOp op) {
+  double latency = p.ring.base + ring_steps_latency(c, p, op);
   if (p.name == "simple" && c.nodes > 1 && bytes >= 64.0 * c.channels * c.ranks)
     latency *= c.tuning.ring_plateau.at(c.compute_capability);
-  const double algbw = protocol_bus_bandwidth(c, p, p.ring_bandwidth) * c.ranks / (2.0 * (c.ranks - 1));
+  const double algbw = protocol_bus_bandwidth(c, p, ring_share(c, p, op)) * c.ranks / ring_steps(c, op);
   return latency + bytes / algbw;
 }
 
@@ -135,14 +151,15 @@ double tree_time(const AlgorithmChoice& c, const ProtocolTuning& p, std::uint64_
 }
 }  // namespace
 
-AlgorithmPick pick_algorithm(const AlgorithmChoice& c, std::uint64_t bytes, bool ring, bool tree) {
+AlgorithmPick pick_algorithm(const AlgorithmChoice& c, std::uint64_t bytes, bool ring, bool tree, BusOp op) {
   AlgorithmPick best;
   if (c.ranks < 2 || c.bus_bandwidth <= 0) return best;
+  if (op != BusOp::AllReduce) ring = true, tree = false;  // the ring only (NCCL never disables it for them)
   for (const Algorithm a : {Algorithm::Ring, Algorithm::Tree}) {
     if (a == Algorithm::Tree ? !tree : !ring) continue;
     for (const auto& p : c.tuning.protocols) {
       if (!enabled(c, p)) continue;
-      const double t = a == Algorithm::Tree ? tree_time(c, p, bytes) : ring_time(c, p, static_cast<double>(bytes));
+      const double t = a == Algorithm::Tree ? tree_time(c, p, bytes) : ring_time(c, p, static_cast<double>(bytes), op);
       if (!best.protocol || t < best.time_s) best = {a, &p, t};
     }
   }
@@ -157,7 +174,7 @@ AlgorithmPick pick_algorithm(const AlgorithmChoice& c, std::uint64_t bytes, bool
   return best;
 }
 
-collective::Protocol protocol_cost(const AlgorithmChoice& c, const AlgorithmPick& pick) {
+collective::Protocol protocol_cost(const AlgorithmChoice& c, const AlgorithmPick& pick, BusOp op) {
   collective::Protocol out;
   if (!pick.protocol) return out;
   const ProtocolTuning& p = *pick.protocol;
@@ -170,8 +187,8 @@ collective::Protocol protocol_cost(const AlgorithmChoice& c, const AlgorithmPick
     out.bandwidth = protocol_bus_bandwidth(c, p, c.tuning.tree_bandwidth * tree_share(c, p)) / simple;
   } else {
     out.call_s = p.ring.base;
-    out.step_floor_s = ring_steps_latency(c, p) / (2.0 * (c.ranks - 1));
-    out.bandwidth = protocol_bus_bandwidth(c, p, p.ring_bandwidth) / c.bus_bandwidth;
+    out.step_floor_s = ring_steps_latency(c, p, op) / ring_steps(c, op);
+    out.bandwidth = protocol_bus_bandwidth(c, p, ring_share(c, p, op)) / c.bus_bandwidth;
   }
   return out;
 }
@@ -292,6 +309,27 @@ std::unique_ptr<collective::Collective> make_buffer_collective(const Scenario& s
       return collective::make_parameter_server_exchange(layout.workers, shards.bytes, collective::Space::Device);
   }
   throw std::logic_error("unknown strategy");
+}
+
+Scenario gather_layout_scenario(const Scenario& s) {
+  Scenario out = s;
+  const Strategy st = s.communication.strategy;
+  if (st != Strategy::Ring && st != Strategy::Auto) out.communication.strategy = Strategy::Ring;
+  return out;
+}
+
+std::unique_ptr<collective::Collective> make_gather_collective(const BufferCollectiveLayout& layout,
+                                                               collective::BusOp op, std::uint64_t bytes,
+                                                               int element_bytes) {
+  if (op == collective::BusOp::AllReduce) throw std::logic_error("make_gather_collective: an allreduce");
+  const auto orders = layout.ring_orders.empty() ? std::vector<std::vector<int>>(1) : layout.ring_orders;
+  auto c = op == collective::BusOp::AllGather
+               ? collective::make_ring_allgather(layout.workers, bytes, element_bytes, layout.space, orders)
+               : collective::make_ring_reduce_scatter(layout.workers, bytes, element_bytes, layout.space, orders);
+  if (layout.choice)
+    if (const auto pick = pick_algorithm(*layout.choice, bytes, true, false, op); pick.protocol)
+      c->protocol = protocol_cost(*layout.choice, pick, op);
+  return c;
 }
 
 }  // namespace ringsim

@@ -41,8 +41,10 @@ struct AlgorithmPick {
 };
 // The fastest by NCCL's model among the ring (ring), the tree (tree), NVLS or NVLSTree where the choice has
 // it (both ring and tree: auto), and
-// the protocols enabled here (ties: the ring, then the tree, then the protocol listed first).
-AlgorithmPick pick_algorithm(const AlgorithmChoice& c, std::uint64_t bytes, bool ring, bool tree);
+// the protocols enabled here (ties: the ring, then the tree, then the protocol listed first). An
+// all-gather or a reduce-scatter (`op`) has the ring only, as in NCCL 2.18.
+AlgorithmPick pick_algorithm(const AlgorithmChoice& c, std::uint64_t bytes, bool ring, bool tree,
+                             collective::BusOp op = collective::BusOp::AllReduce);
 // Whether NCCL's model finds the tree faster than the ring for `bytes`.
 inline bool picks_tree(const AlgorithmChoice& c, std::uint64_t bytes) {
   return pick_algorithm(c, bytes, true, true).algorithm == Algorithm::Tree;
@@ -50,7 +52,8 @@ inline bool picks_tree(const AlgorithmChoice& c, std::uint64_t bytes) {
 // What the simulators charge for a pick's protocol (collective::Protocol): its per-call latency; for the
 // ring, NCCL's mean latency per step as a floor for each step's messages; its share of the Simple
 // protocol's bandwidth.
-collective::Protocol protocol_cost(const AlgorithmChoice& c, const AlgorithmPick& p);
+collective::Protocol protocol_cost(const AlgorithmChoice& c, const AlgorithmPick& p,
+                                   collective::BusOp op = collective::BusOp::AllReduce);
 
 struct BufferCollectiveLayout {
   int workers = 0;                                      // GPU ranks, node-major
@@ -98,5 +101,16 @@ std::unique_ptr<collective::Collective> make_nvls_candidate(const Scenario& s, c
 std::unique_ptr<collective::Collective> make_buffer_collective(const Scenario& s, const BufferCollectiveLayout& layout,
                                                                std::uint64_t bytes, int element_bytes,
                                                                const BufferShards& shards = {});
+
+// An all-gather or a reduce-scatter of a `bytes` buffer (the whole, of which each worker holds ~1/n): the
+// ring over the layout's rings (index order where it has none), with the protocol the library's tuning
+// picks for it, as NCCL 2.18 runs them whatever the allreduce's strategy. Build the layout of the scenario
+// as gather_layout_scenario gives it.
+std::unique_ptr<collective::Collective> make_gather_collective(const BufferCollectiveLayout& layout,
+                                                               collective::BusOp op, std::uint64_t bytes,
+                                                               int element_bytes);
+// The scenario whose layout an all-gather or reduce-scatter runs on: the same, with the ring as its strategy
+// where it names an allreduce of its own (its rings searched, its protocol picked where the library tunes).
+Scenario gather_layout_scenario(const Scenario& s);
 
 }  // namespace ringsim

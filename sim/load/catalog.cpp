@@ -442,8 +442,8 @@ ProtocolTuning::Latency tuning_latency(const YamlField& l) {
 // libraries.yaml `tuning.protocols.NAME`.
 ProtocolTuning protocol_tuning(const std::string& name, const YamlField& f) {
   f.require_map({"ring_latency", "tree_latency", "ring_bandwidth", "tree_bandwidth", "tree_bandwidth_one_node",
-                 "network_post", "max_bus_bandwidth", "needs_nvlink", "needs_gpudirect", "compute_capabilities",
-                 "tree_correction"});
+                 "ring_bandwidth_gather_one_node", "network_post", "max_bus_bandwidth", "needs_nvlink",
+                 "needs_gpudirect", "compute_capabilities", "tree_correction"});
   ProtocolTuning p;
   p.name = name;
   p.ring = tuning_latency(f.get("ring_latency"));
@@ -451,6 +451,7 @@ ProtocolTuning protocol_tuning(const std::string& name, const YamlField& f) {
   p.ring_bandwidth = f.get("ring_bandwidth").number(0.01, 1);
   p.tree_bandwidth = f.get("tree_bandwidth").number(0.01, 1);
   if (auto t = f.find("tree_bandwidth_one_node")) p.tree_bandwidth_one_node = t->number(0.01, 1);
+  if (auto t = f.find("ring_bandwidth_gather_one_node")) p.ring_bandwidth_gather_one_node = t->number(0.01, 1);
   if (auto n = f.find("network_post")) p.network_post = n->nonnegative_quantity(Quantity::Time);
   if (auto m = f.find("max_bus_bandwidth")) {
     m->require_map({"one_node", "two_nodes", "more_nodes"});

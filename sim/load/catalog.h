@@ -404,6 +404,7 @@ struct ProtocolTuning {
   Latency ring, tree;
   double ring_bandwidth = 1, tree_bandwidth = 1;  // of the Simple protocol's
   double tree_bandwidth_one_node = 0;             // a one-node tree's instead; 0: tree_bandwidth
+  double ring_bandwidth_gather_one_node = 0;      // a one-node ring's all-gather or reduce-scatter; 0: ring_bandwidth
   double network_post = 0;  // across nodes, each ring step costs at least this (NCCL's netOverhead)
   // The bus bandwidth the protocol reaches at most (LL): on one node by GPU architecture, on two nodes, on
   // more; 0: no limit.

@@ -30,11 +30,14 @@ std::string picks_line(const BenchPrediction& b) {
   }
   return out.empty() ? "" : "# picked by the library's tuning model: " + out + "\n";
 }
+
+// nccl-tests' redop column: none for an all-gather.
+const char* redop(const BenchPrediction& b) { return b.op == collective::BusOp::AllGather ? "none" : "sum"; }
 }  // namespace
 
 std::string bench_table(const BenchPrediction& b, const std::string& title) {
-  std::string out = "# ringsim bench (predicted): allreduce, " + std::to_string(b.ranks) + " ranks, " + title +
-                    ", algorithm " + b.algorithm + ", type float\n";
+  std::string out = "# ringsim bench (predicted): " + std::string(collective::op_name(b.op)) + ", " +
+                    std::to_string(b.ranks) + " ranks, " + title + ", algorithm " + b.algorithm + ", type float\n";
   char line[256];
   std::snprintf(line, sizeof line, "# %12s %12s %6s %5s %10s %8s %8s %7s\n", "size(B)", "count", "type", "redop",
                 "time(us)", "algbw", "busbw", "#wrong");
@@ -42,7 +45,7 @@ std::string bench_table(const BenchPrediction& b, const std::string& title) {
   for (const BenchRow& r : b.rows) {
     const double algbw = r.algbw() / 1e9;
     std::snprintf(line, sizeof line, "  %12llu %12llu %6s %5s %10.2f %8.3f %8.3f %7s\n",
-                  static_cast<unsigned long long>(r.bytes), static_cast<unsigned long long>(r.count), "float", "sum",
+                  static_cast<unsigned long long>(r.bytes), static_cast<unsigned long long>(r.count), "float", redop(b),
                   r.time_s * 1e6, algbw, algbw * b.bus_factor, "N/A");
     out += line;
   }
@@ -55,7 +58,7 @@ std::string bench_json(const BenchPrediction& b, const std::string& title) {
     rows.push_back({{"bytes", r.bytes},
                     {"count", r.count},
                     {"type", "float"},
-                    {"op", "allreduce"},
+                    {"op", collective::op_name(b.op)},
                     {"time_us", r.time_s * 1e6},
                     {"algbw_gbps", r.algbw() / 1e9},
                     {"busbw_gbps", r.algbw() / 1e9 * b.bus_factor},
@@ -65,9 +68,14 @@ std::string bench_json(const BenchPrediction& b, const std::string& title) {
       rows[i]["algorithm"] = b.rows[i].algorithm;
       rows[i]["protocol"] = b.rows[i].protocol;
     }
-  nlohmann::ordered_json j = {
-      {"schema", "ringsim.bench/1"}, {"ranks", b.ranks},         {"transport", "predicted"}, {"cluster", title},
-      {"op", "allreduce"},           {"algorithm", b.algorithm}, {"type", "float"},          {"rows", std::move(rows)}};
+  nlohmann::ordered_json j = {{"schema", "ringsim.bench/1"},
+                              {"ranks", b.ranks},
+                              {"transport", "predicted"},
+                              {"cluster", title},
+                              {"op", collective::op_name(b.op)},
+                              {"algorithm", b.algorithm},
+                              {"type", "float"},
+                              {"rows", std::move(rows)}};
   return j.dump(2) + "\n";
 }
 

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "execute/analytic/allreduce_bench.h"
+#include "execute/analytic/collective_bench.h"
 
 namespace ringsim {
 
