@@ -165,6 +165,12 @@ TEST_CASE("README task 4: whether a job fits a GPU's memory, and what makes it f
   run_task("### 4. Does the job fit in a GPU's memory?", {"check ", "activation_checkpointing=full"}, {});
 }
 
+TEST_CASE("README task 5: a language model sharded with FSDP: memory, tokens/s, a token budget",
+          "[readme_tasks][readme]") {
+  run_task("### 5. Shard a language model with FSDP: fit, tokens/s, time for a token budget",
+           {"predict ", "sharding=no_shard"}, {});
+}
+
 TEST_CASE("README tasks: sections, commands and shown lines are read as the tests use them", "[readme_tasks][readme]") {
   const std::string text =
       "# t\n## A\nx\n### 1. one\n```\n$ build/bin/ringsim a b\nout\n...\n$ "

@@ -153,7 +153,7 @@ TrainLoop::TrainLoop(const TrainOptions& o, MPI_Comm comm, const Catalog& catalo
     : o_(o),
       comm_(comm),
       s_(s),
-      framework_(make_framework(s)),
+      framework_(make_framework(s, catalog.model(s.model.name))),
       model_(catalog.model(s.model.name)),
       cm_(build_compute_model(catalog, s, false)),
       st_(model_.tensors.size()),
@@ -221,7 +221,9 @@ void TrainLoop::start_compute() {
                                  st_.ready[t].store(1, std::memory_order_release);
                                }
                                runtime_->signal();
-                             }};
+                             },
+                             {},  // no gathers: ringsim-real runs replicated parameters (real_run_refusal)
+                             {}};
     run_compute_program(
         cm_, *framework_, o_.compute_scale, [&](const std::vector<int>& t) { return bucket_copy_s(t); }, hooks);
   });

@@ -9,6 +9,11 @@ void derive_throughput(Prediction& p, const Scenario& s) {
   p.images_per_sec = images / p.iteration_time_s;
   p.images_per_sec_per_gpu = p.images_per_sec / p.gpus;
   p.scaling_efficiency = p.single_gpu_images_per_sec > 0 ? p.images_per_sec_per_gpu / p.single_gpu_images_per_sec : 0;
+  if (s.model.tokens > 1) {
+    p.tokens_per_sec = p.images_per_sec * s.model.tokens;
+    p.tokens_per_sec_per_gpu = p.tokens_per_sec / p.gpus;
+    p.mfu = p.peak_flops > 0 ? p.images_per_sec_per_gpu * p.model_flops_per_sample / p.peak_flops : 0;
+  }
   p.iterations_per_epoch = static_cast<std::int64_t>(std::ceil(s.training.dataset_images / images));
   p.epoch_time_s = p.iterations_per_epoch * p.iteration_time_s;
   p.time_to_train_s = s.training.epochs * p.epoch_time_s;
@@ -24,6 +29,8 @@ void set_tensors(Prediction& p, const ModelSpec& model, const std::vector<std::u
 }
 
 std::string_view gradient_buffers_noun(const Scenario& s) {
+  if (s.communication.framework == Framework::Fsdp)
+    return state_shards(s) > 1 ? "collectives (all-gathers, reduce-scatters)" : "collectives (a unit's allreduce)";
   return s.communication.framework == Framework::PytorchDdp ? "buckets" : "fusion buffers";
 }
 

@@ -78,6 +78,10 @@ struct Prediction {
   double exposed_communication_s = 0;  // iteration time not covered by compute
   double images_per_sec = 0, images_per_sec_per_gpu = 0;
   double single_gpu_images_per_sec = 0, scaling_efficiency = 0;
+  // A text model's tokens a second, and its model FLOPs utilisation (PaLM's MFU: the model's forward and
+  // backward FLOPs per token, no recomputation, over the GPUs' dense peak at the precision); 0 for images.
+  double tokens_per_sec = 0, tokens_per_sec_per_gpu = 0, mfu = 0;
+  double model_flops_per_sample = 0, peak_flops = 0;  // what the MFU is computed from
   std::int64_t iterations_per_epoch = 0;
   double epoch_time_s = 0, time_to_train_s = 0;
   std::string compute_source, compute_source_detail;

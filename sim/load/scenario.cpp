@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <sstream>
 
@@ -22,7 +23,13 @@ FabricTopology fabric_topology_named(const std::string& name) {
          : name == "fat_tree" ? FabricTopology::FatTree
                               : FabricTopology::RailOptimized;
 }
-std::string_view to_string(Framework v) { return v == Framework::Horovod ? "horovod" : "pytorch_ddp"; }
+std::string_view to_string(Framework v) {
+  return v == Framework::Horovod ? "horovod" : v == Framework::PytorchDdp ? "pytorch_ddp" : "fsdp";
+}
+
+std::string_view to_string(Sharding v) {
+  return v == Sharding::FullShard ? "full_shard" : v == Sharding::ShardGradOp ? "shard_grad_op" : "no_shard";
+}
 
 std::string_view to_string(Strategy v) {
   switch (v) {
@@ -78,7 +85,8 @@ const std::vector<std::string> kClusterKeys = {
 const std::vector<std::string> kModelKeys = {
     "name",    "batch_per_gpu", "images_per_sec_single_gpu", "samples_per_sec_single_gpu", "precision",
     "seq_len", "stack",         "activation_checkpointing"};
-const std::vector<std::string> kTrainingKeys = {"epochs", "dataset_images", "dataset_samples", "gradient_accumulation"};
+const std::vector<std::string> kTrainingKeys = {"epochs", "tokens", "dataset_images", "dataset_samples",
+                                                "gradient_accumulation"};
 const std::vector<std::string> kCommKeys = {"strategy",
                                             "library_version",
                                             "parameter_servers",
@@ -97,6 +105,7 @@ const std::vector<std::string> kCommKeys = {"strategy",
                                             "bucket_size",
                                             "first_bucket_size",
                                             "gradient_as_bucket_view",
+                                            "sharding",
                                             "gradient_precision"};
 
 const std::vector<std::string> kStorageKeys = {
@@ -375,6 +384,29 @@ void check_global_batch(const YamlField& mo, const ModelSpec& model, const Scena
 }
 
 // model and training; returns the model.
+// training.tokens: a count with an optional decimal suffix (K, M, B or G, T: 1e3 to 1e12), e.g. 2T.
+double token_count(const YamlField& f) {
+  const std::string v = f.str();
+  const std::map<char, double> suffix = {{'K', 1e3}, {'M', 1e6}, {'B', 1e9}, {'G', 1e9}, {'T', 1e12}};
+  std::string digits = v;
+  double scale = 1;
+  if (!v.empty() && suffix.count(static_cast<char>(std::toupper(static_cast<unsigned char>(v.back()))))) {
+    scale = suffix.at(static_cast<char>(std::toupper(static_cast<unsigned char>(v.back()))));
+    digits.pop_back();
+  }
+  std::size_t used = 0;
+  double n = 0;
+  try {
+    n = std::stod(digits, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (digits.empty() || used != digits.size() || !std::isfinite(n) || n * scale < 1 || n * scale > 1e16)
+    f.fail("expected a token count from 1 to 1e16, with an optional K, M, B or T suffix (e.g. 2T, 300B), got '" + v +
+           "'");
+  return n * scale;
+}
+
 const ModelSpec& parse_model(const YamlField& root, const Catalog& catalog, Scenario& s) {
   YamlField mo = root.get("model");
   mo.require_map(kModelKeys);
@@ -412,13 +444,23 @@ const ModelSpec& parse_model(const YamlField& root, const Catalog& catalog, Scen
 
   YamlField tr = root.get("training");
   tr.require_map(kTrainingKeys);
-  s.training.epochs = static_cast<int>(tr.get("epochs").integer(1, 100000));
-  if (tr.has("dataset_images") && tr.has("dataset_samples"))
-    tr.get("dataset_samples").fail("give dataset_images or its synonym dataset_samples, not both");
-  if (auto f = tr.has("dataset_samples") ? tr.find("dataset_samples") : tr.find("dataset_images"))
-    s.training.dataset_images = f->integer(1, std::int64_t(1) << 40);
-  else
-    s.training.dataset_images = catalog.dataset(model->dataset).samples(s.model.tokens);
+  if (auto f = tr.find("tokens")) {  // a token budget: its sequences, once
+    if (!s.model.text)
+      f->fail(model->name + " is not a text model; tokens applies to " +
+              join_alternatives(text_models(catalog), " and "));
+    for (const char* k : {"epochs", "dataset_images", "dataset_samples"})
+      if (tr.has(k)) tr.get(k).fail(std::string("give tokens (a budget, trained once) or ") + k + ", not both");
+    s.training.epochs = 1;
+    s.training.dataset_images = static_cast<std::int64_t>(std::ceil(token_count(*f) / s.model.tokens));
+  } else {
+    s.training.epochs = static_cast<int>(tr.get("epochs").integer(1, 100000));
+    if (tr.has("dataset_images") && tr.has("dataset_samples"))
+      tr.get("dataset_samples").fail("give dataset_images or its synonym dataset_samples, not both");
+    if (auto f = tr.has("dataset_samples") ? tr.find("dataset_samples") : tr.find("dataset_images"))
+      s.training.dataset_images = f->integer(1, std::int64_t(1) << 40);
+    else
+      s.training.dataset_images = catalog.dataset(model->dataset).samples(s.model.tokens);
+  }
   if (auto f = tr.find("gradient_accumulation"))
     s.training.gradient_accumulation = static_cast<int>(f->integer(1, 4096));
   check_global_batch(mo, *model, s);
@@ -455,6 +497,7 @@ Scenario parse(std::shared_ptr<YamlDocument> doc, const Catalog& catalog, const 
     check_ring_only(*co, catalog, s);
   }
   library_defaults(root.find("communication"), catalog, s);
+  check_sharded(root, s);
   s.communication.channels = channels;
   if (channels == 0) default_channels(catalog, sku, s);
   if (auto st = root.find("storage")) s.storage = parse_storage(*st, s, sku, model, catalog);
@@ -497,6 +540,9 @@ std::string concurrent_collectives_value(int c) { return c == 0 ? "unlimited" : 
 }  // namespace
 
 std::string real_run_refusal(const Scenario& s) {
+  if (s.communication.framework == Framework::Fsdp)
+    return "ringsim-real runs the allreduce frameworks (horovod, pytorch_ddp); framework fsdp's gathers are "
+           "simulated only (ringsim predict): --set communication.framework=pytorch_ddp";
   if (s.communication.strategy == Strategy::Nvls || s.communication.strategy == Strategy::NvlsTree)
     return "strategy " + std::string(to_string(s.communication.strategy)) +
            " reduces in the NVSwitch (multicast objects), which ringsim-real's transports do not use; run it with "
@@ -574,12 +620,15 @@ std::string to_yaml(const Scenario& s) {
     out << YAML::Key << "bucket_size" << YAML::Value << format_bytes(s.communication.bucket_bytes);
     out << YAML::Key << "first_bucket_size" << YAML::Value << format_bytes(s.communication.first_bucket_bytes);
     out << YAML::Key << "gradient_as_bucket_view" << YAML::Value << s.communication.gradient_as_bucket_view;
+  } else if (s.communication.framework == Framework::Fsdp) {
+    out << YAML::Key << "sharding" << YAML::Value << std::string(to_string(s.communication.sharding));
   } else {
     out << YAML::Key << "fusion_threshold" << YAML::Value << format_bytes(s.communication.fusion_threshold_bytes);
     out << YAML::Key << "cycle_time" << YAML::Value << format_time(s.communication.cycle_time_s);
   }
-  out << YAML::Key << "concurrent_collectives" << YAML::Value
-      << concurrent_collectives_value(s.communication.concurrent_collectives);
+  if (s.communication.framework != Framework::Fsdp)
+    out << YAML::Key << "concurrent_collectives" << YAML::Value
+        << concurrent_collectives_value(s.communication.concurrent_collectives);
   const Strategy st = s.communication.strategy;
   if (st == Strategy::Ring || st == Strategy::Tree || st == Strategy::Auto)
     out << YAML::Key << "channels" << YAML::Value << s.communication.channels;

@@ -19,7 +19,12 @@ enum class PsPlacement { Colocated, Dedicated, Gpus };
 enum class PsAggregation { None, Node };
 enum class PsTransport { InProcess, Rpc };
 enum class CommLibrary { Nccl, Nccl1, Mpi };  // libraries.yaml: nccl, nccl1 (NCCL 1.x), mpi
-enum class Framework { Horovod, PytorchDdp };
+enum class Framework { Horovod, PytorchDdp, Fsdp };
+// FSDP's ShardingStrategy: parameters, gradients and optimizer state sharded and the parameters freed after
+// each use (full_shard, ZeRO-3); freed only after the backward pass (shard_grad_op, ZeRO-2); replicated, the
+// gradients allreduced (no_shard, DDP).
+enum class Sharding { FullShard, ShardGradOp, NoShard };
+std::string_view to_string(Sharding v);
 
 std::string_view to_string(FabricTopology v);
 FabricTopology fabric_topology_named(const std::string& name);  // star, fat_tree or rail_optimized
@@ -89,6 +94,7 @@ struct CommunicationConfig {
   // The framework's gradient loop: Horovod's negotiated fusion, or PyTorch DDP's fixed buckets (in reverse
   // registration order: the first `first_bucket_bytes`, then `bucket_bytes` each).
   Framework framework = Framework::Horovod;
+  Sharding sharding = Sharding::FullShard;  // fsdp only
   double bucket_bytes = 25.0 * 1024 * 1024;
   double first_bucket_bytes = 1024.0 * 1024;
   // DDP's gradient_as_bucket_view: gradients are views of the buckets. False (PyTorch's default): each gradient
@@ -179,6 +185,14 @@ std::string to_yaml(const Scenario& s);
 inline bool ddp_copies_buckets(const Scenario& s) {
   return s.communication.framework == Framework::PytorchDdp && !s.communication.gradient_as_bucket_view &&
          s.cluster.total_gpus() > 1;
+}
+
+// Over how many GPUs the parameters, gradients and optimizer state are sharded: every GPU's under fsdp's
+// full_shard and shard_grad_op, else none (1).
+inline int state_shards(const Scenario& s) {
+  return s.communication.framework == Framework::Fsdp && s.communication.sharding != Sharding::NoShard
+             ? s.cluster.total_gpus()
+             : 1;
 }
 
 // Why ringsim-real (train, and the job script and emulation that run it) cannot run `s`; empty when it can.

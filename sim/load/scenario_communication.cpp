@@ -154,13 +154,27 @@ namespace {
 
 // communication.framework: Horovod's keys (fusion_threshold, cycle_time) or DDP's (bucket sizes).
 void parse_framework(const YamlField& co, Scenario& s) {
-  if (auto f = co.find("framework"))
-    s.communication.framework =
-        f->choice({"horovod", "pytorch_ddp"}) == "horovod" ? Framework::Horovod : Framework::PytorchDdp;
+  if (auto f = co.find("framework")) {
+    const std::string v = f->choice({"horovod", "pytorch_ddp", "fsdp"});
+    s.communication.framework = v == "horovod"       ? Framework::Horovod
+                                : v == "pytorch_ddp" ? Framework::PytorchDdp
+                                                     : Framework::Fsdp;
+  }
   const bool ddp = s.communication.framework == Framework::PytorchDdp;
+  const bool fsdp = s.communication.framework == Framework::Fsdp;
   for (const char* k : {"fusion_threshold", "cycle_time"})
-    if (auto f = co.find(k); f && ddp)
-      f->fail(std::string(k) + " is Horovod's; pytorch_ddp buckets gradients by bucket_size and first_bucket_size");
+    if (auto f = co.find(k); f && (ddp || fsdp))
+      f->fail(std::string(k) + " is Horovod's; " +
+              (ddp ? "pytorch_ddp buckets gradients by bucket_size and first_bucket_size"
+                   : "fsdp reduces each unit's gradients as its backward pass ends"));
+  if (auto f = co.find("sharding")) {
+    if (!fsdp) f->fail("applies to framework: fsdp");
+    const std::string v = f->choice({"full_shard", "shard_grad_op", "no_shard"});
+    s.communication.sharding = v == "full_shard"      ? Sharding::FullShard
+                               : v == "shard_grad_op" ? Sharding::ShardGradOp
+                                                      : Sharding::NoShard;
+  }
+  if (fsdp) s.communication.cycle_time_s = 0;  // each unit's collective starts when its gradients are in
   for (const char* k : {"bucket_size", "first_bucket_size", "gradient_as_bucket_view"})
     if (auto f = co.find(k); f && !ddp) f->fail(std::string(k) + " applies to framework: pytorch_ddp");
   if (auto f = co.find("gradient_precision")) {  // a compression: DDP's comm hooks, Horovod's Compression.fp16
@@ -260,6 +274,25 @@ void default_channels(const Catalog& catalog, const SkuSpec& sku, Scenario& s) {
   s.communication.channels = st == Strategy::Tree                           ? 2 * per_rail
                              : st == Strategy::Ring || st == Strategy::Auto ? per_rail
                                                                             : 1;
+}
+
+void check_sharded(const YamlField& root, const Scenario& s) {
+  if (s.communication.framework != Framework::Fsdp) return;
+  const auto co = root.find("communication");
+  const Strategy st = s.communication.strategy;
+  if (st != Strategy::Ring && st != Strategy::Auto)
+    co->get("strategy")
+        .fail(
+            "fsdp runs NCCL's all-gather and reduce-scatter (the ring) and, for no_shard, its "
+            "allreduce: use strategy ring or auto, or leave it out");
+  if (auto f = co->find("concurrent_collectives"))
+    f->fail("fsdp runs its all-gathers and its reduce-scatters each on a stream of their own; leave it out");
+  if (s.training.gradient_accumulation != 1)
+    root.get("training")
+        .get("gradient_accumulation")
+        .fail(
+            "fsdp is modelled one micro-batch a step (each micro-batch gathers and reduces every unit): set it to 1 "
+            "and model.batch_per_gpu to the micro-batch");
 }
 
 }  // namespace scenario_detail

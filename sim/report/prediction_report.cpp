@@ -145,7 +145,10 @@ ordered_json link_json(const LinkLoad& l) {
 
 std::string collective_activity(const Prediction& p, const CollectiveRecord& r) {
   if (r.algorithm == "parameter_server") return "PS_PUSH_PULL";
-  return p.library.starts_with("nccl") ? "NCCL_ALLREDUCE" : "MPI_ALLREDUCE";  // nccl, nccl1
+  const std::string op = r.algorithm.ends_with("allgather")        ? "ALLGATHER"
+                         : r.algorithm.ends_with("reduce_scatter") ? "REDUCESCATTER"
+                                                                   : "ALLREDUCE";
+  return (p.library.starts_with("nccl") ? "NCCL_" : "MPI_") + op;  // nccl, nccl1
 }
 
 }  // namespace
@@ -172,6 +175,11 @@ std::string result_json(const Prediction& p, const std::string& source) {
     j["samples_per_sec_high"] = p.images_per_sec_high;
   }
   j["images_per_sec_per_gpu"] = p.images_per_sec_per_gpu;
+  if (p.tokens_per_sec > 0) {
+    j["tokens_per_sec"] = p.tokens_per_sec;
+    j["tokens_per_sec_per_gpu"] = p.tokens_per_sec_per_gpu;
+    j["mfu"] = p.mfu;
+  }
   j["single_gpu_images_per_sec"] = p.single_gpu_images_per_sec;
   j["scaling_efficiency"] = p.scaling_efficiency;
   j["compute_time_s"] = p.compute_time_s;
@@ -262,10 +270,11 @@ std::string timeline_json(const Prediction& p) {
          {{"bytes", r.bytes}, {"tensors", r.tensors.size()}, {"algorithm", r.algorithm}});
     double estimate = 0;
     for (const auto& ph : r.phases) estimate += ph.steps * ph.step_s;
+    const bool gather = r.algorithm.ends_with("allgather");  // sharded parameters, before they compute
     for (int t : r.tensors) {
       const int pid = tensor_pid0 + t;
-      span(pid, "NEGOTIATE_ALLREDUCE", p.tensor_ready_s[t], r.negotiated_at);
-      ev.push_back({{"name", "ALLREDUCE"},
+      if (!gather) span(pid, "NEGOTIATE_ALLREDUCE", p.tensor_ready_s[t], r.negotiated_at);
+      ev.push_back({{"name", gather ? "ALLGATHER" : "ALLREDUCE"},
                     {"ph", "B"},
                     {"ts", us(r.start)},
                     {"pid", pid},
@@ -324,6 +333,9 @@ std::string communication_row(const Scenario& s, const std::string& library, con
   const std::string loop =
       c.framework == Framework::PytorchDdp
           ? ", PyTorch DDP buckets " + format_bytes(c.first_bucket_bytes) + " then " + format_bytes(c.bucket_bytes)
+      : c.framework == Framework::Fsdp
+          ? ", FSDP " + std::string(to_string(c.sharding)) + " (a unit a transformer block" +
+                (state_shards(s) > 1 ? ": all-gathers and reduce-scatters on their own streams)" : ": allreduces)")
           : ", fusion " + format_bytes(c.fusion_threshold_bytes) + " every " + format_time(c.cycle_time_s);
   return std::string(to_string(c.strategy)) + " over " + library + picks + loop +
          (at_once == 1   ? ""
@@ -400,6 +412,9 @@ std::string prediction_table(const Prediction& p) {
                                                           : ""));
   row(noun + "/s per GPU", format_number(std::round(p.images_per_sec_per_gpu * 10) / 10) + " (single GPU " +
                                format_number(std::round(p.single_gpu_images_per_sec * 10) / 10) + ")");
+  if (p.tokens_per_sec > 0)
+    row("tokens/s (total)", one_decimal(p.tokens_per_sec) + " (per GPU " + one_decimal(p.tokens_per_sec_per_gpu) +
+                                ", MFU " + pct(p.mfu) + ")");
   row("scaling efficiency", pct(p.scaling_efficiency));
   row("compute time", compute_row(p));
   if (p.bucket_copy_s > 0)

@@ -144,9 +144,12 @@ ComputeModel build_compute_model(const Catalog& catalog, const Scenario& s, bool
   }
   const double flops = model.forward_flops(s.model.tokens);
   cm.update_s = optimizer_update_s(model, gpu);
+  cm.model_flops_per_sample = 3 * model.forward_flops(s.model.tokens);
+  cm.peak_flops = gpu.peak_flops(cs.precisions.at(s.model.precision).peak);
   cm.memory = estimate_memory(catalog, s);
 
   double fwd_bwd = micro_batch_s(catalog, s, cm);
+  cm.update_s /= state_shards(s);  // sharded states: each GPU steps its shard
   add_recomputation(model, s, catalog.compute(), fwd_bwd, cm);
   if (!s.model.images_per_sec_single_gpu && !s.model.single_gpu_rates.empty())
     cm.source_detail += "; model.samples_per_sec_single_gpu has no rate for " + gpu.name;

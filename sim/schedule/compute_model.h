@@ -43,6 +43,9 @@ struct ComputeModel {
   std::map<std::string, double> operator_layer_s;
   std::string source;  // "measured", "scenario", "roofline", "operators"
   std::string source_detail;
+  // The model's FLOPs per sample (forward and backward: 3 x forward, no recomputation) and the GPU's dense
+  // peak at the scenario's precision: a text model's MFU.
+  double model_flops_per_sample = 0, peak_flops = 0;
 };
 
 // The optimizer step: read parameter and gradient, write parameter, at the GPU's memory bandwidth.

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "load/units.h"
+#include "train/sharding.h"
 
 namespace ringsim {
 
@@ -68,9 +69,33 @@ std::string advice(const MemoryEstimate& m, const Scenario& s, double fixed, dou
   if (batch >= 1 && batch < s.model.batch_per_gpu)
     return "it fits with model.batch_per_gpu " + std::to_string(batch) +
            " (training.gradient_accumulation keeps the batch)";
-  return "the parameters, gradients, optimizer state and buffers alone (" + format_bytes(fixed) +
-         " with the reserve) leave no room for " + (batch < 1 ? "one sample" : "the batch") +
-         ": shard them over the GPUs (FSDP or ZeRO, not modelled yet), a GPU with more memory, or a smaller model";
+  const std::string room_for = "the parameters, gradients, optimizer state and buffers alone (" + format_bytes(fixed) +
+                               " with the reserve) leave no room for " + (batch < 1 ? "one sample" : "the batch");
+  if (state_shards(s) > 1)
+    return room_for + ": more GPUs (each keeps 1/GPUs of the states), model.activation_checkpointing: full, a GPU " +
+           "with more memory, or a smaller model";
+  const bool fsdp = s.communication.framework == Framework::Fsdp;
+  return room_for + ": shard them over the GPUs (" +
+         (fsdp ? "communication.sharding: full_shard" : "communication.framework: fsdp") +
+         "), a GPU with more memory, or a smaller model";
+}
+
+// FSDP's gathered parameters and unsharded gradients: full_shard holds the root and at most two blocks
+// gathered at once (limit_all_gathers), shard_grad_op every unit from the forward pass to the backward pass;
+// a block's gradients unsharded, in the parameters' type and in the reduction's, until its reduce-scatter.
+MemoryItem sharded_buffers(const ModelSpec& model, const Scenario& s) {
+  const double param = s.model.precision == "amp" || s.model.precision == "bf16" ? 2 : 4;
+  double root = 0, largest = 0;
+  for (const auto& u : shard_units(model))
+    (u.name.empty() ? root : largest) = std::max(u.name.empty() ? root : largest, static_cast<double>(u.params));
+  const double grads = largest * (param + s.model.gradient_bytes);
+  if (s.communication.sharding == Sharding::ShardGradOp)
+    return {"buffers", static_cast<double>(model.total_params) * param + grads,
+            "every unit gathered from forward to backward (" + format_number(param) +
+                " B a parameter), and a block's gradients unsharded"};
+  return {"buffers", (root + 2 * largest) * param + grads,
+          "the root and two blocks gathered (" + format_number(param) +
+              " B a parameter, limit_all_gathers), and a block's gradients unsharded"};
 }
 
 }  // namespace
@@ -92,9 +117,15 @@ MemoryEstimate estimate_memory(const Catalog& catalog, const Scenario& s) {
   else if (!model.transformer())
     m.activation_bytes_per_sample = cnn_activations(model, w);
   const double activations = m.activation_bytes_per_sample * s.model.batch_per_gpu;
+  const double shards = state_shards(s);
+  const std::string placed = shards > 1 ? "sharded over " + format_number(shards) + " GPUs" : "replicated";
   double buffers = 0;
   std::string buffer_detail = "none";
-  if (ddp_copies_buckets(s)) {
+  if (shards > 1) {
+    const MemoryItem b = sharded_buffers(model, s);
+    buffers = b.bytes;
+    buffer_detail = b.detail;
+  } else if (ddp_copies_buckets(s)) {
     buffers = n * mem.gradient_bytes_per_param;
     buffer_detail = "DDP's gradient buckets, a copy of every gradient";
   } else if (s.communication.framework == Framework::Horovod && s.cluster.total_gpus() > 1) {
@@ -102,11 +133,13 @@ MemoryEstimate estimate_memory(const Catalog& catalog, const Scenario& s) {
     buffer_detail = "Horovod's fusion buffer";
   }
   m.breakdown = {
-      {"parameters", n * mem.master_bytes_per_param,
-       format_number(mem.master_bytes_per_param) + " B x " + format_number(n) + " (FP32, replicated)"},
-      {"gradients", n * mem.gradient_bytes_per_param, format_number(mem.gradient_bytes_per_param) + " B a parameter"},
-      {"optimizer_state", n * opt.state_bytes_per_param,
-       opt.name + ", " + format_number(opt.state_bytes_per_param) + " B a parameter"},
+      {"parameters", n * mem.master_bytes_per_param / shards,
+       format_number(mem.master_bytes_per_param) + " B x " + format_number(n) + " (FP32, " + placed + ")"},
+      {"gradients", n * mem.gradient_bytes_per_param / shards,
+       format_number(mem.gradient_bytes_per_param) + " B a parameter" + (shards > 1 ? ", " + placed : "")},
+      {"optimizer_state", n * opt.state_bytes_per_param / shards,
+       opt.name + ", " + format_number(opt.state_bytes_per_param) + " B a parameter" +
+           (shards > 1 ? ", " + placed : "")},
       {"activations", activations,
        format_bytes(m.activation_bytes_per_sample) + " a sample x " + std::to_string(s.model.batch_per_gpu) +
            (model.transformer() ? (flash                                        ? ", flash attention"

@@ -4,10 +4,12 @@
 
 namespace ringsim {
 
-std::unique_ptr<TrainingFramework> make_framework(const Scenario& s) {
+std::unique_ptr<TrainingFramework> make_framework(const Scenario& s, const ModelSpec& model) {
   switch (s.communication.framework) {
     case Framework::PytorchDdp:
       return make_pytorch_ddp(s);
+    case Framework::Fsdp:
+      return make_fsdp(s, model);
     case Framework::Horovod:
       break;
   }

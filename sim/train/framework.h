@@ -7,7 +7,9 @@
 #include <string_view>
 #include <vector>
 
+#include "collective/collective.h"
 #include "collective/fusion.h"
+#include "train/sharding.h"
 
 namespace ringsim {
 
@@ -30,13 +32,20 @@ class TrainingFramework {
   virtual bool bucket_copies() const = 0;
   // Whether every worker steps its optimizer after the collectives (not where servers apply the update).
   virtual bool optimizer_step() const = 0;
+  // The collective each gradient buffer runs: an allreduce, or a reduce-scatter where the gradients are
+  // sharded (each rank keeps its shard).
+  virtual collective::BusOp gradient_op() const { return collective::BusOp::AllReduce; }
+  // Sharded parameters: the all-gathers each unit waits for before it computes (sharding.h); empty where
+  // every rank holds all parameters.
+  virtual GatherPlan gathers(const ModelSpec&, const std::vector<Layer>&) const { return {}; }
 };
 
-// The scenario's framework (communication.framework, with its strategy and settings).
-std::unique_ptr<TrainingFramework> make_framework(const Scenario& s);
+// The scenario's framework (communication.framework, with its strategy and settings) for its model.
+std::unique_ptr<TrainingFramework> make_framework(const Scenario& s, const ModelSpec& model);
 
 // The frameworks, one file each.
 std::unique_ptr<TrainingFramework> make_horovod(const Scenario& s);
 std::unique_ptr<TrainingFramework> make_pytorch_ddp(const Scenario& s);
+std::unique_ptr<TrainingFramework> make_fsdp(const Scenario& s, const ModelSpec& model);
 
 }  // namespace ringsim

@@ -4,8 +4,49 @@
 
 namespace ringsim {
 
+namespace {
+
+// Sharded parameters: the forward pass a unit at a time, each after its gather and freed after it (the root
+// stays), then the backward pass layer by layer, a resharded unit after its gather again.
+void run_sharded_program(const ComputeModel& cm, double scale, const ComputeHooks& rt, const GatherPlan& plan) {
+  const int n = static_cast<int>(cm.layers.size());
+  auto freed = [&](int g) { return g >= 0 && !plan.units[plan.gathers[g].unit].name.empty(); };
+  int unit = -1, open = -1;  // the unit computing, and the gather it computes with
+  double run = 0;            // the forward seconds of its layers so far
+  for (int i = 0; i < n; ++i) {
+    if (plan.unit_of_layer[i] != unit) {
+      if (run > 0) rt.compute("FORWARD", run);
+      run = 0;
+      if (freed(open)) rt.release(open);
+      unit = plan.unit_of_layer[i];
+      open = plan.find(unit, false);
+      if (open >= 0) rt.wait_gathered(open);
+    }
+    run += cm.layers[i].forward_s * scale;
+  }
+  if (run > 0) rt.compute("FORWARD", run);
+  if (freed(open)) rt.release(open);
+  unit = -1, open = -1;
+  for (int i = n - 1; i >= 0; --i) {
+    const Layer& l = cm.layers[i];
+    if (plan.unit_of_layer[i] != unit) {
+      if (open >= 0) rt.release(open);
+      unit = plan.unit_of_layer[i];
+      open = plan.find(unit, true);
+      if (open >= 0) rt.wait_gathered(open);
+    }
+    if (l.backward_s > 0) rt.compute(l.name, l.backward_s * scale);
+    rt.ready(l.tensors);
+  }
+  if (open >= 0) rt.release(open);
+}
+
+}  // namespace
+
 void run_compute_program(const ComputeModel& cm, const TrainingFramework& framework, double scale,
-                         const std::function<double(const std::vector<int>&)>& bucket_copy_s, const ComputeHooks& rt) {
+                         const std::function<double(const std::vector<int>&)>& bucket_copy_s, const ComputeHooks& rt,
+                         const GatherPlan& plan) {
+  if (!plan.empty()) return run_sharded_program(cm, scale, rt, plan);
   rt.compute("FORWARD", cm.forward_s * scale);
   for (auto l = cm.layers.rbegin(); l != cm.layers.rend(); ++l) {
     if (l->backward_s > 0) rt.compute(l->name, l->backward_s * scale);
@@ -50,6 +91,8 @@ void set_compute_fields(Prediction& p, const ComputeModel& cm, const TrainingFra
   p.update_s = framework.optimizer_step() ? cm.update_s * scale : 0;
   p.compute_time_s = p.forward_s + p.backward_s + p.update_s;
   p.compute_source = cm.source;
+  p.model_flops_per_sample = cm.model_flops_per_sample;
+  p.peak_flops = cm.peak_flops;
   p.memory = cm.memory;
   p.compute_source_detail = cm.source_detail + (scale != 1 ? " x compute scale " + std::to_string(scale) : "");
 }

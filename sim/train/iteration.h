@@ -25,14 +25,19 @@ inline constexpr std::string_view kBucketCopyIn = "DDP_COPY_IN", kBucketCopyOut 
 struct ComputeHooks {
   std::function<void(const std::string& name, double seconds)> compute;
   std::function<void(const std::vector<int>& tensors)> ready;
+  // Sharded parameters (a GatherPlan): wait until gather g's parameters have arrived; this rank is done with
+  // gather g's parameters (they may be freed).
+  std::function<void(int gather)> wait_gathered, release;
 };
 
 // One rank's compute in an iteration: the forward pass, then each layer's backward pass from the last
 // layer, the framework's copy of that layer's gradients into their buckets (`bucket_copy_s` of the
 // tensors), and the gradients announced ready. `scale` multiplies the passes (ringsim-real's
-// --compute-scale), not the copies.
+// --compute-scale), not the copies. With a gather plan (sharded parameters) each unit first waits for its
+// gather and releases it once it has computed, the forward pass a unit at a time.
 void run_compute_program(const ComputeModel& cm, const TrainingFramework& framework, double scale,
-                         const std::function<double(const std::vector<int>&)>& bucket_copy_s, const ComputeHooks& rt);
+                         const std::function<double(const std::vector<int>&)>& bucket_copy_s, const ComputeHooks& rt,
+                         const GatherPlan& plan = {});
 
 // DDP's copies out of its buckets (Reducer::finalize_backward, on the compute stream): each bucket's
 // allreduce end and copy time as its allreduce ends; once the backward pass is over, the copies that did

@@ -15,6 +15,7 @@
 #include "load/input_error.h"
 #include "load/units.h"
 #include "schedule/compute_model.h"
+#include "train/sharding.h"
 
 namespace ringsim {
 
@@ -154,7 +155,14 @@ WorkEstimate estimate_work(const Catalog& catalog, const Scenario& s, Fidelity f
   const ModelSpec& model = catalog.model(s.model.name);
   const double grad = static_cast<double>(model.total_params) * s.model.gradient_bytes;
   const int tensors = static_cast<int>(model.tensors.size());
-  if (c.framework == Framework::PytorchDdp) {
+  if (c.framework == Framework::Fsdp) {
+    // A collective a unit for its gradients, and one or two all-gathers a unit (full_shard: forward and
+    // backward) where the states are sharded.
+    const auto units = static_cast<int>(shard_units(model).size());
+    const int gathers = state_shards(s) == 1 ? 0 : c.sharding == Sharding::FullShard ? 2 : 1;
+    e.fusion_buffers = units * (1 + gathers);
+    e.distinct_buffers = std::min(e.fusion_buffers, 4);  // the root's and a block's, of each kind
+  } else if (c.framework == Framework::PytorchDdp) {
     std::vector<collective::FusionTensor> ft;
     for (const auto& t : model.tensors)
       ft.push_back({static_cast<std::uint64_t>(t.numel) * s.model.gradient_bytes, s.model.gradient_bytes});

@@ -46,15 +46,18 @@ class CollectiveFactory {
     // Rings follow the fastest links inside a node, the same in every node, nodes in index order.
     layout_ = buffer_collective_layout(s, cm.data_space(), cm);
   }
-  std::unique_ptr<Collective> make(const collective::FusionBuffer& b) const {
+  // `op`: the framework's gradient collective, or an all-gather of sharded parameters.
+  std::unique_ptr<Collective> make(const collective::FusionBuffer& b,
+                                   collective::BusOp op = collective::BusOp::AllReduce) const {
+    if (op != collective::BusOp::AllReduce) return make_gather_collective(layout_, op, b.bytes, b.element_bytes);
     BufferShards shards;
     if (s_.communication.strategy == Strategy::ParameterServer)
       shards = buffer_shards(s_, server_of_, tensor_bytes_, b.tensors);
     return make_buffer_collective(s_, layout_, b.bytes, b.element_bytes, shards);
   }
-  // What make(b) depends on: buffers with equal keys get the same collective.
-  std::vector<std::uint64_t> key(const collective::FusionBuffer& b) const {
-    std::vector<std::uint64_t> k{b.bytes, static_cast<std::uint64_t>(b.element_bytes)};
+  // What make(b, op) depends on: buffers with equal keys get the same collective.
+  std::vector<std::uint64_t> key(const collective::FusionBuffer& b, collective::BusOp op) const {
+    std::vector<std::uint64_t> k{b.bytes, static_cast<std::uint64_t>(b.element_bytes), static_cast<std::uint64_t>(op)};
     if (s_.communication.strategy != Strategy::ParameterServer) return k;
     const BufferShards shards = buffer_shards(s_, server_of_, tensor_bytes_, b.tensors);
     k.push_back(static_cast<std::uint64_t>(shards.aggregator));
@@ -100,7 +103,7 @@ class TrainingRun final : public collective::CycleRuntime, public collective::Bu
         topo_(Topology::build(catalog, simulated_shape(s))),
         cm_(catalog, s, topo_),
         factory_(s, model_, cm_),
-        framework_(make_framework(s)) {
+        framework_(make_framework(s, model_)) {
     if (s.communication.strategy == Strategy::ParameterServer) place_servers();
     if (s.storage) plan_data_pipeline();
     std::vector<collective::FusionTensor> ft;
@@ -108,6 +111,7 @@ class TrainingRun final : public collective::CycleRuntime, public collective::Bu
     const int announcing = fidelity == Fidelity::Flow ? s.cluster.total_gpus() : 1;
     for (int k = 0; k < iterations(); ++k)
       planners_.push_back(std::make_unique<collective::FusionPlanner>(framework_->planner(ft, announcing)));
+    gathers_ = framework_->gathers(model_, compute_.layers);
     edge_bytes_.assign(cm_.edge_count(), 0);
     if (auto p = catalog.compute().precisions.find(s.model.precision); p != catalog.compute().precisions.end())
       bucket_element_bytes_ = gradient_element_bytes(p->second.gradient);
@@ -166,7 +170,9 @@ class TrainingRun final : public collective::CycleRuntime, public collective::Bu
   // collective's call overhead, then its flows (flow fidelity) or its step-model estimate.
   void copy_in(const collective::FusionBuffer& b, bool fused) override;
   void copy_out(const collective::FusionBuffer& b, bool fused) override { copy_in(b, fused); }
-  std::unique_ptr<Collective> collective(const collective::FusionBuffer& b) override { return factory_.make(b); }
+  std::unique_ptr<Collective> collective(const collective::FusionBuffer& b) override {
+    return factory_.make(b, framework_->gradient_op());
+  }
   void exchange(const collective::FusionBuffer& b, const Collective& c, CollectiveRecord& rec) override;
   // A collective's step-model cost: its duration, runs and hold on the compute, evaluated once per kind of
   // buffer (equal CollectiveFactory keys; DDP's buckets and Horovod's full buffers repeat their sizes). Each
@@ -178,7 +184,7 @@ class TrainingRun final : public collective::CycleRuntime, public collective::Bu
     std::vector<std::pair<int, double>> edge_bytes;  // what one run of it adds to edge_bytes_, by edge
   };
   std::vector<double> step_edge_bytes_;  // zeros between evaluations, as large as edge_bytes_
-  const StepCost& step_cost(const collective::FusionBuffer& b, const Collective& c);
+  const StepCost& step_cost(const collective::FusionBuffer& b, const Collective& c, collective::BusOp op);
   std::map<std::vector<std::uint64_t>, StepCost> step_costs_;
   // While collective c runs it holds part of its GPUs' compute: interfere(c, hold, true) as it starts,
   // (c, hold, false) as it ends. taken(rank): the compute seconds collectives have taken from the rank's GPU
@@ -200,6 +206,23 @@ class TrainingRun final : public collective::CycleRuntime, public collective::Bu
     sg4::this_actor::sleep_for(s);
     ++activities_;
   }
+  // The step fidelity's collective of `s` seconds. Sharded frameworks run their all-gathers and their
+  // gradients' collectives on two streams at once: there they share one bandwidth (the fabric host's
+  // processor sharing), each at half its rate while both run; one at a time it is a sleep.
+  void occupy(double s);
+  // Sharded parameters (gathers_ non-empty): the iteration's all-gathers in their order, each once the gather
+  // it waits for has been released by every computing rank, on an actor of its own (gather_actor).
+  void begin_gathers();
+  void gather_actor();
+  void run_gather(int g);
+  void wait_gathered(int g);
+  void release_gather(int g);
+  GatherPlan gathers_;
+  std::vector<int> gather_released_;  // per gather: the computing ranks done with it
+  std::vector<char> gathered_;        // per gather: arrived
+  sg4::ConditionVariablePtr gather_cv_;
+  sg4::ActorPtr gatherer_;
+  sg4::Host* fabric_ = nullptr;  // the step fidelity's shared bandwidth (sharded frameworks)
 
   const Catalog& catalog_;
   const Scenario& s_;

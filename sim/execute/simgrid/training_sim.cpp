@@ -137,6 +137,7 @@ void TrainingRun::build_platform(const Collective* c, bool with_loader) {
   // The step fidelity runs its actors on rank 0's GPU only; the flow fidelity needs every member's hosts
   // (a full zone keeps a route table of hosts squared, so the step fidelity must not create them all).
   host(cm_.member(0).device);
+  if (fidelity_ == Fidelity::Step && !gathers_.empty()) fabric_ = zone->create_host("fabric", 1e9);
   PlatformBuilder builder(cm_, zone);
   if (fidelity_ == Fidelity::Flow) {
     const int members = cm_.workers() + s_.communication.server_members();
@@ -167,6 +168,11 @@ void TrainingRun::build_platform(const Collective* c, bool with_loader) {
           own.push_back(std::move(one));
           templates.push_back(own.back().get());
         }
+        if (framework_->gradient_op() != collective::BusOp::AllReduce)  // sharded: the ring's two halves
+          for (const auto op : {collective::BusOp::ReduceScatter, collective::BusOp::AllGather}) {
+            own.push_back(factory_.make(probe, op));
+            templates.push_back(own.back().get());
+          }
       }
     }
     std::set<std::pair<VertexId, VertexId>> pairs;
@@ -213,19 +219,22 @@ void TrainingRun::compute_actor(int rank) {
       if (wait > 0) span("DATA_WAIT", start);
     }
     collective::FusionPlanner& planner = *planners_[k];
-    const ComputeHooks hooks{exec, [&](const std::vector<int>& tensors) {
+    const ComputeHooks hooks{exec,
+                             [&](const std::vector<int>& tensors) {
                                for (auto t = tensors.rbegin(); t != tensors.rend(); ++t)
                                  planner.announce(*t, sg4::Engine::get_clock());
                                announced_->notify_all();
-                             }};
+                             },
+                             [&](int g) { wait_gathered(g); }, [&](int g) { release_gather(g); }};
     run_compute_program(
         compute_, *framework_, 1,
-        [&](const std::vector<int>& tensors) { return cm_.device_copy_time(bucket_bytes(tensors)); }, hooks);
+        [&](const std::vector<int>& tensors) { return cm_.device_copy_time(bucket_bytes(tensors)); }, hooks, gathers_);
   }
 }
 
-const TrainingRun::StepCost& TrainingRun::step_cost(const collective::FusionBuffer& b, const Collective& c) {
-  auto key = factory_.key(b);
+const TrainingRun::StepCost& TrainingRun::step_cost(const collective::FusionBuffer& b, const Collective& c,
+                                                    collective::BusOp op) {
+  auto key = factory_.key(b, op);
   auto add_bytes = [this](const StepCost& cost) {
     for (const auto& [e, bytes] : cost.edge_bytes) edge_bytes_[e] += bytes;
   };
@@ -264,7 +273,7 @@ void TrainingRun::exchange(const collective::FusionBuffer& b, const Collective& 
   sleep(cm_.call_overhead(c));
   const int nic = loader_ && fidelity_ == Fidelity::Step ? nic_edge(0) : -1;
   const double nic_before = nic >= 0 ? edge_bytes_[nic] : 0;
-  const StepCost& cost = step_cost(b, c);
+  const StepCost& cost = step_cost(b, c, framework_->gradient_op());
   const double estimate = cost.estimate;
   for (const auto& r : cost.runs)
     rec.phases.push_back({std::string(collective::to_string(r.phase)), r.count, r.step_s, r.transfers, r.copy_s});
@@ -275,7 +284,7 @@ void TrainingRun::exchange(const collective::FusionBuffer& b, const Collective& 
     // Storage reads into node 0 share its Ethernet NIC with the collective's bytes into the node: the
     // collective ends when those bytes are in, which is later than the estimate where reads compete.
     sg4::CommPtr into_node = nic >= 0 ? loader_->gradient_traffic(0, edge_bytes_[nic] - nic_before, estimate) : nullptr;
-    sleep(estimate);
+    occupy(estimate);
     if (into_node) into_node->wait();
   } else {
     run_members(c, rec.index);
@@ -337,6 +346,7 @@ void TrainingRun::coordinator() {
     }
     {
       std::unique_lock<sg4::Mutex> lock(*announce_mutex_);
+      begin_gathers();
       iteration_ = k;
       next_iteration_->notify_all();
     }
@@ -348,9 +358,82 @@ void TrainingRun::coordinator() {
 }
 
 void TrainingRun::run_iteration(int k) {
+  if (!gathers_.empty())
+    gatherer_ = sg4::Actor::create("gathers", host_of_vertex_[cm_.member(0).device], [this] { gather_actor(); });
   collective::run_horovod_cycles(*planners_[k], *this, *this, s_.communication.cycle_time_s);
+  if (gatherer_) gatherer_->join();
+  gatherer_ = nullptr;
   if (bucket_copies()) copy_out_of_buckets(*planners_[k]);
   if (framework_->optimizer_step()) sleep(compute_.update_s);
+}
+
+void TrainingRun::occupy(double s) {
+  if (s <= 0) return;
+  if (!fabric_) return sleep(s);
+  sg4::this_actor::exec_init(s * fabric_->get_speed())->set_host(fabric_)->start()->wait();
+  ++activities_;
+}
+
+void TrainingRun::begin_gathers() {
+  gather_released_.assign(gathers_.gathers.size(), 0);
+  gathered_.assign(gathers_.gathers.size(), 0);
+}
+
+void TrainingRun::wait_gathered(int g) {
+  std::unique_lock<sg4::Mutex> lock(*announce_mutex_);
+  while (!gathered_[g]) gather_cv_->wait(lock);
+}
+
+void TrainingRun::release_gather(int g) {
+  std::unique_lock<sg4::Mutex> lock(*announce_mutex_);
+  ++gather_released_[g];
+  gather_cv_->notify_all();
+}
+
+void TrainingRun::gather_actor() {
+  const int computing = fidelity_ == Fidelity::Flow ? cm_.workers() : 1;
+  for (std::size_t g = 0; g < gathers_.gathers.size(); ++g) {
+    if (const int w = gathers_.gathers[g].waits_for; w >= 0) {
+      std::unique_lock<sg4::Mutex> lock(*announce_mutex_);
+      while (gather_released_[w] < computing) gather_cv_->wait(lock);
+    }
+    run_gather(static_cast<int>(g));
+    std::unique_lock<sg4::Mutex> lock(*announce_mutex_);
+    gathered_[g] = 1;
+    gather_cv_->notify_all();
+  }
+}
+
+void TrainingRun::run_gather(int g) {
+  const GatherPlan::Gather& gather = gathers_.gathers[g];
+  collective::FusionBuffer b;
+  b.tensors = gathers_.units[gather.unit].tensors;
+  b.bytes = gather.bytes;
+  b.element_bytes = static_cast<int>(gather.bytes / std::max<std::int64_t>(1, gathers_.units[gather.unit].params));
+  const auto c = factory_.make(b, collective::BusOp::AllGather);
+  CollectiveRecord rec;
+  rec.index = started_++;
+  rec.bytes = b.bytes;
+  rec.tensors = b.tensors;
+  rec.algorithm = std::string(c->algorithm());
+  rec.protocol = std::string(c->protocol.name);
+  rec.negotiated_at = rec.start = sg4::Engine::get_clock();
+  sleep(cm_.call_overhead(*c));
+  rec.comm_start = sg4::Engine::get_clock();
+  const StepCost& cost = step_cost(b, *c, collective::BusOp::AllGather);
+  for (const auto& r : cost.runs)
+    rec.phases.push_back({std::string(collective::to_string(r.phase)), r.count, r.step_s, r.transfers, r.copy_s});
+  rec.compute_share = std::min(ComputeHold::kMost, cost.hold.most());
+  interfere(*c, cost.hold, true);
+  if (fidelity_ == Fidelity::Step)
+    occupy(cost.estimate);
+  else
+    run_members(*c, rec.index);
+  interfere(*c, cost.hold, false);
+  rec.comm_end = rec.end = sg4::Engine::get_clock();
+  if (!reported()) return;
+  for (double* t : {&rec.negotiated_at, &rec.start, &rec.comm_start, &rec.comm_end, &rec.end}) *t -= reported_start_;
+  records_.push_back(std::move(rec));
 }
 
 std::uint64_t TrainingRun::bucket_bytes(const std::vector<int>& tensors) const {
@@ -475,6 +558,7 @@ Prediction TrainingRun::run() {
   start_engine(engine);
   build_platform(nullptr, true);
   announced_ = sg4::ConditionVariable::create();
+  gather_cv_ = sg4::ConditionVariable::create();
   announce_mutex_ = sg4::Mutex::create();
   collective_done_ = sg4::ConditionVariable::create();
   next_iteration_ = sg4::ConditionVariable::create();

@@ -1,0 +1,217 @@
+// Sharded data parallelism (framework fsdp): its units and all-gathers (train/sharding.h), the iteration as
+// both fidelities run it against closed forms, its memory, and what it refuses.
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "collective/collective.h"
+#include "execute/analytic/collective_bench.h"
+#include "execute/buffer_collective.h"
+#include "execute/estimate/child_process.h"
+#include "execute/simgrid/training_sim.h"
+#include "load/scenario.h"
+#include "report/prediction_report.h"
+#include "schedule/compute_model.h"
+#include "schedule/memory.h"
+#include "test_support.h"
+#include "train/framework.h"
+#include "train/sharding.h"
+
+using namespace ringsim;
+
+namespace {
+
+// Llama 2 7B under FSDP on `nodes` x ND96isr_H100_v5 (`gpus` each), bf16, one 2,048-token sequence a GPU.
+Scenario llama(int nodes, int gpus, const std::string& communication = "", const std::string& model = "") {
+  return load_scenario_text("cluster: {sku: ND96isr_H100_v5, nodes: " + std::to_string(nodes) +
+                                ", gpus_per_node: " + std::to_string(gpus) +
+                                "}\nmodel: {name: llama2_7b, batch_per_gpu: 1, precision: bf16, seq_len: 2048" + model +
+                                "}\ntraining: {epochs: 1}\ncommunication: {framework: fsdp" + communication + "}\n",
+                            "fsdp.yaml", test::catalog());
+}
+
+// The prediction's result JSON, simulated in a child process (one SimGrid engine a process).
+nlohmann::json predicted(const Scenario& s, Fidelity f) {
+  return nlohmann::json::parse(run_in_child([&] { return result_json(predict(test::catalog(), s, f), "predict"); }));
+}
+
+double part(const MemoryEstimate& m, const std::string& name) {
+  for (const auto& i : m.breakdown)
+    if (i.name == name) return i.bytes;
+  FAIL("no part " << name);
+  return 0;
+}
+
+// Llama 2 7B's units from its config (hidden 4096, 32 layers, intermediate 11008, vocabulary 32000).
+constexpr double kBlock = 4.0 * 4096 * 4096 + 3.0 * 4096 * 11008 + 2 * 4096;
+constexpr double kRoot = 2.0 * 32000 * 4096 + 4096;  // embeddings, the final norm, the output layer
+
+}  // namespace
+
+TEST_CASE("fsdp: a unit a transformer block, the rest the root's", "[fsdp]") {
+  const ModelSpec& m = test::catalog().model("llama2_7b");
+  const auto units = shard_units(m);
+  REQUIRE(units.size() == 33);
+  CHECK(units[0].name.empty());
+  CHECK(units[0].params == kRoot);
+  CHECK(units[1].name == "model.layers.0");
+  CHECK(units[32].name == "model.layers.31");
+  std::int64_t total = 0;
+  for (const auto& u : units) {
+    total += u.params;
+    if (!u.name.empty()) CHECK(u.params == kBlock);
+  }
+  CHECK(total == m.total_params);
+  // GPT-2's blocks are "h.N", a ResNet's "layerL.N"; a model without numbered blocks is one root unit.
+  CHECK(shard_units(test::catalog().model("gpt2")).size() == 13);
+  CHECK(shard_units(test::catalog().model("resnet50")).size() == 1 + 3 + 4 + 6 + 3);
+}
+
+TEST_CASE("fsdp: the all-gathers in FSDP's order, two blocks ahead at most", "[fsdp]") {
+  const Catalog& c = test::catalog();
+  const ModelSpec& m = c.model("llama2_7b");
+  const ComputeModel cm = build_compute_model(c, llama(1, 8));
+  const GatherPlan full = gather_plan(m, cm.layers, true, 2);
+  // The root and 32 blocks before their forward passes, the blocks again before their backward passes.
+  REQUIRE(full.gathers.size() == 33 + 32);
+  CHECK(full.gathers[0].unit == 0);
+  CHECK(full.gathers[0].bytes == static_cast<std::uint64_t>(kRoot * 2));
+  CHECK(full.gathers[1].bytes == static_cast<std::uint64_t>(kBlock * 2));
+  CHECK(full.gathers[33].unit == 32);  // the last block first
+  CHECK(full.gathers[33].backward);
+  CHECK(full.gathers[64].unit == 1);
+  // limit_all_gathers: a block's gather waits for the block two gathers before it to be freed; the root
+  // waits for nothing and is never freed.
+  CHECK(full.gathers[0].waits_for == -1);
+  CHECK(full.gathers[1].waits_for == -1);
+  CHECK(full.gathers[2].waits_for == -1);
+  CHECK(full.gathers[3].waits_for == 1);
+  CHECK(full.gathers[33].waits_for == 31);  // block 31's backward gather after block 30's forward
+  CHECK(full.gathers[34].waits_for == 32);
+  CHECK(full.gathers[35].waits_for == 33);
+  CHECK(full.find(5, true) == 33 + 32 - 5);
+  // shard_grad_op: nothing freed before the backward pass, so no backward gathers and no waits.
+  const GatherPlan grad_op = gather_plan(m, cm.layers, false, 2);
+  REQUIRE(grad_op.gathers.size() == 33);
+  for (const auto& g : grad_op.gathers) CHECK(g.waits_for == -1);
+  // Every layer belongs to its unit: the embeddings and the output layer to the root.
+  CHECK(full.unit_of_layer.front() == 0);
+  CHECK(full.unit_of_layer.back() == 0);
+  CHECK(full.unit_of_layer[1] == 1);
+}
+
+TEST_CASE("fsdp: what an iteration moves, on both fidelities alike", "[fsdp]") {
+  const Catalog& c = test::catalog();
+  const Scenario s = llama(2, 8);
+  const double n = static_cast<double>(c.model("llama2_7b").total_params);
+  std::vector<double> iteration;
+  for (const Fidelity f : {Fidelity::Step, Fidelity::Flow}) {
+    INFO(to_string(f));
+    const nlohmann::json p = predicted(s, f);
+    double gathered = 0, reduced = 0;
+    int gathers = 0, reductions = 0;
+    for (const auto& r : p["collectives"]) {
+      const auto bytes = r["bytes"].get<double>();
+      if (r["algorithm"] == "ring_allgather") gathered += bytes, ++gathers;
+      if (r["algorithm"] == "ring_reduce_scatter") reduced += bytes, ++reductions;
+    }
+    // BF16 parameters gathered twice but the root once; FP32 gradients reduce-scattered once, a unit each.
+    CHECK(gathers == 65);
+    CHECK(reductions == 33);
+    CHECK(gathered == Approx((2 * n - kRoot) * 2));
+    CHECK(reduced == Approx(n * 4));
+    CHECK(p["gpus"] == 16);
+    // The optimizer steps a sixteenth of the model.
+    CHECK(p["update_time_s"].get<double>() == Approx(build_compute_model(c, llama(1, 1)).update_s / 16));
+    // Tokens a second and the MFU: 3 x the forward FLOPs a sequence over H100's BF16 peak.
+    const double per_gpu = p["images_per_sec_per_gpu"].get<double>();
+    CHECK(p["tokens_per_sec"].get<double>() == Approx(p["images_per_sec"].get<double>() * 2048));
+    CHECK(p["mfu"].get<double>() == Approx(per_gpu * 3 * c.model("llama2_7b").forward_flops(2048) / 989e12));
+    iteration.push_back(p["iteration_time_s"].get<double>());
+  }
+  CHECK(iteration[0] == Approx(iteration[1]).epsilon(0.03));
+}
+
+TEST_CASE("fsdp: with no compute to hide behind, the all-gathers and reduce-scatters share the links", "[fsdp]") {
+  // Two nodes of one GPU each (a 2-rank ring over one NIC) and a compute rate that leaves the passes a few
+  // per cent of the communication: the iteration is every collective's time, one after another, as bench
+  // predicts each alone:
+  // the backward pass's gathers and reduce-scatters run at once on their streams but halve each other's rate.
+  const Catalog& c = test::catalog();
+  const Scenario s = llama(2, 1, "", ", samples_per_sec_single_gpu: 25");
+  const Scenario sharded = gather_layout_scenario(s);
+  auto alone = [&](collective::BusOp op, double bytes) {
+    const auto b = static_cast<std::uint64_t>(bytes);
+    return predict_bench(c, sharded, {b, b, 2}, op).rows.at(0).time_s;
+  };
+  const double serial =
+      alone(collective::BusOp::AllGather, kRoot * 2) + 63 * alone(collective::BusOp::AllGather, kBlock * 2) +
+      alone(collective::BusOp::ReduceScatter, kRoot * 4) + 32 * alone(collective::BusOp::ReduceScatter, kBlock * 4);
+  for (const Fidelity f : {Fidelity::Step, Fidelity::Flow}) {
+    INFO(to_string(f));
+    const nlohmann::json p = predicted(s, f);
+    const double compute = p["compute_time_s"].get<double>();
+    CHECK(compute < 0.1 * serial);
+    CHECK(p["iteration_time_s"].get<double>() == Approx(serial + compute).epsilon(0.05));
+    CHECK(p["exposed_communication_s"].get<double>() > 0.9 * serial);
+  }
+}
+
+TEST_CASE("fsdp: one GPU gathers nothing, and no_shard allreduces a unit at a time", "[fsdp]") {
+  const Catalog& c = test::catalog();
+  const nlohmann::json one = predicted(llama(1, 1), Fidelity::Flow);
+  for (const auto& r : one["collectives"]) CHECK(r["algorithm"] != "ring_allgather");
+  CHECK(one["iteration_time_s"].get<double>() == Approx(one["compute_time_s"].get<double>()).epsilon(1e-3));
+  const nlohmann::json replicated = predicted(llama(1, 8, ", sharding: no_shard"), Fidelity::Step);
+  REQUIRE(replicated["collectives"].size() == 33);
+  for (const auto& r : replicated["collectives"]) CHECK(r["algorithm"].get<std::string>().ends_with("allreduce"));
+  CHECK(replicated["update_time_s"].get<double>() == Approx(build_compute_model(c, llama(1, 1)).update_s));
+}
+
+TEST_CASE("fsdp: memory a GPU holds, sharded states and the gathered working set", "[fsdp]") {
+  const Catalog& c = test::catalog();
+  const double n = static_cast<double>(c.model("llama2_7b").total_params);
+  // ZeRO-3's 16 bytes a parameter over 16 GPUs; the root and two blocks gathered in BF16 and a block's
+  // gradients in BF16 and FP32.
+  const MemoryEstimate m = estimate_memory(c, llama(2, 8));
+  CHECK(part(m, "parameters") == Approx(n * 4 / 16));
+  CHECK(part(m, "gradients") == Approx(n * 4 / 16));
+  CHECK(part(m, "optimizer_state") == Approx(n * 8 / 16));
+  CHECK(part(m, "buffers") == Approx((kRoot + 2 * kBlock) * 2 + kBlock * 6));
+  CHECK(m.fits());
+  // shard_grad_op keeps every unit gathered from forward to backward.
+  const MemoryEstimate grad_op = estimate_memory(c, llama(2, 8, ", sharding: shard_grad_op"));
+  CHECK(part(grad_op, "buffers") == Approx(n * 2 + kBlock * 6));
+  // No sharding: the replicated 16 bytes a parameter do not fit 80 GB, and the advice says to shard.
+  const MemoryEstimate none = estimate_memory(c, llama(2, 8, ", sharding: no_shard"));
+  CHECK_FALSE(none.fits());
+  CHECK_THAT(none.advice, Catch::Contains("communication.sharding: full_shard"));
+  // Llama 3 70B's 16 bytes a parameter on one node's 8 GPUs: 141 GB each, more GPUs are the advice.
+  const MemoryEstimate big = estimate_memory(
+      c, load_scenario_text("cluster: {sku: ND96isr_H100_v5, nodes: 1}\nmodel: {name: llama3_70b, batch_per_gpu: 1, "
+                            "precision: bf16}\ntraining: {epochs: 1}\ncommunication: {framework: fsdp}\n",
+                            "big.yaml", c));
+  CHECK_FALSE(big.fits());
+  CHECK_THAT(big.advice, Catch::Contains("more GPUs"));
+}
+
+TEST_CASE("fsdp: bad input names the key and the choices", "[fsdp][bad_input]") {
+  const Catalog& c = test::catalog();
+  auto error = [&](const std::string& text) {
+    return test::input_error_of([&] { load_scenario_text(text, "bad.yaml", c); });
+  };
+  const std::string head = "cluster: {sku: ND96isr_H100_v5, nodes: 2}\nmodel: {name: llama2_7b, batch_per_gpu: 1}\n";
+  CHECK_THAT(error(head + "training: {epochs: 1}\ncommunication: {framework: fsdp, sharding: zero3}\n"),
+             Catch::Contains("bad.yaml:4:") && Catch::Contains("full_shard") && Catch::Contains("shard_grad_op"));
+  CHECK_THAT(error(head + "training: {epochs: 1}\ncommunication: {framework: pytorch_ddp, sharding: full_shard}\n"),
+             Catch::Contains("applies to framework: fsdp"));
+  CHECK_THAT(error(head + "training: {epochs: 1}\ncommunication: {framework: fsdp, strategy: hierarchical}\n"),
+             Catch::Contains("use strategy ring or auto"));
+  CHECK_THAT(error(head + "training: {epochs: 1, gradient_accumulation: 4}\ncommunication: {framework: fsdp}\n"),
+             Catch::Contains("bad.yaml:3:") && Catch::Contains("one micro-batch a step"));
+  CHECK_THAT(error(head + "training: {epochs: 1}\ncommunication: {framework: fsdp, fusion_threshold: 64M}\n"),
+             Catch::Contains("fsdp reduces each unit's gradients"));
+  CHECK_THAT(error(head + "training: {epochs: 1}\ncommunication: {framework: fsdp, concurrent_collectives: 2}\n"),
+             Catch::Contains("a stream of their own"));
+  // ringsim-real runs replicated parameters only, and says so.
+  CHECK_THAT(real_run_refusal(llama(2, 8)), Catch::Contains("simulated only"));
+}
