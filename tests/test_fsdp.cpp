@@ -215,3 +215,80 @@ TEST_CASE("fsdp: bad input names the key and the choices", "[fsdp][bad_input]") 
   // ringsim-real runs replicated parameters only, and says so.
   CHECK_THAT(real_run_refusal(llama(2, 8)), Catch::Contains("simulated only"));
 }
+
+TEST_CASE("collectives in groups and in sequence: each group its own ring, two collectives as one", "[fsdp]") {
+  // Two groups of 3 ({0, 2, 4} and {1, 3, 5}), each a ring allgather; the second group's spans at 96 B.
+  std::shared_ptr<const collective::Collective> ring = collective::make_ring_allgather(3, 96, 4);
+  const auto grouped = collective::make_grouped(ring, {{0, 2, 4}, {1, 3, 5}}, {0, 96}, "pairs");
+  CHECK(grouped->members() == 6);
+  CHECK(grouped->steps() == 2);
+  CHECK(grouped->algorithm() == "pairs");
+  collective::RankStep base, step;
+  ring->rank_step(1, 0, base);
+  grouped->rank_step(3, 0, step);  // member 3 is member 1 of group 1
+  REQUIRE(step.sends.size() == base.sends.size());
+  CHECK(step.sends[0].src == 3);
+  CHECK(step.sends[0].dst == 5);  // group 1's member 2
+  CHECK(step.sends[0].offset == base.sends[0].offset + 96);
+  CHECK(step.recvs[0].src == 1);
+  CHECK_THROWS(collective::make_grouped(ring, {{0, 1, 2}, {2, 3, 4}}, {0, 0}, "overlap"));
+  // In sequence: the first's steps, then the second's, renumbered.
+  auto seq = collective::make_sequence(collective::make_ring_reduce_scatter(4, 64, 4),
+                                       collective::make_ring_allgather(4, 64, 4), "halves");
+  CHECK(seq->steps() == 6);
+  const auto runs = seq->runs();
+  REQUIRE(runs.size() == 2);
+  CHECK(runs[1].first == 3);
+  CHECK(runs[1].phase == collective::Phase::Allgather);
+}
+
+TEST_CASE("fsdp hybrid_shard: sharded inside each node, replicated across nodes", "[fsdp]") {
+  const Catalog& c = test::catalog();
+  const double n = static_cast<double>(c.model("llama2_7b").total_params);
+  const Scenario hybrid = llama(4, 8, ", sharding: hybrid_shard");
+  // The states over a node's 8 GPUs, not the 32.
+  const MemoryEstimate m = estimate_memory(c, hybrid);
+  CHECK(part(m, "parameters") == Approx(n * 4 / 8));
+  CHECK(part(m, "optimizer_state") == Approx(n * 8 / 8));
+  const nlohmann::json p = predicted(hybrid, Fidelity::Step);
+  int gathers = 0, reductions = 0;
+  for (const auto& r : p["collectives"]) {
+    gathers += r["algorithm"] == "hybrid_allgather";
+    reductions += r["algorithm"] == "hybrid_reduce_scatter";
+  }
+  CHECK(gathers == 65);
+  CHECK(reductions == 33);
+  CHECK(p["update_time_s"].get<double>() == Approx(build_compute_model(c, llama(1, 1)).update_s / 8));
+  // On one node it is full_shard.
+  CHECK(predicted(llama(1, 8, ", sharding: hybrid_shard"), Fidelity::Step)["iteration_time_s"] ==
+        predicted(llama(1, 8), Fidelity::Step)["iteration_time_s"]);
+  // Across 512 nodes a full_shard ring pays 4,095 steps of latency a collective; HSDP's rings 7 inside a node
+  // and 2 x 511 across: it trains faster, and the flow fidelity agrees with the step fidelity on 2 nodes.
+  const auto rate = [&](const std::string& sharding) {
+    return predicted(llama(512, 8, ", sharding: " + sharding), Fidelity::Step)["images_per_sec_per_gpu"].get<double>();
+  };
+  CHECK(rate("hybrid_shard") > 1.2 * rate("full_shard"));
+  CHECK(predicted(llama(2, 8, ", sharding: hybrid_shard"), Fidelity::Flow)["iteration_time_s"].get<double>() ==
+        Approx(predicted(llama(2, 8, ", sharding: hybrid_shard"), Fidelity::Step)["iteration_time_s"].get<double>())
+            .epsilon(0.03));
+}
+
+TEST_CASE("fsdp hybrid_shard: a shard group of several nodes", "[fsdp]") {
+  const Catalog& c = test::catalog();
+  const double n = static_cast<double>(c.model("llama2_7b").total_params);
+  // 32 GPUs in shard groups of 16: the states over 16, two replicas.
+  const Scenario s = llama(4, 8, ", sharding: hybrid_shard, shard_group: 16");
+  CHECK(state_shards(s) == 16);
+  CHECK(part(estimate_memory(c, s), "parameters") == Approx(n * 4 / 16));
+  const nlohmann::json p = predicted(s, Fidelity::Step);
+  CHECK(p["update_time_s"].get<double>() == Approx(build_compute_model(c, llama(1, 1)).update_s / 16));
+  // A group of the whole cluster is full_shard.
+  CHECK(predicted(llama(2, 8, ", sharding: hybrid_shard, shard_group: 16"), Fidelity::Step)["iteration_time_s"] ==
+        predicted(llama(2, 8), Fidelity::Step)["iteration_time_s"]);
+  auto error = [&](const std::string& extra) { return test::input_error_of([&] { llama(4, 8, extra); }); };
+  CHECK_THAT(error(", sharding: hybrid_shard, shard_group: 12"),
+             Catch::Contains("a multiple of 8 GPUs that divides 32"));
+  CHECK_THAT(error(", sharding: hybrid_shard, shard_group: 24"),
+             Catch::Contains("a multiple of 8 GPUs that divides 32"));
+  CHECK_THAT(error(", shard_group: 16"), Catch::Contains("applies to sharding: hybrid_shard"));
+}

@@ -276,6 +276,14 @@ std::unique_ptr<Collective> make_node_aggregated_parameter_server(int nodes, int
                                                                   const std::vector<std::uint64_t>& shard_bytes,
                                                                   int aggregator, Space worker_space);
 
+// Groups of members running one collective each, at once: member groups[g][i] is `base`'s member i in group g,
+// its spans at offsets[g] of the buffer (all groups the base's size; members in no group idle). Named `name`.
+std::unique_ptr<Collective> make_grouped(std::shared_ptr<const Collective> base, std::vector<std::vector<int>> groups,
+                                         std::vector<std::uint64_t> offsets, std::string name);
+// `first`'s steps, then `second`'s, over the same members (one collective as its callers see it).
+std::unique_ptr<Collective> make_sequence(std::unique_ptr<Collective> first, std::unique_ptr<Collective> second,
+                                          std::string name);
+
 // How tensors are spread over servers: TensorFlow's greedy placement (each tensor, in creation order, to
 // the server with the fewest bytes so far; ties: lowest index), or round robin by tensor index (the GPU
 // that aggregates variable i in TensorFlow's replicated mode without NCCL). Returns each tensor's server.

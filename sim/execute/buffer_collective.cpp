@@ -332,4 +332,60 @@ std::unique_ptr<collective::Collective> make_gather_collective(const BufferColle
   return c;
 }
 
+namespace {
+// A shard group's rings: each of the layout's rings through every GPU, restricted to the first group's GPUs
+// (a ring's cyclic order kept; the groups alike, as the rings are alike in every node); without rings, the
+// group's nodes in order, each along the ring inside a node.
+std::vector<std::vector<int>> group_rings(const BufferCollectiveLayout& layout, int group, int local) {
+  std::vector<std::vector<int>> rings;
+  for (const auto& ring : layout.ring_orders) {
+    std::vector<int> r;
+    for (int m : ring)
+      if (m < group) r.push_back(m);
+    rings.push_back(std::move(r));
+  }
+  if (!rings.empty()) return rings;
+  std::vector<int> order = layout.local_order;
+  if (static_cast<int>(order.size()) != local) order.assign(local, 0), std::iota(order.begin(), order.end(), 0);
+  std::vector<int> r;
+  for (int n = 0; n < group / local; ++n)
+    for (int j : order) r.push_back(n * local + j);
+  return {r};
+}
+}  // namespace
+
+std::unique_ptr<collective::Collective> make_sharded_collective(const Scenario& s, const BufferCollectiveLayout& layout,
+                                                                collective::BusOp op, std::uint64_t bytes,
+                                                                int element_bytes) {
+  using collective::BusOp;
+  const int gpus = s.cluster.total_gpus(), group = state_shards(s);
+  if (s.communication.sharding != Sharding::HybridShard || group == gpus)
+    return make_gather_collective(layout, op, bytes, element_bytes);
+  const int groups = gpus / group;
+  const auto rings = group_rings(layout, group, s.cluster.gpus_per_node);
+  std::vector<std::vector<int>> in_group(groups), across(group);
+  for (int g = 0; g < groups; ++g)
+    for (int i = 0; i < group; ++i) {
+      in_group[g].push_back(g * group + i);
+      across[i].push_back(g * group + rings.front()[i]);  // ring position i of the first ring, in group g
+    }
+  std::shared_ptr<const collective::Collective> inner =
+      op == BusOp::AllGather ? collective::make_ring_allgather(group, bytes, element_bytes, layout.space, rings)
+                             : collective::make_ring_reduce_scatter(group, bytes, element_bytes, layout.space, rings);
+  auto groups_at_once = collective::make_grouped(inner, in_group, std::vector<std::uint64_t>(groups, 0),
+                                                 op == BusOp::AllGather ? "hybrid_allgather" : "group_reduce_scatter");
+  if (op == BusOp::AllGather) return groups_at_once;
+  // Then the GPUs at one ring position allreduce what they keep across the groups: a group's 1/group of the
+  // buffer each (with several rings a GPU keeps a chunk of every ring's share; they travel together, at the
+  // first ring's chunk's offset).
+  const collective::Chunking chunks(bytes, group, element_bytes);
+  std::vector<std::uint64_t> offsets;
+  for (int i = 0; i < group; ++i) offsets.push_back(chunks.offset(collective::ring_chunk_owned(i, group)));
+  std::shared_ptr<const collective::Collective> shard = collective::make_ring_allreduce(
+      groups, chunks.size(0), element_bytes, layout.space, std::vector<std::vector<int>>(1));
+  return collective::make_sequence(std::move(groups_at_once),
+                                   collective::make_grouped(shard, across, offsets, "cross_group_allreduce"),
+                                   "hybrid_reduce_scatter");
+}
+
 }  // namespace ringsim

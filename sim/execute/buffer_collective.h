@@ -109,6 +109,13 @@ std::unique_ptr<collective::Collective> make_buffer_collective(const Scenario& s
 std::unique_ptr<collective::Collective> make_gather_collective(const BufferCollectiveLayout& layout,
                                                                collective::BusOp op, std::uint64_t bytes,
                                                                int element_bytes);
+// A sharded framework's all-gather or gradient reduce-scatter: make_gather_collective's ring over every GPU,
+// or under fsdp's hybrid_shard over each node's GPUs at once (along the layout's ring inside a node), the
+// reduce-scatter followed by each shard's ring allreduce across the nodes (the GPUs at one ring position, one
+// a node). Hybrid collectives carry no protocol (the library's plain figures) and one call's overhead.
+std::unique_ptr<collective::Collective> make_sharded_collective(const Scenario& s, const BufferCollectiveLayout& layout,
+                                                                collective::BusOp op, std::uint64_t bytes,
+                                                                int element_bytes);
 // The scenario whose layout an all-gather or reduce-scatter runs on: the same, with the ring as its strategy
 // where it names an allreduce of its own (its rings searched, its protocol picked where the library tunes).
 Scenario gather_layout_scenario(const Scenario& s);

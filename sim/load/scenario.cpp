@@ -28,7 +28,10 @@ std::string_view to_string(Framework v) {
 }
 
 std::string_view to_string(Sharding v) {
-  return v == Sharding::FullShard ? "full_shard" : v == Sharding::ShardGradOp ? "shard_grad_op" : "no_shard";
+  return v == Sharding::FullShard     ? "full_shard"
+         : v == Sharding::ShardGradOp ? "shard_grad_op"
+         : v == Sharding::HybridShard ? "hybrid_shard"
+                                      : "no_shard";
 }
 
 std::string_view to_string(Strategy v) {
@@ -106,6 +109,7 @@ const std::vector<std::string> kCommKeys = {"strategy",
                                             "first_bucket_size",
                                             "gradient_as_bucket_view",
                                             "sharding",
+                                            "shard_group",
                                             "gradient_precision"};
 
 const std::vector<std::string> kStorageKeys = {
@@ -622,6 +626,8 @@ std::string to_yaml(const Scenario& s) {
     out << YAML::Key << "gradient_as_bucket_view" << YAML::Value << s.communication.gradient_as_bucket_view;
   } else if (s.communication.framework == Framework::Fsdp) {
     out << YAML::Key << "sharding" << YAML::Value << std::string(to_string(s.communication.sharding));
+    if (s.communication.sharding == Sharding::HybridShard)
+      out << YAML::Key << "shard_group" << YAML::Value << state_shards(s);
   } else {
     out << YAML::Key << "fusion_threshold" << YAML::Value << format_bytes(s.communication.fusion_threshold_bytes);
     out << YAML::Key << "cycle_time" << YAML::Value << format_time(s.communication.cycle_time_s);

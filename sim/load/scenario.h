@@ -22,8 +22,9 @@ enum class CommLibrary { Nccl, Nccl1, Mpi };  // libraries.yaml: nccl, nccl1 (NC
 enum class Framework { Horovod, PytorchDdp, Fsdp };
 // FSDP's ShardingStrategy: parameters, gradients and optimizer state sharded and the parameters freed after
 // each use (full_shard, ZeRO-3); freed only after the backward pass (shard_grad_op, ZeRO-2); replicated, the
-// gradients allreduced (no_shard, DDP).
-enum class Sharding { FullShard, ShardGradOp, NoShard };
+// gradients allreduced (no_shard, DDP); sharded inside each node and replicated across nodes (hybrid_shard,
+// HSDP: gradients reduce-scattered in the node, then each shard allreduced across the nodes).
+enum class Sharding { FullShard, ShardGradOp, NoShard, HybridShard };
 std::string_view to_string(Sharding v);
 
 std::string_view to_string(FabricTopology v);
@@ -95,6 +96,7 @@ struct CommunicationConfig {
   // registration order: the first `first_bucket_bytes`, then `bucket_bytes` each).
   Framework framework = Framework::Horovod;
   Sharding sharding = Sharding::FullShard;  // fsdp only
+  int shard_group = 0;                      // hybrid_shard: the GPUs a shard group spans (0: a node's)
   double bucket_bytes = 25.0 * 1024 * 1024;
   double first_bucket_bytes = 1024.0 * 1024;
   // DDP's gradient_as_bucket_view: gradients are views of the buckets. False (PyTorch's default): each gradient
@@ -188,11 +190,11 @@ inline bool ddp_copies_buckets(const Scenario& s) {
 }
 
 // Over how many GPUs the parameters, gradients and optimizer state are sharded: every GPU's under fsdp's
-// full_shard and shard_grad_op, else none (1).
+// full_shard and shard_grad_op, a shard group's under hybrid_shard (a node's by default), else none (1).
 inline int state_shards(const Scenario& s) {
-  return s.communication.framework == Framework::Fsdp && s.communication.sharding != Sharding::NoShard
-             ? s.cluster.total_gpus()
-             : 1;
+  if (s.communication.framework != Framework::Fsdp || s.communication.sharding == Sharding::NoShard) return 1;
+  if (s.communication.sharding != Sharding::HybridShard) return s.cluster.total_gpus();
+  return s.communication.shard_group > 0 ? s.communication.shard_group : s.cluster.gpus_per_node;
 }
 
 // Why ringsim-real (train, and the job script and emulation that run it) cannot run `s`; empty when it can.

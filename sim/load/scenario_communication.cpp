@@ -169,9 +169,10 @@ void parse_framework(const YamlField& co, Scenario& s) {
                    : "fsdp reduces each unit's gradients as its backward pass ends"));
   if (auto f = co.find("sharding")) {
     if (!fsdp) f->fail("applies to framework: fsdp");
-    const std::string v = f->choice({"full_shard", "shard_grad_op", "no_shard"});
+    const std::string v = f->choice({"full_shard", "shard_grad_op", "hybrid_shard", "no_shard"});
     s.communication.sharding = v == "full_shard"      ? Sharding::FullShard
                                : v == "shard_grad_op" ? Sharding::ShardGradOp
+                               : v == "hybrid_shard"  ? Sharding::HybridShard
                                                       : Sharding::NoShard;
   }
   if (fsdp) s.communication.cycle_time_s = 0;  // each unit's collective starts when its gradients are in
@@ -276,7 +277,7 @@ void default_channels(const Catalog& catalog, const SkuSpec& sku, Scenario& s) {
                                                                             : 1;
 }
 
-void check_sharded(const YamlField& root, const Scenario& s) {
+void check_sharded(const YamlField& root, Scenario& s) {
   if (s.communication.framework != Framework::Fsdp) return;
   const auto co = root.find("communication");
   const Strategy st = s.communication.strategy;
@@ -287,6 +288,15 @@ void check_sharded(const YamlField& root, const Scenario& s) {
             "allreduce: use strategy ring or auto, or leave it out");
   if (auto f = co->find("concurrent_collectives"))
     f->fail("fsdp runs its all-gathers and its reduce-scatters each on a stream of their own; leave it out");
+  if (auto f = co->find("shard_group")) {
+    if (s.communication.sharding != Sharding::HybridShard) f->fail("applies to sharding: hybrid_shard");
+    const int gpn = s.cluster.gpus_per_node, gpus = s.cluster.total_gpus();
+    const auto g = static_cast<int>(f->integer(1, 1 << 20));
+    if (g % gpn != 0 || gpus % g != 0)
+      f->fail("a shard group spans whole nodes and divides the cluster: a multiple of " + std::to_string(gpn) +
+              " GPUs that divides " + std::to_string(gpus) + ", got " + std::to_string(g));
+    s.communication.shard_group = g;
+  }
   if (s.training.gradient_accumulation != 1)
     root.get("training")
         .get("gradient_accumulation")

@@ -23,7 +23,7 @@ void default_channels(const Catalog& catalog, const SkuSpec& sku, Scenario& s);
 // names none (`co`: the section, if the scenario has one).
 void library_defaults(const std::optional<YamlField>& co, const Catalog& catalog, Scenario& s);
 // framework fsdp: what its one iteration runs (NCCL's all-gather and reduce-scatter, their own streams, one
-// micro-batch a step), once the strategy is resolved; `root`: the scenario.
-void check_sharded(const YamlField& root, const Scenario& s);
+// micro-batch a step) once the strategy is resolved, and hybrid_shard's shard_group; `root`: the scenario.
+void check_sharded(const YamlField& root, Scenario& s);
 
 }  // namespace ringsim::scenario_detail

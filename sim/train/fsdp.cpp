@@ -1,6 +1,7 @@
 // PyTorch FSDP (Zhao et al., "PyTorch FSDP", VLDB 2023; torch.distributed.fsdp): each unit's parameters
-// all-gathered before its forward pass and, under full_shard, again before its backward pass; each unit's
-// gradients reduce-scattered as its backward pass ends (allreduced under no_shard), on a stream of their own,
+// all-gathered before its forward pass and, under full_shard and hybrid_shard, again before its backward
+// pass; each unit's gradients reduce-scattered as its backward pass ends (allreduced under no_shard; under
+// hybrid_shard inside the node, then allreduced across the nodes), on a stream of their own,
 // in unit order, without negotiation; every rank steps its optimizer on its shard.
 #include "load/scenario.h"
 #include "train/framework.h"
@@ -34,7 +35,7 @@ class Fsdp final : public TrainingFramework {
   }
   GatherPlan gathers(const ModelSpec& m, const std::vector<Layer>& layers) const override {
     if (!sharded()) return {};
-    return gather_plan(m, layers, sharding_ == Sharding::FullShard, param_bytes_);
+    return gather_plan(m, layers, sharding_ != Sharding::ShardGradOp, param_bytes_);
   }
 
  private:

@@ -49,7 +49,7 @@ class CollectiveFactory {
   // `op`: the framework's gradient collective, or an all-gather of sharded parameters.
   std::unique_ptr<Collective> make(const collective::FusionBuffer& b,
                                    collective::BusOp op = collective::BusOp::AllReduce) const {
-    if (op != collective::BusOp::AllReduce) return make_gather_collective(layout_, op, b.bytes, b.element_bytes);
+    if (op != collective::BusOp::AllReduce) return make_sharded_collective(s_, layout_, op, b.bytes, b.element_bytes);
     BufferShards shards;
     if (s_.communication.strategy == Strategy::ParameterServer)
       shards = buffer_shards(s_, server_of_, tensor_bytes_, b.tensors);
