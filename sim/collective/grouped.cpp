@@ -43,7 +43,7 @@ class Grouped final : public Collective {
   Space home_space(int m) const override { return base_->home_space(std::max(0, group_of_[m].second)); }
   void rank_step(int m, int s, RankStep& out) const override {
     out.clear();
-    const auto [g, i] = group_of_[m];
+    const int g = group_of_[m].first, i = group_of_[m].second;
     if (g < 0) return;  // in no group: idle
     base_->rank_step(i, s, scratch_);
     auto place = [&](Transfer t) {
