@@ -565,6 +565,30 @@ std::string real_run_refusal(const Scenario& s) {
          " in this scenario (--set communication.concurrent_collectives=1 to run it one at a time)";
 }
 
+namespace {
+// The communication section's framework keys: its loop's settings, as each framework has them.
+void framework_yaml(YAML::Emitter& out, const Scenario& s) {
+  const CommunicationConfig& c = s.communication;
+  out << YAML::Key << "framework" << YAML::Value << std::string(to_string(c.framework));
+  out << YAML::Key << "gradient_precision" << YAML::Value << c.gradient_precision;
+  if (c.framework == Framework::PytorchDdp) {
+    out << YAML::Key << "bucket_size" << YAML::Value << format_bytes(c.bucket_bytes);
+    out << YAML::Key << "first_bucket_size" << YAML::Value << format_bytes(c.first_bucket_bytes);
+    out << YAML::Key << "gradient_as_bucket_view" << YAML::Value << c.gradient_as_bucket_view;
+  } else if (c.framework == Framework::Fsdp) {
+    out << YAML::Key << "sharding" << YAML::Value << std::string(to_string(c.sharding));
+    if (c.sharding == Sharding::HybridShard) out << YAML::Key << "shard_group" << YAML::Value << state_shards(s);
+  } else {
+    out << YAML::Key << "fusion_threshold" << YAML::Value << format_bytes(c.fusion_threshold_bytes);
+    out << YAML::Key << "cycle_time" << YAML::Value << format_time(c.cycle_time_s);
+  }
+  if (c.framework != Framework::Fsdp)
+    out << YAML::Key << "concurrent_collectives" << YAML::Value
+        << concurrent_collectives_value(c.concurrent_collectives);
+}
+
+}  // namespace
+
 std::string to_yaml(const Scenario& s) {
   YAML::Emitter out;
   out << YAML::BeginMap;
@@ -618,23 +642,7 @@ std::string to_yaml(const Scenario& s) {
   if (s.communication.strategy == Strategy::Hierarchical)
     out << YAML::Key << "cross_node" << YAML::Value
         << (s.communication.cross_node == collective::CrossNode::Ring ? "ring" : "halving_doubling");
-  out << YAML::Key << "framework" << YAML::Value << std::string(to_string(s.communication.framework));
-  out << YAML::Key << "gradient_precision" << YAML::Value << s.communication.gradient_precision;
-  if (s.communication.framework == Framework::PytorchDdp) {
-    out << YAML::Key << "bucket_size" << YAML::Value << format_bytes(s.communication.bucket_bytes);
-    out << YAML::Key << "first_bucket_size" << YAML::Value << format_bytes(s.communication.first_bucket_bytes);
-    out << YAML::Key << "gradient_as_bucket_view" << YAML::Value << s.communication.gradient_as_bucket_view;
-  } else if (s.communication.framework == Framework::Fsdp) {
-    out << YAML::Key << "sharding" << YAML::Value << std::string(to_string(s.communication.sharding));
-    if (s.communication.sharding == Sharding::HybridShard)
-      out << YAML::Key << "shard_group" << YAML::Value << state_shards(s);
-  } else {
-    out << YAML::Key << "fusion_threshold" << YAML::Value << format_bytes(s.communication.fusion_threshold_bytes);
-    out << YAML::Key << "cycle_time" << YAML::Value << format_time(s.communication.cycle_time_s);
-  }
-  if (s.communication.framework != Framework::Fsdp)
-    out << YAML::Key << "concurrent_collectives" << YAML::Value
-        << concurrent_collectives_value(s.communication.concurrent_collectives);
+  framework_yaml(out, s);
   const Strategy st = s.communication.strategy;
   if (st == Strategy::Ring || st == Strategy::Tree || st == Strategy::Auto)
     out << YAML::Key << "channels" << YAML::Value << s.communication.channels;
