@@ -119,6 +119,11 @@ struct CommunicationConfig {
   }
 };
 
+// Bytes of an activation or a cast parameter under a precision: 16-bit under autocast (amp, bf16), else 32.
+inline int compute_element_bytes(const std::string& precision) {
+  return precision == "amp" || precision == "bf16" ? 2 : 4;
+}
+
 // Bytes of one gradient element of type fp32, fp16 or bf16.
 inline int gradient_element_bytes(const std::string& type) { return type == "fp32" ? 4 : 2; }
 

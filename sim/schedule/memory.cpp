@@ -10,9 +10,6 @@ namespace ringsim {
 
 namespace {
 
-// Bytes of an activation element: 16-bit under autocast (amp, bf16), else 32-bit.
-double activation_width(const std::string& precision) { return precision == "amp" || precision == "bf16" ? 2 : 4; }
-
 // One transformer layer's saved tensors per token ([actmem]): the two norms' inputs; the QKV projection's
 // input, Q, K and V (grouped-query: K and V at kv_width), the output projection's input; the feed-forward's
 // input and its activation's tensors (GeLU: its input and output; SwiGLU: gate, silu(gate), up and their
@@ -84,7 +81,7 @@ std::string advice(const MemoryEstimate& m, const Scenario& s, double fixed, dou
 // gathered at once (limit_all_gathers), shard_grad_op every unit from the forward pass to the backward pass;
 // a block's gradients unsharded, in the parameters' type and in the reduction's, until its reduce-scatter.
 MemoryItem sharded_buffers(const ModelSpec& model, const Scenario& s) {
-  const double param = s.model.precision == "amp" || s.model.precision == "bf16" ? 2 : 4;
+  const double param = compute_element_bytes(s.model.precision);
   double root = 0, largest = 0;
   for (const auto& u : shard_units(model))
     (u.name.empty() ? root : largest) = std::max(u.name.empty() ? root : largest, static_cast<double>(u.params));
@@ -107,7 +104,7 @@ MemoryEstimate estimate_memory(const Catalog& catalog, const Scenario& s) {
   const auto& mem = cs.memory;
   const double n = static_cast<double>(model.total_params);
   const OptimizerSpec& opt = cs.operators.optimizers.at(model.transformer() ? "transformer" : "cnn");
-  const double w = activation_width(s.model.precision);
+  const double w = compute_element_bytes(s.model.precision);
   MemoryEstimate m;
   m.capacity_bytes = gpu.memory_bytes;
   const bool flash = cs.operators.stack_for(s.model.stack).flash_attention;

@@ -4,6 +4,8 @@
 #include <bit>
 #include <cmath>
 
+#include "load/scenario.h"
+
 namespace ringsim {
 
 namespace {
@@ -163,7 +165,7 @@ double tile_use(double d, double tile) {
 StepKernels step_kernels(const ModelSpec& model, int batch, int tokens, const std::string& precision,
                          const StackSpec& stack, const OperatorSpec& ops) {
   const std::string family = model.transformer() ? "transformer" : "cnn";
-  const double width = precision == "amp" || precision == "bf16" ? 2 : 4;
+  const double width = compute_element_bytes(precision);
   Builder b{model,
             static_cast<double>(batch),
             static_cast<double>(tokens),

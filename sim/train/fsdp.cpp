@@ -13,7 +13,7 @@ class Fsdp final : public TrainingFramework {
  public:
   Fsdp(const Scenario& s, const ModelSpec& m)
       : sharding_(s.communication.sharding),
-        param_bytes_(s.model.precision == "amp" || s.model.precision == "bf16" ? 2 : 4),
+        param_bytes_(compute_element_bytes(s.model.precision)),
         sharded_(state_shards(s) > 1),
         units_(shard_units(m)) {}
   std::string_view name() const override { return "fsdp"; }
