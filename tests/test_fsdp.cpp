@@ -1,6 +1,10 @@
 // Sharded data parallelism (framework fsdp): its units and all-gathers (train/sharding.h), the iteration as
 // both fidelities run it against closed forms, its memory, and what it refuses.
+#include <unistd.h>
+
 #include <cmath>
+#include <cstdio>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "collective/collective.h"
@@ -291,4 +295,30 @@ TEST_CASE("fsdp hybrid_shard: a shard group of several nodes", "[fsdp]") {
   CHECK_THAT(error(", sharding: hybrid_shard, shard_group: 24"),
              Catch::Contains("a multiple of 8 GPUs that divides 32"));
   CHECK_THAT(error(", shard_group: 16"), Catch::Contains("applies to sharding: hybrid_shard"));
+}
+
+TEST_CASE("tokens/s carries the prediction's band, in the table and the JSON", "[fsdp]") {
+  const std::string scenario = "/tmp/ringsim_fsdp_band_" + std::to_string(::getpid()) + ".yaml";
+  const std::string json = scenario + ".json";
+  {
+    std::ofstream f(scenario);
+    f << "cluster: {sku: ND96isr_H100_v5, nodes: 1, gpus_per_node: 2}\n"
+         "model: {name: gpt2, batch_per_gpu: 4, precision: bf16, seq_len: 1024}\n"
+         "training: {tokens: 1B}\ncommunication: {framework: fsdp}\n";
+  }
+  const test::CommandResult r = test::run_command(std::string(RINGSIM_TEST_BINARY) + " --catalog " +
+                                                  RINGSIM_TEST_CATALOG + " predict " + scenario + " --json " + json);
+  REQUIRE(r.status == 0);
+  const auto j = nlohmann::json::parse(test::slurp(json));
+  const double tokens = j["tokens_per_sec"].get<double>() / j["samples_per_sec"].get<double>();
+  CHECK(tokens == Approx(1024));
+  CHECK(j["tokens_per_sec_low"].get<double>() == Approx(j["samples_per_sec_low"].get<double>() * 1024));
+  CHECK(j["tokens_per_sec_high"].get<double>() == Approx(j["samples_per_sec_high"].get<double>() * 1024));
+  CHECK(j["tokens_per_sec_low"].get<double>() < j["tokens_per_sec"].get<double>());
+  CHECK_THAT(r.output, Catch::Contains("tokens/s (total)") && Catch::Contains("(band "));
+  // 1 B tokens in 1,024-token sequences: the data set is a budget's sequences, trained once.
+  CHECK(j["scenario"]["training"]["dataset_images"] == 976563);
+  CHECK(j["iterations_per_epoch"] == 122071);  // 8 sequences a step
+  std::remove(scenario.c_str());
+  std::remove(json.c_str());
 }

@@ -179,6 +179,10 @@ std::string result_json(const Prediction& p, const std::string& source) {
     j["tokens_per_sec"] = p.tokens_per_sec;
     j["tokens_per_sec_per_gpu"] = p.tokens_per_sec_per_gpu;
     j["mfu"] = p.mfu;
+    if (p.band_samples > 0) {
+      j["tokens_per_sec_low"] = p.images_per_sec_low * p.tokens_per_sec / p.images_per_sec;
+      j["tokens_per_sec_high"] = p.images_per_sec_high * p.tokens_per_sec / p.images_per_sec;
+    }
   }
   j["single_gpu_images_per_sec"] = p.single_gpu_images_per_sec;
   j["scaling_efficiency"] = p.scaling_efficiency;
@@ -383,6 +387,20 @@ std::string compute_row(const Prediction& p) {
          ")";
 }
 
+namespace {
+// A text model's tokens a second: the samples' band in tokens, per GPU and the MFU.
+std::string tokens_row(const Prediction& p) {
+  const auto one_decimal = [](double v) { return format_number(std::round(v * 10) / 10); };
+  const auto pct = [](double v) { return format_number(std::round(v * 1000) / 10) + " %"; };
+  const double tokens = p.tokens_per_sec / p.images_per_sec;
+  return one_decimal(p.tokens_per_sec) +
+         (p.band_samples > 0 ? " (band " + one_decimal(p.images_per_sec_low * tokens) + " to " +
+                                   one_decimal(p.images_per_sec_high * tokens) + "; "
+                             : " (") +
+         "per GPU " + one_decimal(p.tokens_per_sec_per_gpu) + ", MFU " + pct(p.mfu) + ")";
+}
+}  // namespace
+
 std::string prediction_table(const Prediction& p) {
   std::ostringstream o;
   const Scenario& s = p.scenario;
@@ -412,9 +430,7 @@ std::string prediction_table(const Prediction& p) {
                                                           : ""));
   row(noun + "/s per GPU", format_number(std::round(p.images_per_sec_per_gpu * 10) / 10) + " (single GPU " +
                                format_number(std::round(p.single_gpu_images_per_sec * 10) / 10) + ")");
-  if (p.tokens_per_sec > 0)
-    row("tokens/s (total)", one_decimal(p.tokens_per_sec) + " (per GPU " + one_decimal(p.tokens_per_sec_per_gpu) +
-                                ", MFU " + pct(p.mfu) + ")");
+  if (p.tokens_per_sec > 0) row("tokens/s (total)", tokens_row(p));
   row("scaling efficiency", pct(p.scaling_efficiency));
   row("compute time", compute_row(p));
   if (p.bucket_copy_s > 0)
