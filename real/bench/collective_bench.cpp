@@ -70,11 +70,7 @@ std::unique_ptr<collective::Collective> make_op(const std::string& op, const std
 }
 
 double bus_factor(const std::string& op, int p) {
-  using collective::BusOp;
-  return collective::bus_bandwidth_factor(op == "allreduce"        ? BusOp::AllReduce
-                                          : op == "reduce_scatter" ? BusOp::ReduceScatter
-                                                                   : BusOp::AllGather,
-                                          p);
+  return collective::bus_bandwidth_factor(collective::parse_op(op).value_or(collective::BusOp::AllGather), p);
 }
 
 }  // namespace
