@@ -211,7 +211,11 @@ TEST_CASE("plan: the answer worked out by hand, and the quota request it ends wi
   CHECK(win["sku"] == "NC6s_v3");
   CHECK(win["cost_usd"].get<double>() == Approx(1.00).epsilon(0.01));
   CHECK(win["cost_usd"].get<double>() == Approx(1.00 * win["time_to_train_s"].get<double>() / 3600));
-  CHECK(win["time_to_train_s_low"].get<double>() == win["time_to_train_s"].get<double>());  // one GPU: no band
+  // One GPU: no band of its own; the wall time's is the reliability figures' (failures on one node: narrow).
+  CHECK(win["time_to_train_s_low"].get<double>() <= win["time_to_train_s"].get<double>());
+  CHECK(win["time_to_train_s_low"].get<double>() == Approx(win["time_to_train_s"].get<double>()).epsilon(0.002));
+  CHECK(win["time_to_train_s"].get<double>() ==
+        Approx(win["failure_free_time_to_train_s"].get<double>() / win["ettr"].get<double>()));
   // Four GPUs in one VM: each slowed by its busy neighbours, and the step waits for the slowest.
   const auto& compute = ringsim::test::catalog().compute();
   const double slowest_of_4 =
@@ -248,7 +252,8 @@ TEST_CASE("plan: the answer worked out by hand, and the quota request it ends wi
   j = nlohmann::json::parse(slurp(dir / "h.json"));
   CHECK_FALSE(j["configurations"][1]["time_to_train_s_high"].is_null());
 
-  // Low-priority allowed: NC6s_v3 at the estimated 80 % discount ($0.20), NC24s_v3 at its listed $4/h.
+  // Low-priority allowed: NC6s_v3 at the estimated 80 % discount ($0.20 an hour), NC24s_v3 at its listed $4/h;
+  // evictions make the hour longer (its goodput).
   r = run_ringsim("plan " + kPlanScenario + kHandArgs + " --deadline 2h --low-priority true --json " +
                   (dir / "c.json").string());
   REQUIRE(r.status == 0);
@@ -256,7 +261,9 @@ TEST_CASE("plan: the answer worked out by hand, and the quota request it ends wi
   REQUIRE(j["configurations"].size() == 4);
   CHECK(j["configurations"][0]["capacity"] == "low_priority");
   CHECK(j["configurations"][0]["price_estimated"] == true);
-  CHECK(j["configurations"][0]["cost_usd"].get<double>() == Approx(0.20).epsilon(0.01));
+  CHECK(j["configurations"][0]["ettr"].get<double>() < 0.99);
+  CHECK(j["configurations"][0]["cost_usd"].get<double>() ==
+        Approx(0.20 / j["configurations"][0]["ettr"].get<double>()).epsilon(0.01));
   CHECK(j["quota_request"]["low_priority_vcpus"] == 6);
   CHECK(j["quota_request"]["dedicated_vcpus"] == 0);
   CHECK_THAT(r.output, Catch::Contains("a lower bound on the cost"));

@@ -171,6 +171,14 @@ TEST_CASE("README task 5: a language model sharded with FSDP: memory, tokens/s, 
            {"predict ", "sharding=no_shard"}, {});
 }
 
+TEST_CASE("README task 6: goodput at 16,384 GPUs, dedicated against low-priority, the checkpoint interval",
+          "[readme_tasks][readme]") {
+  run_task("### 6. How long, really: failures, checkpoints and low-priority VMs",
+           {"predict scenarios/llama3_70b_hsdp_2048x_nd96isr_h100_v5.yaml", "cluster.low_priority=true",
+            "reliability.checkpoint_async=true"},
+           {});
+}
+
 TEST_CASE("README tasks: sections, commands and shown lines are read as the tests use them", "[readme_tasks][readme]") {
   const std::string text =
       "# t\n## A\nx\n### 1. one\n```\n$ build/bin/ringsim a b\nout\n...\n$ "

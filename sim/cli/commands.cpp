@@ -151,6 +151,9 @@ int run_predict(const std::string& catalog_dir, const PredictOptions& o) {
   const BandRatios band = o.no_band ? BandRatios{} : band_ratios(catalog, s, calibration, fidelity);
   Prediction p = predict(catalog, s, fidelity);
   apply_band(band, p);
+  const bool banded = p.band_samples > 0;
+  p.goodput = estimate_goodput(catalog, s, p.time_to_train_s, banded ? p.time_to_train_s_low : p.time_to_train_s,
+                               banded ? p.time_to_train_s_high : p.time_to_train_s, p.iteration_time_s);
   // Render everything first, then write: a failure leaves no output file behind.
   const std::string json = o.json_file ? result_json(p, "predict") : "";
   const std::string trace = o.trace_file ? timeline_json(p) : "";

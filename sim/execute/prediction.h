@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "execute/goodput/goodput.h"
 #include "execute/simgrid/data_pipeline.h"
 #include "load/catalog.h"
 #include "load/scenario.h"
@@ -104,6 +105,8 @@ struct Prediction {
   double images_per_sec_low = 0, images_per_sec_high = 0;
   double time_to_train_s_low = 0, time_to_train_s_high = 0;
   std::vector<std::string> band_parameters;  // the uncertain figures that moved the prediction
+  // Time to train with failures, evictions and checkpoints (predict only; not modelled elsewhere).
+  GoodputEstimate goodput;
 };
 
 // The figures every result derives the same way, from gpus, iteration_time_s and single_gpu_images_per_sec:

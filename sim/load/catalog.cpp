@@ -553,7 +553,7 @@ void Catalog::load_storage(const fs::path& base) {
   auto entries = root.get("storage_backends").entries();
   for (auto& [name, f] : entries) {
     f.require_map({"description", "kind", "scaling", "bandwidth", "iops", "request_latency", "default_servers", "cache",
-                   "cache_default"});
+                   "cache_default", "write_bandwidth", "writer_bandwidth"});
     StorageBackendSpec b;
     b.name = name;
     b.description = f.get("description").str();
@@ -571,6 +571,8 @@ void Catalog::load_storage(const fs::path& base) {
       b.default_servers = static_cast<int>(f.get("default_servers").integer(1, 65536));
     else if (auto d = f.find("default_servers"))
       d->fail("applies only to scaling: per_server");
+    if (auto w = f.find("write_bandwidth")) b.write_bandwidth = w->positive_quantity(Quantity::Bandwidth);
+    if (auto w = f.find("writer_bandwidth")) b.writer_bandwidth = w->positive_quantity(Quantity::Bandwidth);
     storage_.emplace(name, b);
     storage_order_.push_back(name);
   }
@@ -610,6 +612,7 @@ Catalog Catalog::load(const std::string& dir) {
   c.load_models(base);
   c.load_compute(base);
   c.load_uncertain(base);
+  c.load_reliability(base);
   if (c.skus_.empty()) throw InputError({(base / "skus.yaml").string(), 0, 0, ""}, "the catalog defines no SKU");
   return c;
 }

@@ -91,6 +91,34 @@ struct StorageBackendSpec {
   int default_servers = 0;     // per_server only
   std::string cache;           // backend serving epochs >= 2 when cached; empty: no cache
   bool cache_default = false;
+  // Checkpoints (issue 55): write throughput per scaling unit, and what one writing process reaches; 0: the
+  // catalog gives none (the backend cannot hold checkpoints; no per-writer limit).
+  double write_bandwidth = 0;
+  double writer_bandwidth = 0;
+};
+
+// A figure of reliability.yaml: its value, the range the evidence leaves it, and where it comes from.
+struct RangedFigure {
+  double value = 0, low = 0, high = 0;
+  std::string source;  // reliability.yaml:LINE and its reference
+};
+// reliability.yaml (issue 55): how often nodes fail and are evicted, and what an interruption costs.
+struct ReliabilitySpec {
+  struct ByPattern {
+    std::vector<std::string> patterns;  // GPU (failures) or SKU (evictions) names, shell patterns
+    RangedFigure rate;
+  };
+  std::vector<ByPattern> failures;   // per 1000 node-days of a reference node; the first match applies
+  int reference_gpus = 8;            // the nodes the failure rates were counted on
+  double gpu_share = 0;              // of those failures, the share the GPUs cause (scaled by GPUs a node)
+  std::vector<ByPattern> evictions;  // low-priority VMs: evictions per node-day; the first match applies
+  RangedFigure restart_s;            // from an interruption to training again, a node at hand
+  RangedFigure replacement_s;        // a new node where none is spare
+  RangedFigure node_loss_fraction;   // of the failures, those that take their node out of service
+  RangedFigure host_copy_fraction;   // an asynchronous checkpoint's copy to host memory: of the GPU's PCIe link
+  std::string checkpoint_storage;    // where checkpoints go when a scenario does not say
+  // The figure of the first entry whose pattern matches `name`; nullptr where none does.
+  static const RangedFigure* match(const std::vector<ByPattern>& list, const std::string& name);
 };
 
 // Where a device hangs in a node's PCIe/CPU tree. `parent` is "cpu<N>" or a PCIe switch name.
@@ -543,6 +571,7 @@ class Catalog {
   const StorageBackendSpec* find_storage_backend(const std::string& name) const;
   std::vector<std::string> storage_backend_names() const { return storage_order_; }
   const ComputeSpec& compute() const { return compute_; }
+  const ReliabilitySpec& reliability() const { return reliability_; }
   // The figures the catalog assumes, with their ranges (uncertain.yaml; none where the file is absent).
   const std::vector<UncertainParameter>& uncertain() const { return uncertain_; }
 
@@ -583,6 +612,7 @@ class Catalog {
   void load_operators(const YamlField& root);
   void load_compute(const std::filesystem::path& base);
   void load_uncertain(const std::filesystem::path& base);
+  void load_reliability(const std::filesystem::path& base);
   // A link class by name, of `kind` where given; fails at `f` otherwise.
   std::string require_link(const YamlField& f, std::optional<LinkKind> kind) const;
 
@@ -600,6 +630,7 @@ class Catalog {
   std::map<std::string, StorageBackendSpec> storage_;
   std::vector<std::string> storage_order_;
   ComputeSpec compute_;
+  ReliabilitySpec reliability_;
   std::vector<UncertainParameter> uncertain_;
   std::vector<std::string> gpu_order_, link_order_, sku_order_, model_order_, dataset_order_;
 };

@@ -10,6 +10,7 @@
 #include "load/input_file.h"
 #include "load/overlay.h"
 #include "load/scenario_communication.h"
+#include "load/scenario_reliability.h"
 #include "load/units.h"
 #include "load/yaml_reader.h"
 
@@ -81,10 +82,10 @@ namespace {
 using namespace scenario_detail;
 
 const std::vector<std::string> kTopKeys = {
-    "name",          "description", "cluster",     "model", "training",
-    "communication", "storage",     "calibration", "sweep", "plan"};  // sweep, plan: read by those commands
+    "name",    "description", "cluster",     "model", "training", "communication",
+    "storage", "reliability", "calibration", "sweep", "plan"};  // sweep, plan: read by those commands
 const std::vector<std::string> kClusterKeys = {
-    "sku", "nodes", "gpus_per_node", "fabric", "fabric_topology", "nodes_per_leaf", "oversubscription"};
+    "sku", "nodes", "gpus_per_node", "fabric", "fabric_topology", "nodes_per_leaf", "oversubscription", "low_priority"};
 const std::vector<std::string> kModelKeys = {
     "name",    "batch_per_gpu", "images_per_sec_single_gpu", "samples_per_sec_single_gpu", "precision",
     "seq_len", "stack",         "activation_checkpointing"};
@@ -118,11 +119,9 @@ const std::vector<std::string> kStorageKeys = {
     "prefetch_depth", "reader_threads", "bandwidth",    "iops",
     "request_latency"};
 
-const std::vector<std::pair<std::string, const std::vector<std::string>*>> kSections = {{"cluster", &kClusterKeys},
-                                                                                        {"model", &kModelKeys},
-                                                                                        {"training", &kTrainingKeys},
-                                                                                        {"communication", &kCommKeys},
-                                                                                        {"storage", &kStorageKeys}};
+const std::vector<std::pair<std::string, const std::vector<std::string>*>> kSections = {
+    {"cluster", &kClusterKeys},    {"model", &kModelKeys},     {"training", &kTrainingKeys},
+    {"communication", &kCommKeys}, {"storage", &kStorageKeys}, {"reliability", &reliability_keys()}};
 
 // Largest cluster accepted: far beyond any Azure quota, small enough that later stages can size their work.
 constexpr std::int64_t kMaxNodes = 65536;
@@ -293,6 +292,7 @@ const SkuSpec& parse_cluster(const YamlField& root, const Catalog& catalog, Scen
   if (auto f = cl.find("fabric_topology"))
     s.cluster.fabric_topology = fabric_topology_named(f->choice({"star", "fat_tree", "rail_optimized"}));
   const FabricSpec& fabric = catalog.fabric(s.cluster.fabric);
+  if (auto f = cl.find("low_priority")) s.cluster.low_priority = f->boolean();
   if (s.cluster.fabric_topology != FabricTopology::Star) {
     s.cluster.nodes_per_leaf = fabric.default_nodes_per_leaf;
     if (auto f = cl.find("nodes_per_leaf")) s.cluster.nodes_per_leaf = static_cast<int>(f->integer(1, 4096));
@@ -505,6 +505,7 @@ Scenario parse(std::shared_ptr<YamlDocument> doc, const Catalog& catalog, const 
   s.communication.channels = channels;
   if (channels == 0) default_channels(catalog, sku, s);
   if (auto st = root.find("storage")) s.storage = parse_storage(*st, s, sku, model, catalog);
+  s.reliability = parse_reliability(root.find("reliability"), s, catalog);
   return s;
 }
 
@@ -587,6 +588,27 @@ void framework_yaml(YAML::Emitter& out, const Scenario& s) {
         << concurrent_collectives_value(c.concurrent_collectives);
 }
 
+// The reliability section, every figure resolved (absent where the catalog models no goodput).
+void reliability_yaml(YAML::Emitter& out, const Scenario& s) {
+  const ReliabilityConfig& r = s.reliability;
+  if (!r.modelled) return;
+  out << YAML::Key << "reliability" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "failures_per_1000_node_days" << YAML::Value
+      << format_number(r.failures_per_1000_node_days.value);
+  if (s.cluster.low_priority)
+    out << YAML::Key << "evictions_per_node_day" << YAML::Value << format_number(r.evictions_per_node_day.value);
+  out << YAML::Key << "restart_time" << YAML::Value << format_time(r.restart_s.value);
+  out << YAML::Key << "node_replacement_time" << YAML::Value << format_time(r.replacement_s.value);
+  out << YAML::Key << "checkpoint_interval" << YAML::Value
+      << (r.checkpoint_interval_s ? format_time(*r.checkpoint_interval_s) : std::string("auto"));
+  out << YAML::Key << "checkpoint_storage" << YAML::Value << r.checkpoint_storage;
+  if (r.checkpoint_write_bandwidth > 0)
+    out << YAML::Key << "checkpoint_write_bandwidth" << YAML::Value << format_bandwidth(r.checkpoint_write_bandwidth);
+  out << YAML::Key << "checkpoint_async" << YAML::Value << r.checkpoint_async;
+  out << YAML::Key << "spare_nodes" << YAML::Value << r.spare_nodes;
+  out << YAML::EndMap;
+}
+
 }  // namespace
 
 std::string to_yaml(const Scenario& s) {
@@ -605,6 +627,7 @@ std::string to_yaml(const Scenario& s) {
     out << YAML::Key << "nodes_per_leaf" << YAML::Value << s.cluster.nodes_per_leaf;
     out << YAML::Key << "oversubscription" << YAML::Value << s.cluster.oversubscription;
   }
+  out << YAML::Key << "low_priority" << YAML::Value << s.cluster.low_priority;
   out << YAML::EndMap;
   out << YAML::Key << "model" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "name" << YAML::Value << s.model.name;
@@ -673,6 +696,7 @@ std::string to_yaml(const Scenario& s) {
     out << YAML::Key << "request_latency" << YAML::Value << format_time(st.request_latency);
     out << YAML::EndMap;
   }
+  reliability_yaml(out, s);
   out << YAML::EndMap;
   return std::string(out.c_str()) + "\n";
 }

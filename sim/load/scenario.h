@@ -10,6 +10,7 @@
 
 #include "collective/collective.h"
 #include "load/catalog.h"
+#include "load/input_error.h"
 
 namespace ringsim {
 
@@ -45,6 +46,7 @@ struct ClusterConfig {
   FabricTopology fabric_topology = FabricTopology::Star;
   int nodes_per_leaf = 0;       // fat_tree only
   double oversubscription = 1;  // fat_tree only: leaf downlink : uplink bandwidth
+  bool low_priority = false;    // low-priority (spot) VMs: evicted at the catalog's rates (reliability.yaml)
   int total_gpus() const { return nodes * gpus_per_node; }
 };
 
@@ -148,6 +150,21 @@ struct StorageConfig {
   double request_latency = 0;  // seconds
 };
 
+// reliability: failures, evictions and checkpoints (issue 55), every figure resolved (the catalog's where the
+// scenario gives none) with the range the band samples (a figure the scenario gives: its value alone).
+struct ReliabilityConfig {
+  bool modelled = false;                     // the catalog has reliability.yaml
+  RangedFigure failures_per_1000_node_days;  // of this cluster's nodes (the catalog's, scaled to their GPUs)
+  RangedFigure evictions_per_node_day;       // 0 unless cluster.low_priority
+  RangedFigure restart_s, replacement_s, node_loss_fraction, host_copy_fraction;
+  std::optional<double> checkpoint_interval_s;  // training time between checkpoints; empty: auto
+  SourceLocation interval_at;                   // where the scenario gives it
+  std::string checkpoint_storage;               // a storage.yaml backend with a write_bandwidth
+  double checkpoint_write_bandwidth = 0;        // bytes/s, the cluster's together; 0: the backend's limits
+  bool checkpoint_async = false;                // training stops only to copy the checkpoint to host memory
+  int spare_nodes = 0;                          // nodes held ready to replace a failed or evicted one
+};
+
 struct Scenario {
   std::string file;
   std::string name;
@@ -160,6 +177,7 @@ struct Scenario {
   TrainingConfig training;
   CommunicationConfig communication;
   std::optional<StorageConfig> storage;
+  ReliabilityConfig reliability;
   // Samples one GPU trains on per optimizer step: its batch times the micro-batches accumulated.
   double samples_per_gpu_step() const {
     return static_cast<double>(model.batch_per_gpu) * training.gradient_accumulation;

@@ -67,6 +67,10 @@ struct PlanEvaluation {
   double predicted_time_to_train_s = 0;                      // the prediction itself
   double predicted_images_per_sec = 0;                       // the same (images_per_sec: at the goal's end)
   double time_to_train_s_low = 0, time_to_train_s_high = 0;  // its band (both the prediction where none)
+  // Goodput (issue 55): the times above are wall times, failures, evictions and checkpoints included, over
+  // the prediction's failure-free time; the VMs include the spare nodes.
+  double failure_free_time_to_train_s = 0, ettr = 1, checkpoint_interval_s = 0;
+  int spare_nodes = 0;
   bool banded = false;  // the band was predicted (only for configurations that can meet the goal)
   double compute_time_s = 0, exposed_communication_s = 0;
   std::string compute_source, compute_source_detail;  // where the per-GPU rate came from (predict's JSON)

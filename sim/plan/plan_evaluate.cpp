@@ -4,6 +4,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "execute/goodput/goodput.h"
+#include "load/scenario.h"
 #include "load/units.h"
 #include "plan/plan_run.h"
 #include "plan/point_runner.h"
@@ -59,6 +61,36 @@ void predict_points(const PlanRun& r, const std::vector<std::size_t>& which, boo
   run_predict_points(run, points, [&](int idx, const nlohmann::json& j) { results[idx] = j; });
 }
 
+namespace {
+
+// The configuration's times as wall times with failures, evictions (low-priority) and checkpoints, and its
+// spare nodes billed; the reason it cannot run where it rarely completes a checkpoint interval.
+std::string apply_goodput(const PlanRun& r, const Candidate& c, PlanEvaluation& e) {
+  std::vector<Override> ov;
+  for (const auto& set : c.sets) ov.push_back(parse_override(set));
+  ov.push_back(parse_override(std::string("cluster.low_priority=") + (e.low_priority ? "true" : "false")));
+  try {
+    const Scenario s = load_scenario(r.o.scenario, r.catalog, ov);
+    const GoodputEstimate g = estimate_goodput(r.catalog, s, e.predicted_time_to_train_s, e.time_to_train_s_low,
+                                               e.time_to_train_s_high, e.iteration_time_s);
+    if (!g.modelled) return "";
+    if (!g.completes) return "never completes: " + g.advice;
+    e.failure_free_time_to_train_s = e.predicted_time_to_train_s;
+    e.predicted_time_to_train_s = g.wall_time_to_train_s;
+    e.time_to_train_s_low = g.wall_time_to_train_s_low;
+    e.time_to_train_s_high = g.wall_time_to_train_s_high;
+    e.ettr = g.ettr;
+    e.checkpoint_interval_s = g.checkpoint_interval_s;
+    e.spare_nodes = s.reliability.spare_nodes;
+    e.vms += e.spare_nodes;
+  } catch (const InputError& err) {
+    return err.what();
+  }
+  return "";
+}
+
+}  // namespace
+
 // Price every configuration, dedicated and (when allowed) low-priority, and rank them.
 // `banded`: the candidates whose results were predicted with their band.
 void price_candidates(PlanRun& r, const std::map<int, nlohmann::json>& results, const std::set<int>& banded) {
@@ -87,8 +119,12 @@ void price_candidates(PlanRun& r, const std::map<int, nlohmann::json>& results, 
       e.banded = banded.count(c.index) > 0;
       e.time_to_train_s_low = j.value("time_to_train_s_low", e.predicted_time_to_train_s);
       e.time_to_train_s_high = j.value("time_to_train_s_high", e.predicted_time_to_train_s);
-      e.time_to_train_s = r.goal.pessimistic ? e.time_to_train_s_high : e.predicted_time_to_train_s;
       e.iteration_time_s = j["iteration_time_s"];
+      if (const std::string why = apply_goodput(r, c, e); !why.empty()) {
+        r.skipped.emplace_back(describe(c) + (lp ? ", low-priority" : ""), why);
+        continue;
+      }
+      e.time_to_train_s = r.goal.pessimistic ? e.time_to_train_s_high : e.predicted_time_to_train_s;
       e.predicted_images_per_sec = j["images_per_sec"];
       e.images_per_sec =
           r.goal.pessimistic ? j.value("images_per_sec_low", e.predicted_images_per_sec) : e.predicted_images_per_sec;

@@ -77,6 +77,14 @@ std::string report_header(const PlanRun& r) {
       << " strateg" << (r.strategies.size() == 1 ? "y" : "ies") << " x " << r.fusions.size() << " fusion setting"
       << (r.fusions.size() == 1 ? "" : "s") << (r.goal.low_priority ? " x {dedicated, low-priority}" : "") << ": "
       << r.evals.size() << " priced configurations, " << feasible << " meet the goal\n";
+  if (!r.evals.empty() && r.evals.front().failure_free_time_to_train_s > 0) {
+    auto [lo, hi] = std::minmax_element(r.evals.begin(), r.evals.end(),
+                                        [](const auto& a, const auto& b) { return a.ettr < b.ettr; });
+    out << "  goodput        times are wall times: failures, restarts and checkpoints (topologies/reliability.yaml, "
+           "the scenario's reliability section), ETTR "
+        << format_number(std::round(lo->ettr * 1000) / 1000) << " to " << format_number(std::round(hi->ettr * 1000) / 1000)
+        << "; costs include spare nodes\n";
+  }
   const auto banded = std::count_if(r.evals.begin(), r.evals.end(), [](const auto& e) { return e.banded; });
   if (banded < static_cast<std::ptrdiff_t>(r.evals.size()))
     out << "  bands          predicted for the " << banded
@@ -294,6 +302,10 @@ std::string plan_json(const PlanRun& r, const std::optional<QuotaRequest>& quota
            {"price_estimated", e.price_estimated},
            {"time_to_train_s", e.time_to_train_s},
            {"predicted_time_to_train_s", e.predicted_time_to_train_s},
+           {"failure_free_time_to_train_s", e.failure_free_time_to_train_s},
+           {"ettr", e.ettr},
+           {"checkpoint_interval_s", e.checkpoint_interval_s},
+           {"spare_nodes", e.spare_nodes},
            {"time_to_train_s_low", e.banded ? nlohmann::ordered_json(e.time_to_train_s_low) : nullptr},
            {"time_to_train_s_high", e.banded ? nlohmann::ordered_json(e.time_to_train_s_high) : nullptr},
            {"cost_usd", e.cost_usd},

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "load/units.h"
+#include "report/goodput_report.h"
 
 namespace ringsim {
 
@@ -24,7 +25,8 @@ ordered_json scenario_json(const Scenario& s) {
                   {"fabric", std::string(to_string(s.cluster.fabric))},
                   {"fabric_topology", std::string(to_string(s.cluster.fabric_topology))},
                   {"nodes_per_leaf", s.cluster.nodes_per_leaf},
-                  {"oversubscription", s.cluster.oversubscription}};
+                  {"oversubscription", s.cluster.oversubscription},
+                  {"low_priority", s.cluster.low_priority}};
   j["model"] = {{"name", s.model.name},
                 {"batch_per_gpu", s.model.batch_per_gpu},
                 {"precision", s.model.precision},
@@ -208,6 +210,7 @@ std::string result_json(const Prediction& p, const std::string& source) {
   j["memory"] = memory_json(p.memory);
   j["bottleneck"] = link_json(p.bottleneck);
   j["data_pipeline"] = data_pipeline_json(p);
+  if (p.goodput.modelled) j["goodput"] = goodput_json(p.goodput);
   j["fusion_buffers"] = p.collectives.size();
   ordered_json cols = ordered_json::array();
   for (const auto& r : p.collectives) {
@@ -489,6 +492,7 @@ std::string prediction_table(const Prediction& p) {
                                                : "") +
                            ")");
   if (p.band_samples > 0) row("band from", band_sources(p));
+  for (const auto& [k, v] : goodput_rows(p)) row(k, v);
   if (!p.links.empty())
     row("bottleneck link", p.bottleneck.name + " (" + p.bottleneck.link_class + ", " +
                                format_bandwidth(p.bottleneck.bandwidth) + "), utilisation " +
