@@ -1,6 +1,10 @@
 // Goodput (execute/goodput): the closed form against Daly's and the Monte Carlo, the interval `auto`
 // chooses, the checkpoint's cost, the reliability figures a scenario resolves, and what it refuses.
+#include <unistd.h>
+
+#include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "execute/goodput/goodput.h"
@@ -222,11 +226,30 @@ TEST_CASE("goodput: the A100 failure rate gives the job MTTF Kokolis et al. proj
   // arXiv:2410.21680 (RSC-1, 6.50 failures per 1000 node-days): MTTF (nodes x rate)^-1, 1.8 h at 16,384 GPUs
   // and 0.23 h at 131,072 (validate/README.md).
   for (const auto& [nodes, hours] : {std::pair{2048, 1.8}, std::pair{16384, 0.23}}) {
-    const Scenario s = load_scenario_text("cluster: {sku: ND96amsr_A100_v4, nodes: " + std::to_string(nodes) +
-                                              "}\nmodel: {name: llama2_7b, batch_per_gpu: 1, precision: bf16, "
-                                              "seq_len: 2048}\ntraining: {epochs: 1}\ncommunication: {framework: fsdp}\n",
-                                          "a100.yaml", test::catalog());
+    const Scenario s =
+        load_scenario_text("cluster: {sku: ND96amsr_A100_v4, nodes: " + std::to_string(nodes) +
+                               "}\nmodel: {name: llama2_7b, batch_per_gpu: 1, precision: bf16, "
+                               "seq_len: 2048}\ntraining: {epochs: 1}\ncommunication: {framework: fsdp}\n",
+                           "a100.yaml", test::catalog());
     const GoodputEstimate g = estimate_goodput(test::catalog(), s, 30 * kDay, 30 * kDay, 30 * kDay, 1);
     CHECK(g.mtbf_s / kHour == Approx(hours).epsilon(0.03));
   }
+}
+
+TEST_CASE("goodput: predict --plot draws goodput against nodes and the simulated runs' completion times", "[goodput]") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("ringsim_goodput_plot_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const auto r = test::run_command(
+      std::string(RINGSIM_TEST_BINARY) + " --catalog " + RINGSIM_TEST_CATALOG + " predict " + RINGSIM_TEST_SCENARIOS +
+      "/llama3_8b_fsdp_2x_nd96isr_h100_v5.yaml --no-band --plot " + (dir / "g.svg").string());
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  CHECK_THAT(test::slurp(dir / "g.svg"), Catch::Contains("<svg") && Catch::Contains("</svg>"));
+  const std::string script = test::slurp(dir / "g.gp");
+  CHECK_THAT(script, Catch::Contains("auto (each size's best interval)") && Catch::Contains("simulated runs"));
+  // Four interval series over the node counts, then the runs' 101 percentiles and the closed form's mean.
+  const std::string data = test::slurp(dir / "g.dat");
+  CHECK(std::count(data.begin(), data.end(), '\n') >= 4 * 5 + 101 + 1);
+  fs::remove_all(dir);
 }

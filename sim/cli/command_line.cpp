@@ -70,6 +70,9 @@ void CommandLine::define_predict() {
   predict_cmd->add_option("--json", predict.json_file, "Write the result JSON (schema ringsim.result/1)");
   predict_cmd->add_option("--trace", predict.trace_file, "Write a Chrome trace in Horovod's timeline format");
   predict_cmd->add_option("--links", predict.links_file, "Write bytes and utilisation per link as CSV");
+  predict_cmd->add_option("--plot", predict.plot_file,
+                          "Draw goodput against node count for three checkpoint intervals and the simulated runs' "
+                          "completion times, with gnuplot (.png, .svg or .pdf)");
   predict_cmd
       ->add_option("--max-transfers", predict.limits.max_transfers,
                    "Flow fidelity: refuse scenarios estimated above this many transfers per iteration (`ringsim "

@@ -24,6 +24,7 @@
 #include "load/units.h"
 #include "report/bench_report.h"
 #include "report/catalog_listing.h"
+#include "report/goodput_report.h"
 #include "report/job_script.h"
 #include "report/output_file.h"
 #include "report/plot.h"
@@ -131,7 +132,12 @@ int run_predict(const std::string& catalog_dir, const PredictOptions& o) {
   add_file(out, "--json", o.json_file);
   add_file(out, "--trace", o.trace_file);
   add_file(out, "--links", o.links_file);
+  add_plot_files(out, o.plot_file);
   check_outputs(run_inputs(catalog_dir, o.scenario, s.calibration), out);
+  if (o.plot_file) {
+    check_plot_file(*o.plot_file);
+    if (!s.reliability.modelled) throw InputError({}, "predict --plot: the catalog has no reliability.yaml to draw");
+  }
   const Fidelity fidelity =
       o.fidelity ? (*o.fidelity == "flow" ? Fidelity::Flow : Fidelity::Step) : default_fidelity(s);
   WorkEstimate work = estimate_work(catalog, s, fidelity);
@@ -161,6 +167,7 @@ int run_predict(const std::string& catalog_dir, const PredictOptions& o) {
   if (o.json_file) write_file_atomically(*o.json_file, json);
   if (o.trace_file) write_file_atomically(*o.trace_file, trace);
   if (o.links_file) write_file_atomically(*o.links_file, links);
+  if (o.plot_file) write_plot(*o.plot_file, goodput_plot(catalog, p));
   std::cout << prediction_table(p);
   return 0;
 }

@@ -29,8 +29,9 @@ struct PredictOptions {
   std::optional<std::string> fidelity;     // flow | step; default by GPU count
   std::optional<std::string> calibration;  // overlay file (as the scenario key `calibration`)
   std::optional<std::string> json_file, trace_file, links_file;
-  WorkLimits limits;     // refuse runs estimated above them
-  bool no_band = false;  // the prediction alone, without the band's runs
+  std::optional<std::string> plot_file;  // goodput's chart (report/goodput_report.h)
+  WorkLimits limits;                     // refuse runs estimated above them
+  bool no_band = false;                  // the prediction alone, without the band's runs
 };
 
 // `ringsim bench`: the predicted nccl-tests all_reduce_perf table for the scenario's cluster.

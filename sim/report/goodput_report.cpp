@@ -1,5 +1,6 @@
 #include "report/goodput_report.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "load/units.h"
@@ -97,6 +98,70 @@ std::vector<std::pair<std::string, std::string>> goodput_rows(const Prediction& 
            (g.spare_gpu_hours > 0 ? " (+ " + format_number(std::round(g.spare_gpu_hours)) + " held by spare nodes)"
                                   : "")},
   };
+}
+
+namespace {
+
+PlotPanel ettr_panel(const Catalog& catalog, const Prediction& p) {
+  const Scenario& s = p.scenario;
+  std::vector<int> nodes;
+  for (double f : {1.0 / 16, 1.0 / 8, 1.0 / 4, 1.0 / 2, 1.0, 2.0, 4.0, 8.0}) {
+    const int n = static_cast<int>(std::clamp(std::round(s.cluster.nodes * f), 1.0, 65536.0));
+    if (nodes.empty() || n != nodes.back()) nodes.push_back(n);
+  }
+  const double chosen = p.goodput.checkpoint_interval_s;
+  const std::vector<double> intervals = {0, chosen / 4, chosen, chosen * 4};
+  const auto rows = ettr_by_nodes(catalog, s, p.time_to_train_s, p.iteration_time_s, nodes, intervals);
+  PlotPanel panel{"Goodput against cluster size (the failure-free time scaled as 1 / nodes)",
+                  "nodes (" + s.cluster.sku + ")",
+                  "ETTR (training time / wall time)",
+                  2,
+                  0,
+                  {"set yrange [0:1]"},
+                  {},
+                  {}};
+  for (std::size_t k = 0; k < intervals.size(); ++k) {
+    PlotSeries series{
+        k == 0 ? "auto (each size's best interval)" : "every " + format_time(intervals[k]) + " of training",
+        k == 0 ? "lines lw 2" : "linespoints pt 7",
+        0,
+        {},
+        {}};
+    for (const auto& r : rows)
+      if (!std::isnan(r[k + 1])) series.rows.push_back({r[0], r[k + 1]});
+    panel.series.push_back(series);
+  }
+  panel.setup.push_back("set arrow from " + std::to_string(s.cluster.nodes) + ", graph 0 to " +
+                        std::to_string(s.cluster.nodes) + ", graph 1 nohead dt 2");
+  return panel;
+}
+
+PlotPanel runs_panel(const GoodputEstimate& g) {
+  PlotPanel panel{"Completion time of " + std::to_string(g.monte_carlo.runs) + " simulated runs",
+                  "wall time (h)",
+                  "fraction of runs finished",
+                  0,
+                  0,
+                  {"set yrange [0:1]"},
+                  {},
+                  {}};
+  PlotSeries cdf{"simulated runs", "lines lw 2", 0, {}, {}};
+  const auto& q = g.monte_carlo.percentiles_s;
+  for (std::size_t i = 0; i < q.size(); ++i) cdf.rows.push_back({q[i] / 3600, static_cast<double>(i) / 100});
+  PlotSeries mean{"expected (closed form)", "impulses lw 2", 0, {{g.wall_time_to_train_s / 3600, 1}}, {}};
+  panel.series = {cdf, mean};
+  return panel;
+}
+
+}  // namespace
+
+Plot goodput_plot(const Catalog& catalog, const Prediction& p) {
+  Plot plot;
+  plot.title = p.scenario.name + ": goodput";
+  plot.source = "ringsim predict --plot";
+  plot.panels.push_back(ettr_panel(catalog, p));
+  if (p.goodput.monte_carlo.runs > 0) plot.panels.push_back(runs_panel(p.goodput));
+  return plot;
 }
 
 }  // namespace ringsim

@@ -105,7 +105,7 @@ double band_end(const InterruptionModel& m, std::int64_t n, GoodputEstimate& g) 
 }  // namespace
 
 GoodputEstimate estimate_goodput(const Catalog& catalog, const Scenario& s, double work_s, double work_low_s,
-                                 double work_high_s, double iteration_s) {
+                                 double work_high_s, double iteration_s, bool monte_carlo) {
   GoodputEstimate g;
   const ReliabilityConfig& r = s.reliability;
   if (!r.modelled || !(work_s > 0) || !std::isfinite(work_s)) return g;
@@ -151,8 +151,32 @@ GoodputEstimate estimate_goodput(const Catalog& catalog, const Scenario& s, doub
   // The Monte Carlo: as many runs as its bound on drawn interruptions allows, at most kRuns, at least 100.
   const double per_run = 2 + g.expected_interruptions * 2;
   const int runs = static_cast<int>(std::min(kMostRunSteps / per_run, static_cast<double>(kRuns)));
-  if (g.completes && runs >= 100) g.monte_carlo = simulate_runs(nominal, n, runs, kSeed);
+  if (monte_carlo && g.completes && runs >= 100) g.monte_carlo = simulate_runs(nominal, n, runs, kSeed);
   return g;
+}
+
+std::vector<std::vector<double>> ettr_by_nodes(const Catalog& catalog, const Scenario& s, double work_s,
+                                               double iteration_s, const std::vector<int>& nodes,
+                                               const std::vector<double>& intervals_s) {
+  std::vector<std::vector<double>> rows;
+  for (int n : nodes) {
+    Scenario at = s;
+    at.cluster.nodes = n;
+    const double work = work_s * s.cluster.nodes / n;
+    std::vector<double> row = {static_cast<double>(n)};
+    for (double interval : intervals_s) {
+      at.reliability.checkpoint_interval_s.reset();
+      if (interval > 0) at.reliability.checkpoint_interval_s = interval;
+      try {
+        const GoodputEstimate g = estimate_goodput(catalog, at, work, work, work, iteration_s, false);
+        row.push_back(g.completes ? g.ettr : 0);
+      } catch (const InputError&) {  // an interval shorter than this size's checkpoint write
+        row.push_back(std::nan(""));
+      }
+    }
+    rows.push_back(row);
+  }
+  return rows;
 }
 
 }  // namespace ringsim

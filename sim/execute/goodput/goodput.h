@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "load/catalog.h"
 #include "load/scenario.h"
@@ -43,6 +44,7 @@ struct MonteCarloRuns {
   int runs = 0;
   double mean_s = 0, p10_s = 0, p90_s = 0;
   double mean_interruptions = 0;
+  std::vector<double> percentiles_s;  // the runs' wall times at 0, 1, ..., 100 % (the distribution's chart)
 };
 // `runs` whole runs, seeded (the same inputs give the same figures).
 MonteCarloRuns simulate_runs(const InterruptionModel& m, std::int64_t segments, int runs, std::uint64_t seed);
@@ -79,6 +81,13 @@ struct GoodputEstimate {
 // at least one step. Throws InputError (the scenario's checkpoint_interval) for an interval shorter than the
 // checkpoint's write. The Monte Carlo runs where its interruptions stay countable (runs 0 where not).
 GoodputEstimate estimate_goodput(const Catalog& catalog, const Scenario& s, double work_s, double work_low_s,
-                                 double work_high_s, double iteration_s);
+                                 double work_high_s, double iteration_s, bool monte_carlo = true);
+
+// ETTR against node count (`predict --plot`): `s` on each of `nodes`, its failure-free time to train scaled
+// from `work_s` as 1 / nodes (perfect scaling: the chart is about failures, not communication), at each
+// interval of `intervals_s` (0: auto). One row a node count: nodes, then an ETTR per interval (0: never).
+std::vector<std::vector<double>> ettr_by_nodes(const Catalog& catalog, const Scenario& s, double work_s,
+                                               double iteration_s, const std::vector<int>& nodes,
+                                               const std::vector<double>& intervals_s);
 
 }  // namespace ringsim

@@ -124,6 +124,8 @@ MonteCarloRuns simulate_runs(const InterruptionModel& m, std::int64_t segments, 
   std::sort(wall.begin(), wall.end());
   out.p10_s = wall[static_cast<std::size_t>(0.1 * (out.runs - 1))];
   out.p90_s = wall[static_cast<std::size_t>(0.9 * (out.runs - 1))];
+  for (int q = 0; q <= 100; ++q)
+    out.percentiles_s.push_back(wall[static_cast<std::size_t>(q / 100.0 * (out.runs - 1))]);
   return out;
 }
 
