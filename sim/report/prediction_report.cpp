@@ -71,6 +71,19 @@ ordered_json scenario_json(const Scenario& s) {
                     {"iops", st.iops},
                     {"request_latency_s", st.request_latency}};
   }
+  if (s.reliability.modelled) {
+    const ReliabilityConfig& r = s.reliability;
+    j["reliability"] = {
+        {"failures_per_1000_node_days", r.failures_per_1000_node_days.value},
+        {"evictions_per_node_day", r.evictions_per_node_day.value},
+        {"restart_time_s", r.restart_s.value},
+        {"node_replacement_time_s", r.replacement_s.value},
+        {"checkpoint_interval_s",
+         r.checkpoint_interval_s ? nlohmann::ordered_json(*r.checkpoint_interval_s) : nlohmann::ordered_json("auto")},
+        {"checkpoint_storage", r.checkpoint_storage},
+        {"checkpoint_async", r.checkpoint_async},
+        {"spare_nodes", r.spare_nodes}};
+  }
   return j;
 }
 
