@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <random>
+#include <vector>
 
 #include "load/input_error.h"
 #include "load/units.h"
@@ -18,11 +20,37 @@ constexpr int kRuns = 10000;
 constexpr double kMostRunSteps = 3e7;  // interruptions the Monte Carlo draws at most, all runs together
 constexpr std::uint64_t kSeed = 0x5eedf00dULL;
 
-enum class Corner { Nominal, Optimistic, Pessimistic };
+constexpr int kBandDraws = 1000;  // the band's draws of the reliability figures
 
-double pick(const RangedFigure& f, Corner c, bool higher_is_better = false) {
-  if (c == Corner::Nominal) return f.value;
-  return (c == Corner::Optimistic) != higher_is_better ? f.low : f.high;
+// One value of each reliability figure: the catalog's (or the scenario's), or a draw from their ranges.
+struct Figures {
+  double failures = 0, evictions = 0, node_loss = 0, restart = 0, wait = 0, host_copy = 0;
+};
+
+Figures nominal_figures(const ReliabilityConfig& r) {
+  return {r.failures_per_1000_node_days.value,
+          r.evictions_per_node_day.value,
+          r.node_loss_fraction.value,
+          r.restart_s.value,
+          r.replacement_s.value,
+          r.host_copy_fraction.value};
+}
+
+// Independent draws: rates and times log-uniform over their ranges (they span factors), fractions uniform.
+Figures drawn_figures(const ReliabilityConfig& r, std::mt19937_64& rng) {
+  auto uniform = [&] { return static_cast<double>(rng() >> 11) * 0x1.0p-53; };
+  auto log_uniform = [&](const RangedFigure& f) {
+    return f.low > 0 ? f.low * std::pow(f.high / f.low, uniform()) : f.low + (f.high - f.low) * uniform();
+  };
+  auto linear = [&](const RangedFigure& f) { return f.low + (f.high - f.low) * uniform(); };
+  Figures d;
+  d.failures = log_uniform(r.failures_per_1000_node_days);
+  d.evictions = log_uniform(r.evictions_per_node_day);
+  d.node_loss = linear(r.node_loss_fraction);
+  d.restart = log_uniform(r.restart_s);
+  d.wait = log_uniform(r.replacement_s);
+  d.host_copy = linear(r.host_copy_fraction);
+  return d;
 }
 
 // The storage's aggregate write rate for `writers` spread over `nodes` nodes, and what limits it.
@@ -63,18 +91,18 @@ CheckpointCost checkpoint_cost(const Catalog& catalog, const Scenario& s, double
 
 namespace {
 
-// The interruption model at one corner of the figures' ranges.
-InterruptionModel model_at(const Scenario& s, const CheckpointCost& cp, double work_s, Corner c) {
+// The interruption model at one value of the figures.
+InterruptionModel model_at(const Scenario& s, const CheckpointCost& cp, double work_s, const Figures& f) {
   const ReliabilityConfig& r = s.reliability;
   const double nodes = s.cluster.nodes;
-  const double failures = pick(r.failures_per_1000_node_days, c) / 1000 * nodes / kDay;
-  const double evictions = pick(r.evictions_per_node_day, c) * nodes / kDay;
-  const double need_node = failures * pick(r.node_loss_fraction, c) + evictions;
+  const double failures = f.failures / 1000 * nodes / kDay;
+  const double evictions = f.evictions * nodes / kDay;
+  const double need_node = failures * f.node_loss + evictions;
   InterruptionModel m;
   m.work_s = work_s;
   m.rate = failures + evictions;
-  m.restart_s = pick(r.restart_s, c);
-  m.wait_s = pick(r.replacement_s, c);
+  m.restart_s = f.restart;
+  m.wait_s = f.wait;
   if (m.rate > 0) m.wait_probability = need_node / m.rate * no_spare_probability(r.spare_nodes, need_node, m.wait_s);
   m.stall_s = r.checkpoint_async ? cp.copy_s : cp.write_s;
   m.commit_s = r.checkpoint_async ? cp.write_s : 0;
@@ -94,12 +122,35 @@ std::string never_completes(const InterruptionModel& m, std::int64_t n, const Sc
          (s.cluster.low_priority ? ", dedicated VMs" : "") + " or spare nodes";
 }
 
-// A band end's expected wall time, held at kUnboundedWork x the work where it rarely completes.
+// The expected wall time, held at kUnboundedWork x the work (and flagged) where it rarely completes.
 double band_end(const InterruptionModel& m, std::int64_t n, GoodputEstimate& g) {
   const double wall = expected_wall_s(m, n);
   if (std::isfinite(wall) && wall < kUnboundedWork * m.work_s) return wall;
   g.band_unbounded = true;
   return kUnboundedWork * m.work_s;
+}
+
+// The band: the ETTR's 5th and 95th percentiles over draws of the figures (the interval as chosen), and the
+// wall time's from them and the time to train's band.
+void set_band(const Catalog& catalog, const Scenario& s, double work_s, double work_low_s, double work_high_s,
+              std::int64_t n, GoodputEstimate& g) {
+  std::mt19937_64 rng(kSeed);
+  const CheckpointCost nominal = checkpoint_cost(catalog, s, s.reliability.host_copy_fraction.value);
+  std::vector<double> ettr;
+  for (int k = 0; k < kBandDraws; ++k) {
+    const Figures f = drawn_figures(s.reliability, rng);
+    CheckpointCost cp = nominal;
+    cp.copy_s = nominal.copy_s * s.reliability.host_copy_fraction.value / f.host_copy;
+    const double wall = expected_wall_s(model_at(s, cp, work_s, f), n);
+    ettr.push_back(std::isfinite(wall) && wall < kUnboundedWork * work_s ? work_s / wall : 0);
+  }
+  std::sort(ettr.begin(), ettr.end());
+  g.ettr_low = std::min(ettr[static_cast<std::size_t>(0.05 * (kBandDraws - 1))], g.ettr);
+  g.ettr_high = std::max(ettr[static_cast<std::size_t>(0.95 * (kBandDraws - 1))], g.ettr);
+  g.band_unbounded = g.ettr_low <= 0;
+  g.wall_time_to_train_s_low = std::min(work_low_s / g.ettr_high, g.wall_time_to_train_s);
+  g.wall_time_to_train_s_high =
+      g.band_unbounded ? kUnboundedWork * work_high_s : std::max(work_high_s / g.ettr_low, g.wall_time_to_train_s);
 }
 
 }  // namespace
@@ -111,7 +162,7 @@ GoodputEstimate estimate_goodput(const Catalog& catalog, const Scenario& s, doub
   if (!r.modelled || !(work_s > 0) || !std::isfinite(work_s)) return g;
   g.modelled = true;
   g.checkpoint = checkpoint_cost(catalog, s, r.host_copy_fraction.value);
-  const InterruptionModel nominal = model_at(s, g.checkpoint, work_s, Corner::Nominal);
+  const InterruptionModel nominal = model_at(s, g.checkpoint, work_s, nominal_figures(r));
   const double shortest = std::max(g.checkpoint.write_s, iteration_s);
   if (r.checkpoint_interval_s && *r.checkpoint_interval_s < g.checkpoint.write_s)
     throw InputError(r.interval_at, "reliability.checkpoint_interval: " + format_time(*r.checkpoint_interval_s) +
@@ -132,19 +183,7 @@ GoodputEstimate estimate_goodput(const Catalog& catalog, const Scenario& s, doub
   if (!g.completes) g.advice = never_completes(nominal, n, s);
   g.ettr = work_s / g.wall_time_to_train_s;
   g.expected_interruptions = nominal.rate * g.wall_time_to_train_s;
-  // The band: the figures' ends (the interval as chosen), with and without the time to train's band.
-  for (Corner c : {Corner::Optimistic, Corner::Pessimistic}) {
-    const CheckpointCost cp = checkpoint_cost(catalog, s, pick(r.host_copy_fraction, c, true));
-    const double ettr = work_s / band_end(model_at(s, cp, work_s, c), n, g);
-    const double work = c == Corner::Optimistic ? work_low_s : work_high_s;
-    const double wall = band_end(model_at(s, cp, work, c), segments_for(work, g.checkpoint_interval_s), g);
-    (c == Corner::Optimistic ? g.ettr_high : g.ettr_low) = ettr;
-    (c == Corner::Optimistic ? g.wall_time_to_train_s_low : g.wall_time_to_train_s_high) = wall;
-  }
-  g.ettr_low = std::min(g.ettr_low, g.ettr);
-  g.ettr_high = std::max(g.ettr_high, g.ettr);
-  g.wall_time_to_train_s_low = std::min(g.wall_time_to_train_s_low, g.wall_time_to_train_s);
-  g.wall_time_to_train_s_high = std::max(g.wall_time_to_train_s_high, g.wall_time_to_train_s);
+  set_band(catalog, s, work_s, work_low_s, work_high_s, n, g);
   const double gpus = s.cluster.total_gpus();
   g.lost_gpu_hours = (g.wall_time_to_train_s - work_s) * gpus / 3600;
   g.spare_gpu_hours = r.spare_nodes * s.cluster.gpus_per_node * g.wall_time_to_train_s / 3600;
