@@ -242,7 +242,7 @@ TEST_CASE("goodput: predict --plot draws goodput against nodes and the simulated
   fs::create_directories(dir);
   const auto r = test::run_command(
       std::string(RINGSIM_TEST_BINARY) + " --catalog " + RINGSIM_TEST_CATALOG + " predict " + RINGSIM_TEST_SCENARIOS +
-      "/llama3_8b_fsdp_2x_nd96isr_h100_v5.yaml --no-band --plot " + (dir / "g.svg").string());
+      "/llama3_8b_fsdp_2x_nd96isr_h100_v5.yaml --no-band --fidelity step --plot " + (dir / "g.svg").string());
   INFO(r.output);
   REQUIRE(r.status == 0);
   CHECK_THAT(test::slurp(dir / "g.svg"), Catch::Contains("<svg") && Catch::Contains("</svg>"));

@@ -266,6 +266,20 @@ TEST_CASE("plan: the answer worked out by hand, and the quota request it ends wi
         Approx(0.20 / j["configurations"][0]["ettr"].get<double>()).epsilon(0.01));
   CHECK(j["quota_request"]["low_priority_vcpus"] == 6);
   CHECK(j["quota_request"]["dedicated_vcpus"] == 0);
+  // A scenario's own eviction rate applies to its low-priority pricings only; more evictions, less goodput.
+  r = run_ringsim("plan " + kPlanScenario + kHandArgs +
+                  " --deadline 2h --low-priority true --set cluster.low_priority=true --set "
+                  "reliability.evictions_per_node_day=5 --json " +
+                  (dir / "e.json").string());
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  const auto e5 = nlohmann::json::parse(slurp(dir / "e.json"));
+  REQUIRE(e5["configurations"].size() == 4);
+  for (const auto& cfg : e5["configurations"])
+    if (cfg["capacity"] == "dedicated")
+      CHECK(cfg["ettr"].get<double>() > 0.99);
+    else
+      CHECK(cfg["ettr"].get<double>() < j["configurations"][0]["ettr"].get<double>());
   CHECK_THAT(r.output, Catch::Contains("a lower bound on the cost"));
 
   // Budget 50 cents: nothing meets it; exit 1, the closest shown, no quota request.

@@ -68,9 +68,14 @@ namespace {
 std::string apply_goodput(const PlanRun& r, const Candidate& c, PlanEvaluation& e) {
   std::vector<Override> ov;
   for (const auto& set : c.sets) ov.push_back(parse_override(set));
-  ov.push_back(parse_override(std::string("cluster.low_priority=") + (e.low_priority ? "true" : "false")));
+  // Loaded as low-priority (a scenario's own eviction rate needs it), dedicated capacity then without evictions.
+  ov.push_back(parse_override("cluster.low_priority=true"));
   try {
-    const Scenario s = load_scenario(r.o.scenario, r.catalog, ov);
+    Scenario s = load_scenario(r.o.scenario, r.catalog, ov);
+    if (!e.low_priority) {
+      s.cluster.low_priority = false;
+      s.reliability.evictions_per_node_day = {};
+    }
     const GoodputEstimate g = estimate_goodput(r.catalog, s, e.predicted_time_to_train_s, e.time_to_train_s_low,
                                                e.time_to_train_s_high, e.iteration_time_s);
     if (!g.modelled) return "";
