@@ -337,8 +337,8 @@ TEST_CASE("model.stack: the operator model prices the step, and its leave-one-ou
   const BandRatios band = band_ratios(catalog, scenario(base + ", stack: eager}\n"));
   CHECK(std::count(band.parameters.begin(), band.parameters.end(), "operator_model") == 1);
   CHECK(std::count(band.parameters.begin(), band.parameters.end(), "roofline_efficiency") == 0);
-  CHECK(band.rate_low < 0.75);
-  CHECK(band.rate_high > 1.3);
+  CHECK(band.rate_low < 0.8);  // uncertain.yaml operator_model [0.74, 1.5], as time over the rate
+  CHECK(band.rate_high > 1.25);
   // no H100 or H200 here: the eager stack's figures come from other GPU types, and the detail says so
   CHECK(cm.source_detail.find("no single-GPU rate of A100-SXM4-80GB on this stack: extrapolated") != std::string::npos);
   const ComputeModel h100 = build_compute_model(

@@ -1,4 +1,5 @@
 // The operator model (schedule/operators.h) and its check against single-GPU rates (validate/single_gpu.h).
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -102,31 +103,81 @@ TEST_CASE("the stack's figures move a step the way they should", "[operators]") 
   st.kernel_s *= 4;
   CHECK(operator_prediction(c, r, st) < base);
   st = stack("eager");
-  st.elementwise_kernels += 2;
+  st.elementwise_kernels.transformer += 2;
   CHECK(operator_prediction(c, r, st) < base);
   st = stack("eager");
-  st.fused_optimizer = true;
+  st.elementwise_kernels.cnn += 2;  // a transformer has no CNN's element-wise kernels
+  CHECK(operator_prediction(c, r, st) == base);
+  st = stack("eager");
+  st.optimizer = OptimizerImpl::Fused;
   CHECK(operator_prediction(c, r, st) > base);
+  st.optimizer = OptimizerImpl::ForLoop;  // the foreach operations a tensor at a time: a kernel floor each
+  CHECK(operator_prediction(c, r, st) < base);
+}
+
+TEST_CASE("a block's feed-forward activation: GPT-2's tanh GELU is 8 kernels in eager PyTorch, 1 fused",
+          "[operators]") {
+  // compute.yaml [act]: once per block, over the MLP's hidden width (batch x tokens x ff elements).
+  const Catalog& c = test::catalog();
+  const ModelSpec& m = c.model("gpt2");
+  REQUIRE(m.architecture.mlp == "gelu_tanh");
+  auto kernels = [&](const char* name, double k) {
+    StackSpec st = stack(name);
+    const int with =
+        step_time(step_kernels(m, 2, 1024, "bf16", st, c.compute().operators), GpuRates{1, 1, 128, 0}).kernels;
+    st.activation_kernels["gelu_tanh"] = k;
+    return with -
+           step_time(step_kernels(m, 2, 1024, "bf16", st, c.compute().operators), GpuRates{1, 1, 128, 0}).kernels;
+  };
+  CHECK(kernels("eager", 0) == 2 * 8 * m.architecture.layers);  // forward and backward, each block
+  CHECK(kernels("tuned", 0) == 2 * 1 * m.architecture.layers);
+  CHECK(c.model("llama3_8b").architecture.mlp == "swiglu");
+  CHECK(c.model("bert_large").architecture.mlp == "gelu");
+}
+
+TEST_CASE("the foreach optimizer: its passes over all parameters in multi-tensor launches", "[operators]") {
+  // AdamW's 8 operations, 80 bytes a parameter in all, each launched once per 320 blocks of 64 Ki elements
+  // or per 48 tensors, whichever needs more launches (compute.yaml [optim], [mta]).
+  const Catalog& c = test::catalog();
+  const ModelSpec& m = c.model("bert_large");
+  StackSpec st = stack("eager");
+  const auto step = step_kernels(m, 8, 128, "bf16", st, c.compute().operators);
+  REQUIRE(step.optimizer.size() == 8);
+  double chunks = 0, bytes = 0;
+  for (const auto& t : m.tensors) chunks += std::ceil(static_cast<double>(t.numel) / 65536);
+  const double launches = std::ceil(std::max(chunks / 320, m.tensors.size() / 48.0));
+  for (const auto& k : step.optimizer) {
+    CHECK(k.repeat == launches);
+    bytes += k.bytes;
+  }
+  CHECK(bytes == Approx(80.0 * static_cast<double>(m.total_params)));
+  st.optimizer = OptimizerImpl::Fused;
+  const auto fused = step_kernels(m, 8, 128, "bf16", st, c.compute().operators);
+  REQUIRE(fused.optimizer.size() == 1);
+  CHECK(fused.optimizer[0].bytes == Approx(28.0 * static_cast<double>(m.total_params)));
 }
 
 TEST_CASE("fit_stack recovers the figures that produced the rates", "[operators]") {
   const Catalog& c = test::catalog();
   StackSpec truth = stack("eager");
   truth.kernel_s = 12e-6;
-  truth.elementwise_kernels = 2.5;
+  truth.elementwise_kernels = {2.5, 9};
   std::vector<SingleGpuRate> rates;
   for (const char* gpu : {"A100-SXM4-80GB", "H100-SXM5-80GB"})
-    for (const char* model : {"resnet50", "bert_base", "gpt2"}) {
-      const ModelSpec& m = c.model(model);
-      SingleGpuRate r{gpu, model, "bf16", "eager", "synthetic", m.transformer() ? 16 : 128, m.default_tokens, 1, 0};
-      r.samples_per_sec = operator_prediction(c, r, truth);
-      rates.push_back(r);
-    }
+    for (const char* model : {"resnet50", "bert_base", "gpt2"})
+      for (const int scale : {1, 8}) {  // small and large batches tell the kernels' cost from their bytes
+        const ModelSpec& m = c.model(model);
+        SingleGpuRate r{gpu, model, "bf16", "eager", "synthetic", (m.transformer() ? 2 : 16) * scale, m.default_tokens,
+                        1,   0};
+        r.samples_per_sec = operator_prediction(c, r, truth);
+        rates.push_back(r);
+      }
   std::vector<const SingleGpuRate*> ptrs;
   for (const auto& r : rates) ptrs.push_back(&r);
   const StackSpec fit = fit_stack(c, stack("eager"), ptrs);
   CHECK(fit.kernel_s == Approx(12e-6).epsilon(0.05));
-  CHECK(fit.elementwise_kernels == Approx(2.5).epsilon(0.05));
+  CHECK(fit.elementwise_kernels.cnn == Approx(2.5).epsilon(0.05));
+  CHECK(fit.elementwise_kernels.transformer == Approx(9).epsilon(0.05));
 }
 
 TEST_CASE("validate --single-gpu reads its file, refusing unknown names where they are", "[operators]") {

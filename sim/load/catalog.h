@@ -225,6 +225,7 @@ struct ModelSpec {
   struct Architecture {
     int layers = 0, hidden = 0, heads = 0, kv_width = 0, ff = 0;
     bool swiglu = false, dropout = false;
+    std::string mlp;  // the feed-forward's activation: gelu, gelu_tanh (GPT-2's approximation), swiglu
   } architecture;
   double gradient_bytes() const;           // total_params x dtype size
   int dtype_bytes() const;                 // 4 for float32, 2 for float16
@@ -253,22 +254,35 @@ struct PrecisionSpec {
   std::string source;  // "compute.yaml:LINE"
 };
 // compute.yaml operators.stacks: how a software stack runs a model's kernels (schedule/operators.h).
+// How a stack runs the optimizer's update: one fused kernel pass, PyTorch's multi-tensor (foreach) kernels
+// one operation at a time, or each operation on each tensor.
+enum class OptimizerImpl { Fused, Foreach, ForLoop };
 struct StackSpec {
-  std::string name;                // eager | compiled | tuned
-  double kernel_s = 0;             // the CPU's cost of issuing one kernel: no kernel takes less
-  double elementwise_kernels = 0;  // element-wise kernels per normalisation, each reading and writing its activation
-  bool flash_attention = false;    // attention in one fused kernel: its score matrix never reaches memory
-  bool fused_optimizer = false;    // the update in a few multi-tensor kernels, not kernels per tensor
-  std::string evidence;            // what it was measured on
+  std::string name;     // eager | compiled | tuned
+  double kernel_s = 0;  // the CPU's cost of issuing one kernel: no kernel takes less
+  // Element-wise kernels per normalisation (activation, residual, dropout, casts), each reading and writing
+  // its activation, by model family.
+  struct PerFamily {
+    double cnn = 0, transformer = 0;
+    double& of(bool is_transformer) { return is_transformer ? transformer : cnn; }
+    double of(bool is_transformer) const { return is_transformer ? transformer : cnn; }
+  } elementwise_kernels;
+  bool flash_attention = false;  // attention in one fused kernel: its score matrix never reaches memory
+  OptimizerImpl optimizer = OptimizerImpl::ForLoop;
+  // Kernels of a transformer block's feed-forward activation, by architecture mlp, over its hidden width.
+  std::map<std::string, double> activation_kernels;
+  std::string evidence;                    // what it was measured on
   std::vector<std::string> evidence_gpus;  // GPU types with single-GPU rates behind its figures
   std::string source;                      // "compute.yaml:LINE"
 };
 // compute.yaml operators.optimizers: the update a model family's recipes run.
 struct OptimizerSpec {
   std::string name;
-  double bytes_per_param = 0;        // read and written, FP32 state
-  double state_bytes_per_param = 0;  // held between steps (momentum; Adam's two moments)
-  double kernels_per_tensor = 0;     // unfused
+  double bytes_per_param = 0;          // read and written, FP32 state, by a fused kernel
+  double state_bytes_per_param = 0;    // held between steps (momentum; Adam's two moments)
+  double kernels_per_tensor = 0;       // unfused: its operations, each a kernel per tensor (foreach: over all)
+  double foreach_bytes_per_param = 0;  // read and written by those operations, each a pass of its own
+  double foreach_tensors = 0;          // tensors one multi-tensor launch takes at most (by its operands)
 };
 // compute.yaml operators: what GPUs achieve per kernel kind.
 struct OperatorSpec {
@@ -276,6 +290,8 @@ struct OperatorSpec {
   double memory_efficiency = 0;   // of the GPU's memory bandwidth, streaming kernels, likewise
   double tile = 128;              // matmul output dimensions are rounded up to tiles of this size
   double winograd_reduction = 1;  // FP32 3 x 3 stride-1 convolutions' arithmetic divided by this (Winograd)
+  // PyTorch's multi-tensor launches: elements a block takes, blocks a launch takes at most.
+  double multi_tensor_chunk = 65536, multi_tensor_blocks = 320;
   std::map<std::string, std::pair<double, double>> norm_passes;  // by family: forward, backward passes
   struct GpuFigures {
     double matmul = 0, memory = 0;  // 0: the defaults

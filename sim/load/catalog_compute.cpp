@@ -35,13 +35,22 @@ void Catalog::load_precisions(const YamlField& list) {
 
 namespace {
 StackSpec read_stack(const std::string& name, const YamlField& f) {
-  f.require_map({"kernel_s", "elementwise_kernels", "flash_attention", "fused_optimizer", "evidence", "evidence_gpus"});
+  f.require_map({"kernel_s", "elementwise_kernels", "activation_kernels", "flash_attention", "optimizer", "evidence",
+                 "evidence_gpus"});
   StackSpec st;
   st.name = name;
   st.kernel_s = f.get("kernel_s").number(0, 1e-3);
-  st.elementwise_kernels = f.get("elementwise_kernels").number(0, 20);
+  YamlField e = f.get("elementwise_kernels");
+  e.require_map({"cnn", "transformer"});
+  st.elementwise_kernels = {e.get("cnn").number(0, 40), e.get("transformer").number(0, 40)};
+  YamlField act = f.get("activation_kernels");
+  act.require_map({"gelu", "gelu_tanh", "swiglu"});
+  for (const char* k : {"gelu", "gelu_tanh", "swiglu"}) st.activation_kernels[k] = act.get(k).number(0, 40);
   st.flash_attention = f.get("flash_attention").boolean();
-  st.fused_optimizer = f.get("fused_optimizer").boolean();
+  const std::string opt = f.get("optimizer").choice({"fused", "foreach", "for_loop"});
+  st.optimizer = opt == "fused"     ? OptimizerImpl::Fused
+                 : opt == "foreach" ? OptimizerImpl::Foreach
+                                    : OptimizerImpl::ForLoop;
   st.evidence = f.get("evidence").str();
   for (const auto& g : f.get("evidence_gpus").items()) st.evidence_gpus.push_back(g.str());
   st.source = "compute.yaml:" + std::to_string(f.location().line);
@@ -62,22 +71,30 @@ std::pair<double, double> range_around(const YamlField& f, double value, Read re
 
 // compute.yaml operators: the operator model's figures per kernel kind, GPU, optimizer and software stack.
 void Catalog::load_operators(const YamlField& f) {
-  f.require_map({"matmul_efficiency", "memory_efficiency", "tile", "winograd_reduction", "norm_passes", "gpus",
-                 "optimizers", "default_stack", "stacks"});
+  f.require_map({"matmul_efficiency", "memory_efficiency", "tile", "winograd_reduction", "multi_tensor", "norm_passes",
+                 "gpus", "optimizers", "default_stack", "stacks"});
   OperatorSpec& o = compute_.operators;
   o.matmul_efficiency = f.get("matmul_efficiency").number(0.01, 1);
   o.memory_efficiency = f.get("memory_efficiency").number(0.01, 1);
   o.tile = static_cast<double>(f.get("tile").integer(1, 1024));
   o.winograd_reduction = f.get("winograd_reduction").number(1, 4);
+  YamlField mt = f.get("multi_tensor");
+  mt.require_map({"chunk_elements", "blocks_per_launch"});
+  o.multi_tensor_chunk = static_cast<double>(mt.get("chunk_elements").integer(1, 1 << 30));
+  o.multi_tensor_blocks = static_cast<double>(mt.get("blocks_per_launch").integer(1, 1 << 20));
   for (const auto& family : {"cnn", "transformer"}) {
     YamlField n = f.get("norm_passes").get(family);
     n.require_map({"forward", "backward"});
     o.norm_passes[family] = {n.get("forward").number(0, 20), n.get("backward").number(0, 20)};
     YamlField opt = f.get("optimizers").get(family);
-    opt.require_map({"name", "bytes_per_param", "state_bytes_per_param", "kernels_per_tensor"});
-    o.optimizers[family] = {opt.get("name").str(), opt.get("bytes_per_param").number(0, 1000),
+    opt.require_map({"name", "bytes_per_param", "state_bytes_per_param", "kernels_per_tensor",
+                     "foreach_bytes_per_param", "foreach_tensors"});
+    o.optimizers[family] = {opt.get("name").str(),
+                            opt.get("bytes_per_param").number(0, 1000),
                             opt.get("state_bytes_per_param").number(0, 1000),
-                            opt.get("kernels_per_tensor").number(0, 100)};
+                            opt.get("kernels_per_tensor").number(0, 100),
+                            opt.get("foreach_bytes_per_param").number(0, 1000),
+                            static_cast<double>(opt.get("foreach_tensors").integer(1, 1000))};
   }
   f.get("gpus").require_map();
   for (const auto& [name, g] : f.get("gpus").entries()) {

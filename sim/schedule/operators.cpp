@@ -94,7 +94,18 @@ struct Builder {
     for (int i = 0; i < 2; ++i) l.backward.push_back(matmul(t, head, t, qkvo / 2 + scores, n));
   }
   double width_of_attention = 0;
-  double winograd = 1;  // the arithmetic a 3 x 3 stride-1 convolution saves (1: none)
+
+  // The feed-forward's activation over its hidden width, after the block's first hidden x ff weight: the
+  // stack's kernels for the architecture's kind, each reading and writing it (backward: reading two).
+  void activation(LayerKernels& l, double elems) {
+    const auto it = stack.activation_kernels.find(model.architecture.mlp);
+    const double k = it == stack.activation_kernels.end() ? 0 : it->second;
+    if (k <= 0) return;
+    l.forward.push_back(memory(width * elems * 2 * k, k));
+    l.backward.push_back(memory(width * elems * 3 * k, k));
+  }
+  double winograd = 1;          // the arithmetic a 3 x 3 stride-1 convolution saves (1: none)
+  bool activation_due = false;  // a block's attention seen, its feed-forward's activation not yet
 
   void dense(const TensorSpec& t) {
     LayerKernels& l = layer(t.name);
@@ -109,6 +120,12 @@ struct Builder {
     if (t.use == TensorUse::Attention) {
       width_of_attention = n;
       attention(l);
+      activation_due = true;
+    }
+    if (activation_due && model.architecture.ff > 0 &&
+        t.numel == std::int64_t(model.architecture.hidden) * model.architecture.ff) {
+      activation(l, rows * model.architecture.ff);
+      activation_due = false;
     }
     // A vocabulary's logits: the loss's log-softmax over them in FP32, and its gradient.
     if (n >= 8192 && t.use == TensorUse::PerToken) {
@@ -124,8 +141,7 @@ struct Builder {
     const double elems = batch * static_cast<double>(t.numel) * (model.transformer() ? tokens : spatial);
     l.forward.push_back(memory(width * elems * norm_passes.first));
     l.backward.push_back(memory(width * elems * norm_passes.second));
-    if (stack.elementwise_kernels > 0) {
-      const double k = stack.elementwise_kernels;
+    if (const double k = stack.elementwise_kernels.of(model.transformer()); k > 0) {
       l.forward.push_back(memory(width * elems * 2 * k, k));
       l.backward.push_back(memory(width * elems * 3 * k, k));
     }
@@ -141,16 +157,31 @@ struct Builder {
   }
 };
 
-// The update of every parameter: per tensor (its kernels each a share of the tensor's bytes), or fused into
-// the optimizer's few multi-tensor kernels over all of them.
-std::vector<Kernel> optimizer_kernels(const ModelSpec& model, const OptimizerSpec& opt, const StackSpec& stack) {
+// The update of every parameter: fused into the optimizer's few multi-tensor kernels over all of them; as
+// PyTorch's foreach implementation, each operation a pass over all tensors in multi-tensor launches (as
+// many as the blocks of 64 Ki elements, or the tensors, need); or each operation on each tensor.
+std::vector<Kernel> optimizer_kernels(const ModelSpec& model, const OptimizerSpec& opt, const StackSpec& stack,
+                                      const OperatorSpec& ops) {
   std::vector<Kernel> out;
-  const double per = std::max(1.0, opt.kernels_per_tensor);
-  if (stack.fused_optimizer) {
-    out.push_back(memory(static_cast<double>(model.total_params) * opt.bytes_per_param, per));
-    return out;
+  const double per = std::max(1.0, opt.kernels_per_tensor), params = static_cast<double>(model.total_params);
+  switch (stack.optimizer) {
+    case OptimizerImpl::Fused:
+      out.push_back(memory(params * opt.bytes_per_param, per));
+      break;
+    case OptimizerImpl::Foreach: {
+      double chunks = 0;
+      for (const auto& t : model.tensors) chunks += std::ceil(static_cast<double>(t.numel) / ops.multi_tensor_chunk);
+      const double launches = std::ceil(
+          std::max(chunks / ops.multi_tensor_blocks, static_cast<double>(model.tensors.size()) / opt.foreach_tensors));
+      for (int i = 0; i < static_cast<int>(per); ++i)
+        out.push_back(memory(params * opt.foreach_bytes_per_param / per, std::max(1.0, launches)));
+      break;
+    }
+    case OptimizerImpl::ForLoop:
+      for (const auto& t : model.tensors)
+        out.push_back(memory(static_cast<double>(t.numel) * opt.foreach_bytes_per_param, per));
+      break;
   }
-  for (const auto& t : model.tensors) out.push_back(memory(static_cast<double>(t.numel) * opt.bytes_per_param, per));
   return out;
 }
 
@@ -178,7 +209,7 @@ StepKernels step_kernels(const ModelSpec& model, int batch, int tokens, const st
             0,
             precision == "fp32" ? ops.winograd_reduction : 1};
   for (const auto& t : model.tensors) b.add(t);
-  b.step.optimizer = optimizer_kernels(model, ops.optimizers.at(family), stack);
+  b.step.optimizer = optimizer_kernels(model, ops.optimizers.at(family), stack, ops);
   return b.step;
 }
 

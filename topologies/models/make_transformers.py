@@ -143,7 +143,7 @@ def architecture(kind, p):
     d, heads = p["d"], p.get("heads", p["d"] // 64)
     ff = p.get("ff", 4 * d)
     kv = p.get("kv_heads", heads) * (d // heads)
-    mlp = "swiglu" if kind == "llama" else "gelu"
+    mlp = {"llama": "swiglu", "gpt2": "gelu_tanh"}.get(kind, "gelu")  # GPT-2's config: activation gelu_new
     dropout = "true" if kind in ("bert", "gpt2") else "false"
     return (f"architecture: {{layers: {p['layers']}, hidden: {d}, heads: {heads}, kv_width: {kv}, ff: {ff}, "
             f"mlp: {mlp}, dropout: {dropout}}}   # activation memory (sim/schedule/memory.cpp)")
