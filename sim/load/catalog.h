@@ -224,7 +224,7 @@ struct ModelSpec {
   // A transformer's shape (`architecture:`), for its activation memory; layers 0: not given.
   struct Architecture {
     int layers = 0, hidden = 0, heads = 0, kv_width = 0, ff = 0;
-    bool swiglu = false, dropout = false;
+    bool dropout = false;
     std::string mlp;  // the feed-forward's activation: gelu, gelu_tanh (GPT-2's approximation), swiglu
   } architecture;
   double gradient_bytes() const;           // total_params x dtype size
@@ -253,10 +253,10 @@ struct PrecisionSpec {
   double cnn_efficiency = 0, transformer_efficiency = 0;
   std::string source;  // "compute.yaml:LINE"
 };
-// compute.yaml operators.stacks: how a software stack runs a model's kernels (schedule/operators.h).
 // How a stack runs the optimizer's update: one fused kernel pass, PyTorch's multi-tensor (foreach) kernels
 // one operation at a time, or each operation on each tensor.
 enum class OptimizerImpl { Fused, Foreach, ForLoop };
+// compute.yaml operators.stacks: how a software stack runs a model's kernels (schedule/operators.h).
 struct StackSpec {
   std::string name;     // eager | compiled | tuned
   double kernel_s = 0;  // the CPU's cost of issuing one kernel: no kernel takes less

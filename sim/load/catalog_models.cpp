@@ -106,10 +106,8 @@ ModelSpec Catalog::read_model(const fs::path& file) const {
                       dim("heads"),
                       dim("kv_width"),
                       dim("ff"),
-                      false,
                       a->get("dropout").boolean(),
                       a->get("mlp").choice({"gelu", "gelu_tanh", "swiglu"})};
-    m.architecture.swiglu = m.architecture.mlp == "swiglu";
   }
   m.dtype = f.get("dtype").choice({"float32", "float16"});
   m.total_params = f.get("total_params").integer(1, std::int64_t(1) << 50);

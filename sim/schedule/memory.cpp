@@ -17,7 +17,7 @@ namespace {
 // selective recomputation) the scores: softmax's output, dropout's output and mask per head and key.
 double layer_bytes_per_token(const ModelSpec::Architecture& a, double w, double tokens, bool keeps_scores) {
   const double h = a.hidden, kv = a.kv_width, ff = a.ff;
-  double bytes = w * (2 * h) + w * (3 * h + 2 * kv) + w * (h + (a.swiglu ? 4 : 2) * ff);
+  double bytes = w * (2 * h) + w * (3 * h + 2 * kv) + w * (h + (a.mlp == "swiglu" ? 4 : 2) * ff);
   if (a.dropout) bytes += 2 * h;
   if (keeps_scores) bytes += a.heads * tokens * (2 * w + (a.dropout ? 1 : 0));
   return bytes;
