@@ -206,7 +206,7 @@ TEST_CASE("validate --single-gpu reads its file, refusing unknown names where th
     f << "rates:\n  - {gpu: H100-SXM5-80G, model: resnet50, batch_per_gpu: 256, precision: bf16, stack: eager, "
          "samples_per_sec: 3959, source: a}\n";
   }
-  const std::string err = test::input_error_of([&] { read_single_gpu_rates(test::catalog(), path); });
+  const std::string err = test::input_error_of([&] { test::catalog().read_single_gpu_rates(path); });
   CHECK(err.find(path + ":2:") != std::string::npos);
   CHECK(err.find("H100-SXM5-80GB") != std::string::npos);
   std::remove(path.c_str());

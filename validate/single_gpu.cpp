@@ -6,10 +6,8 @@
 #include <map>
 #include <memory>
 
-#include "load/input_error.h"
 #include "load/units.h"
-#include "load/yaml_reader.h"
-#include "schedule/operators.h"
+#include "schedule/compute_evidence.h"
 
 namespace ringsim {
 
@@ -47,63 +45,12 @@ double golden(const std::function<double(double)>& f, double lo, double hi, int 
   return (a + b) / 2;
 }
 
-// The q-quantile of v (linear between order statistics).
-double quantile(std::vector<double> v, double q) {
-  std::sort(v.begin(), v.end());
-  const double at = q * (v.size() - 1);
-  const auto i = static_cast<std::size_t>(at);
-  return i + 1 < v.size() ? v[i] + (at - i) * (v[i + 1] - v[i]) : v.back();
-}
-
 std::string case_name(const SingleGpuRate& r) {
   return r.gpu + " " + r.model + " b" + std::to_string(r.batch_per_gpu) +
          (r.tokens > 1 ? " s" + std::to_string(r.tokens) : "") + " " + r.precision + " " + r.stack;
 }
 
 }  // namespace
-
-std::vector<SingleGpuRate> read_single_gpu_rates(const Catalog& catalog, const std::string& file) {
-  auto doc = std::make_shared<YamlDocument>(YamlDocument::load_file(file, "single-GPU rates"));
-  YamlField root = YamlField::root(doc);
-  root.require_map({"rates"});
-  std::vector<SingleGpuRate> out;
-  for (auto& f : root.get("rates").items()) {
-    f.require_map({"gpu", "model", "batch_per_gpu", "precision", "seq_len", "gradient_accumulation", "stack",
-                   "samples_per_sec", "source"});
-    SingleGpuRate r;
-    r.gpu = f.get("gpu").choice(catalog.gpu_names());
-    r.model = f.get("model").choice(catalog.model_names());
-    r.batch_per_gpu = static_cast<int>(f.get("batch_per_gpu").integer(1, 1 << 20));
-    r.precision = f.get("precision").choice(catalog.compute().precision_order);
-    r.stack = f.get("stack").choice(catalog.compute().operators.stack_order);
-    const ModelSpec& m = catalog.model(r.model);
-    r.tokens = m.default_tokens;
-    if (auto s = f.find("seq_len")) r.tokens = static_cast<int>(s->integer(1, m.max_tokens));
-    if (auto a = f.find("gradient_accumulation")) r.gradient_accumulation = static_cast<int>(a->integer(1, 1 << 20));
-    r.samples_per_sec = f.get("samples_per_sec").positive_number();
-    r.source = f.get("source").str();
-    r.line = f.location().line;
-    out.push_back(r);
-  }
-  return out;
-}
-
-double operator_prediction(const Catalog& c, const SingleGpuRate& r, const StackSpec& st) {
-  const ComputeSpec& cs = c.compute();
-  const StepTime t = step_time(step_kernels(c.model(r.model), r.batch_per_gpu, r.tokens, r.precision, st, cs.operators),
-                               gpu_rates(cs, c.gpu(r.gpu), r.precision, st));
-  return r.batch_per_gpu / (t.forward_s + t.backward_s + t.update_s / r.gradient_accumulation);
-}
-
-double roofline_prediction(const Catalog& c, const SingleGpuRate& r) {
-  const ComputeSpec& cs = c.compute();
-  const ModelSpec& m = c.model(r.model);
-  const PrecisionSpec& p = cs.precisions.at(r.precision);
-  const double eff = (m.transformer() ? p.transformer_efficiency : p.cnn_efficiency) * cs.roofline_efficiency_scale;
-  const double fwd_bwd =
-      m.forward_flops(r.tokens) * (1 + cs.backward_to_forward) / (c.gpu(r.gpu).peak_flops(p.peak) * eff);
-  return r.batch_per_gpu / (r.batch_per_gpu * fwd_bwd + 3.0 * m.gradient_bytes() / c.gpu(r.gpu).memory_bandwidth);
-}
 
 StackSpec fit_stack(const Catalog& c, const StackSpec& start, const std::vector<const SingleGpuRate*>& rates) {
   StackSpec st = start;
@@ -137,8 +84,56 @@ StackSpec fit_stack(const Catalog& c, const StackSpec& start, const std::vector<
   return st;
 }
 
+namespace {
+// A rate's band as predict draws it (schedule/compute_evidence.h): its nearest other rates' leave-one-out
+// ratios of predicted to measured (their 90 % prediction interval), or the operator model's range in uncertain.yaml
+// where they are too few.
+std::pair<double, double> band_factors(const Catalog& c, const SingleGpuRate& r,
+                                       const std::vector<const SingleGpuRate*>& others,
+                                       const std::map<const SingleGpuRate*, double>& loo) {
+  const auto near = nearest_rates(c, r, others, nullptr);
+  if (near.empty()) {
+    for (const auto& p : c.uncertain())
+      if (p.figure == "compute.operator_time_scale") return {p.low, p.high};
+    return {1, 1};
+  }
+  std::vector<double> ratios;
+  for (const auto* o : near) ratios.push_back(std::exp(loo.at(o)));
+  return prediction_interval(ratios);
+}
+// The roofline's band as predict draws it for a rate of the default stack, each rate held out: how many of
+// those rates fall inside, and the bands' median width.
+std::string roofline_band_note(const Catalog& c, const std::vector<SingleGpuRate>& rates) {
+  const std::string& stack = c.compute().operators.default_stack;
+  int inside = 0, banded = 0, total = 0;
+  std::vector<double> widths;
+  for (const auto& r : rates) {
+    if (r.stack != stack) continue;
+    ++total;
+    std::vector<const SingleGpuRate*> others;
+    for (const auto& o : rates)
+      if (&o != &r) others.push_back(&o);
+    const auto near = nearest_rates(c, r, others, nullptr);
+    if (near.empty()) continue;
+    std::vector<double> ratios;
+    for (const auto* o : near) ratios.push_back(roofline_prediction(c, *o) / o->samples_per_sec);
+    const auto [low, high] = prediction_interval(ratios);
+    const double e = roofline_prediction(c, r) / r.samples_per_sec;  // inside: low <= e <= high, or 1 in between
+    ++banded;
+    inside += std::min(low, 1.0) <= e && e <= std::max(high, 1.0);
+    widths.push_back(std::max(high, 1.0) / std::min(low, 1.0));
+  }
+  std::sort(widths.begin(), widths.end());
+  return "the roofline (" + stack +
+         " stack), banded as predict bands it by its nearest other rates: " + std::to_string(inside) + " of " +
+         std::to_string(banded) + " inside" +
+         (widths.empty() ? "" : " at a median width of " + format_number(widths[widths.size() / 2])) + "; " +
+         std::to_string(total - banded) + " of " + std::to_string(total) + " extrapolated (the catalog's range)";
+}
+}  // namespace
+
 ValidationReport validate_single_gpu(const Catalog& catalog, const std::string& file) {
-  const auto rates = read_single_gpu_rates(catalog, file);
+  const auto rates = catalog.read_single_gpu_rates(file);
   const OperatorSpec& ops = catalog.compute().operators;
   ValidationReport rep;
   rep.title = "single-GPU rates, operator model, leave-one-out: " + file;
@@ -178,20 +173,19 @@ ValidationReport validate_single_gpu(const Catalog& catalog, const std::string& 
   }
   int index = 0;
   for (const auto& r : rates) {
-    std::vector<double> others;  // the stack's other leave-one-out errors: the band
-    for (const auto* o : by_stack[r.stack])
-      if (o != &r) others.push_back(loo[o]);
+    std::vector<const SingleGpuRate*> others;  // the band: the nearest other rates' leave-one-out errors
+    for (const auto& o : rates)
+      if (&o != &r) others.push_back(&o);
     ValidationCase vc(case_name(r), "samples_per_sec", r.samples_per_sec * std::exp(loo[&r]), r.samples_per_sec);
     vc.group = r.stack;
     vc.x = ++index;
-    if (others.size() >= 2) {
-      // The band: the prediction over the others' errors' 5th and 95th percentiles (a prediction too high by
-      // a factor e leaves the measurement at prediction / e); it always holds the prediction.
-      vc.low = std::min(vc.predicted, vc.predicted / std::exp(quantile(others, 0.95)));
-      vc.high = std::max(vc.predicted, vc.predicted / std::exp(quantile(others, 0.05)));
-    }
+    const auto [low, high] = band_factors(catalog, r, others, loo);
+    // A prediction too high by a factor e leaves the measurement at prediction / e; the band holds the prediction.
+    vc.low = std::min(vc.predicted, vc.predicted / high);
+    vc.high = std::max(vc.predicted, vc.predicted / low);
     rep.cases.push_back(vc);
   }
+  rep.notes.push_back(roofline_band_note(catalog, rates));
   return rep;
 }
 

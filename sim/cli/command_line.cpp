@@ -127,7 +127,7 @@ void CommandLine::define_validate() {
   validate_cmd->add_option("--published", validate.published,
                            "Cases file of published figures (validate/data/published.yaml)");
   validate_cmd->add_option("--single-gpu", validate.single_gpu,
-                           "Public single-GPU training rates (validate/data/single_gpu_rates.yaml): the operator "
+                           "Public single-GPU training rates (topologies/single_gpu_rates.yaml): the operator "
                            "model leave-one-out");
   validate_cmd->add_option("--baseline", validate.baseline,
                            "Recorded validation JSON: fail when a case's |error| grew by more than --tolerance points");

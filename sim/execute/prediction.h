@@ -105,6 +105,7 @@ struct Prediction {
   double images_per_sec_low = 0, images_per_sec_high = 0;
   double time_to_train_s_low = 0, time_to_train_s_high = 0;
   std::vector<std::string> band_parameters;  // the uncertain figures that moved the prediction
+  std::string band_compute_evidence;         // the compute model's range: its nearest public rates, or why none
   // Time to train with failures, evictions and checkpoints (predict only; not modelled elsewhere).
   GoodputEstimate goodput;
 };

@@ -613,6 +613,7 @@ Catalog Catalog::load(const std::string& dir) {
   c.load_compute(base);
   c.load_uncertain(base);
   c.load_reliability(base);
+  c.load_single_gpu_rates(base);
   if (c.skus_.empty()) throw InputError({(base / "skus.yaml").string(), 0, 0, ""}, "the catalog defines no SKU");
   return c;
 }

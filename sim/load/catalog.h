@@ -568,6 +568,15 @@ struct UncertainParameter {
   std::string source;  // uncertain.yaml:LINE and its reference
 };
 
+// One public single-GPU training rate (single_gpu_rates.yaml): the compute models' evidence.
+struct SingleGpuRate {
+  std::string gpu, model, precision, stack, source;
+  int batch_per_gpu = 0, tokens = 1;
+  int gradient_accumulation = 1;  // micro-batches per optimizer step
+  double samples_per_sec = 0;
+  int line = 0;
+};
+
 class Catalog {
  public:
   // Loads every catalog file under `dir`; throws InputError with file:line:col on bad data.
@@ -590,6 +599,10 @@ class Catalog {
   const ReliabilitySpec& reliability() const { return reliability_; }
   // The figures the catalog assumes, with their ranges (uncertain.yaml; none where the file is absent).
   const std::vector<UncertainParameter>& uncertain() const { return uncertain_; }
+  // The public single-GPU rates the compute models are checked against and banded by (single_gpu_rates.yaml;
+  // none where the file is absent), and a file of them read against this catalog's names (InputError on bad data).
+  const std::vector<SingleGpuRate>& single_gpu_rates() const { return single_gpu_rates_; }
+  std::vector<SingleGpuRate> read_single_gpu_rates(const std::string& file) const;
 
   // A calibration overlay (load/overlay.h, written by `ringsim calibrate`): library profiles, link-class
   // figures, a rank kind's memory rate, copy rates and core handoffs, a SKU's cores (what `validate
@@ -629,6 +642,7 @@ class Catalog {
   void load_compute(const std::filesystem::path& base);
   void load_uncertain(const std::filesystem::path& base);
   void load_reliability(const std::filesystem::path& base);
+  void load_single_gpu_rates(const std::filesystem::path& base);
   // A link class by name, of `kind` where given; fails at `f` otherwise.
   std::string require_link(const YamlField& f, std::optional<LinkKind> kind) const;
 
@@ -648,6 +662,7 @@ class Catalog {
   ComputeSpec compute_;
   ReliabilitySpec reliability_;
   std::vector<UncertainParameter> uncertain_;
+  std::vector<SingleGpuRate> single_gpu_rates_;
   std::vector<std::string> gpu_order_, link_order_, sku_order_, model_order_, dataset_order_;
 };
 

@@ -74,6 +74,7 @@ struct PlanEvaluation {
   bool banded = false;  // the band was predicted (only for configurations that can meet the goal)
   double compute_time_s = 0, exposed_communication_s = 0;
   std::string compute_source, compute_source_detail;  // where the per-GPU rate came from (predict's JSON)
+  std::string compute_evidence;  // what its band's compute range came from (band.compute_evidence; banded only)
   std::string bottleneck_link, bottleneck_kind;
   double bottleneck_utilisation = 0;
   double usd_per_vm_hour = 0;

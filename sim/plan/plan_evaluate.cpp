@@ -138,6 +138,7 @@ void price_candidates(PlanRun& r, const std::map<int, nlohmann::json>& results, 
       e.exposed_communication_s = j["exposed_communication_s"];
       e.compute_source = j["compute_source"]["kind"].get<std::string>();
       e.compute_source_detail = j["compute_source"]["detail"].get<std::string>();
+      if (j.contains("band")) e.compute_evidence = j["band"].value("compute_evidence", std::string());
       e.bottleneck_link = j["bottleneck"]["link"].get<std::string>();
       e.bottleneck_kind = j["bottleneck"].value("kind", std::string());
       e.bottleneck_utilisation = j["bottleneck"]["utilisation"];

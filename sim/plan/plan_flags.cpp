@@ -24,12 +24,14 @@ void band_flag(PlanRun& r) {
 }
 
 // Where each GPU type's per-GPU rate comes from, when the plan compares types whose rates are not all
-// measured: a roofline or an extrapolated operator model is what the bands' width says.
+// measured: a roofline or an extrapolated operator model is what the bands' width says, and their compute
+// evidence where banded (schedule/compute_evidence.h).
 void compute_source_flag(PlanRun& r) {
   std::map<std::string, const PlanEvaluation*> first_of_type;
   for (int i : r.order) {
     const auto& e = r.evals[static_cast<std::size_t>(i)];
-    first_of_type.emplace(e.gpu, &e);
+    const auto [it, added] = first_of_type.emplace(e.gpu, &e);
+    if (!added && !it->second->banded && e.banded) it->second = &e;  // one whose band says its evidence
   }
   bool all_measured = true;
   for (const auto& [gpu, e] : first_of_type)
@@ -37,7 +39,8 @@ void compute_source_flag(PlanRun& r) {
   if (first_of_type.size() < 2 || all_measured) return;
   std::string text = "Per-GPU rates differ in their evidence; compare the GPU types within their bands:";
   for (const auto& [gpu, e] : first_of_type)
-    text += "\n    " + gpu + ": " + e->compute_source + ", " + e->compute_source_detail;
+    text += "\n    " + gpu + ": " + e->compute_source + ", " + e->compute_source_detail +
+            (e->compute_evidence.empty() ? "" : "; band: " + e->compute_evidence);
   r.flags.push_back({"compute_evidence", "", text});
 }
 

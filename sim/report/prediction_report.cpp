@@ -218,6 +218,7 @@ std::string result_json(const Prediction& p, const std::string& source) {
     j["time_to_train_s_low"] = p.time_to_train_s_low;
     j["time_to_train_s_high"] = p.time_to_train_s_high;
     j["band"] = {{"samples", p.band_samples}, {"parameters", p.band_parameters}};
+    if (!p.band_compute_evidence.empty()) j["band"]["compute_evidence"] = p.band_compute_evidence;
   }
   j["compute_source"] = {{"kind", p.compute_source}, {"detail", p.compute_source_detail}};
   j["memory"] = memory_json(p.memory);
@@ -369,6 +370,7 @@ std::string band_sources(const Prediction& p) {
   for (const auto& n : p.band_parameters) names += (names.empty() ? "" : ", ") + n;
   std::string text = std::to_string(p.band_samples) + " samples of " + names +
                      " (topologies/uncertain.yaml): meant to hold the measured value 9 times in 10";
+  if (!p.band_compute_evidence.empty()) text += "; compute: " + p.band_compute_evidence;
   if (std::count(p.band_parameters.begin(), p.band_parameters.end(), "roofline_efficiency") > 0)
     text +=
         "; the single-GPU rate is the roofline's: a measured one (model.samples_per_sec_single_gpu, or a "

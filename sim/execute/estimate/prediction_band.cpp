@@ -9,6 +9,7 @@
 #include "execute/estimate/child_process.h"
 #include "execute/simgrid/training_sim.h"
 #include "load/uncertain.h"
+#include "schedule/compute_evidence.h"
 #include "schedule/compute_model.h"
 
 namespace ringsim {
@@ -48,6 +49,26 @@ CatalogOverlay sample_figures(const Catalog& catalog, const std::vector<const Un
     o.merge(uncertain_overlay(catalog, *params[i], value_at(*params[i], halton(k, prime(i)))));
   if (k > 0 && reference_gpu) o.compute.reference_gpu_score = normal_quantile(halton(k, prime(params.size())));
   return o;
+}
+
+// The compute model's figure over the range its nearest public single-GPU rates leave it, where there are
+// such rates (schedule/compute_evidence.h): the roofline's efficiency scales the rate, the operator model's
+// scale the time, so a prediction e times too fast takes 1 / e of the one and e times the other.
+std::optional<UncertainParameter> evidence_range(const Catalog& c, const UncertainParameter& p,
+                                                 const ComputeEvidence& e) {
+  if (!e.found) return std::nullopt;
+  UncertainParameter q = p;
+  if (p.figure == "compute.roofline_efficiency_scale") {
+    const double v = c.compute().roofline_efficiency_scale;
+    std::tie(q.low, q.high) = std::pair{v * std::min(1.0, 1 / e.high), v * std::max(1.0, 1 / e.low)};
+  } else if (p.figure == "compute.operator_time_scale") {
+    const double v = c.compute().operator_time_scale;
+    std::tie(q.low, q.high) = std::pair{v * std::min(1.0, e.low), v * std::max(1.0, e.high)};
+  } else {
+    return std::nullopt;
+  }
+  q.scale = false;
+  return q;
 }
 
 // The smallest and the largest: of n samples, the expected 1 / (n + 1) and n / (n + 1) quantiles (5.9 % and
@@ -103,6 +124,7 @@ BandRatios band_ratios(const Catalog& catalog, const Scenario& s, const CatalogO
   // The roofline's efficiency moves only a rate the roofline gives (not a measured or given one), the operator
   // model's error only a rate it gives.
   const std::string source = build_compute_model(catalog, s, false).source;
+  const ComputeEvidence evidence = compute_evidence(catalog, s, source);
   for (const auto& p : catalog.uncertain()) {
     if (!applies_to(p, s, catalog) || (source != "roofline" && p.figure == "compute.roofline_efficiency_scale") ||
         (source != "operators" && p.figure == "compute.operator_time_scale"))
@@ -113,9 +135,13 @@ BandRatios band_ratios(const Catalog& catalog, const Scenario& s, const CatalogO
       fitted.push_back(p);
       std::tie(fitted.back().low, fitted.back().high) = range->second;
     }
-    params.push_back(range != calibration.fitted_ranges.end() ? &fitted.back() : &p);
+    const auto from_evidence =
+        range == calibration.fitted_ranges.end() ? evidence_range(catalog, p, evidence) : std::nullopt;
+    if (from_evidence) fitted.push_back(*from_evidence);
+    params.push_back(range != calibration.fitted_ranges.end() || from_evidence ? &fitted.back() : &p);
     band.parameters.push_back(p.name);
   }
+  if (source == "roofline" || source == "operators") band.compute_evidence = evidence.detail;
   if (params.empty()) return band;
   const bool reference_gpu = samples_reference_gpu(params, calibration);
   if (reference_gpu) band.parameters.push_back(kReferenceGpu);
@@ -138,6 +164,7 @@ BandRatios band_ratios(const Catalog& catalog, const Scenario& s, const CatalogO
 void apply_band(const BandRatios& band, Prediction& p) {
   p.band_samples = band.samples;
   p.band_parameters = band.parameters;
+  p.band_compute_evidence = band.compute_evidence;
   p.images_per_sec_low = std::min(p.images_per_sec, p.images_per_sec * band.rate_low);
   p.images_per_sec_high = std::max(p.images_per_sec, p.images_per_sec * band.rate_high);
   p.time_to_train_s_low = std::min(p.time_to_train_s, p.time_to_train_s * band.time_low);

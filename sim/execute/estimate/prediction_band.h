@@ -20,6 +20,7 @@ struct BandRatios {
   double rate_low = 1, rate_high = 1;  // images/s
   double time_low = 1, time_high = 1;  // time to train
   std::vector<std::string> parameters;
+  std::string compute_evidence;  // where the compute model's range came from (schedule/compute_evidence.h)
 };
 
 // Predictions at kBandSamples deterministic points (a Halton sequence: log-uniform over each range, uniform
