@@ -407,6 +407,19 @@ TEST_CASE("model.stack: the operator model prices the step, and its leave-one-ou
       catalog, scenario("cluster: {sku: ND96isr_H100_v5, nodes: 1}\ntraining: {epochs: 1}\n"
                         "model: {name: bert_base, batch_per_gpu: 64, precision: bf16, stack: eager}\n"));
   CHECK(h100.source_detail.find("extrapolated") == std::string::npos);
+  // One H100 on the eager stack has Hopper rates near it: the band is drawn from their errors, narrower than
+  // the catalog's range (the same GPU's rates first: its BERTs, GPT-2s and ViTs come out 0.86-1.34).
+  const Scenario one_h100 = scenario(
+      "cluster: {sku: ND96isr_H100_v5, nodes: 1, gpus_per_node: 1}\ntraining: {epochs: 1}\n"
+      "model: {name: bert_large, batch_per_gpu: 64, seq_len: 128, precision: bf16, stack: eager}\n");
+  const BandRatios near = band_ratios(catalog, one_h100);
+  CHECK(near.parameters == std::vector<std::string>{"operator_model"});
+  CHECK(near.compute_evidence.find("the operator model gives the 8 nearest public rates on the eager stack") == 0);
+  CHECK(near.compute_evidence.find("H100-SXM5-80GB bert_large b64 tf32") != std::string::npos);
+  CHECK(near.compute_evidence.find("H200") == std::string::npos);
+  CHECK(near.rate_low > 0.7);
+  CHECK(near.rate_high < 1.3);
+  CHECK(near.rate_high / near.rate_low < band.rate_high / band.rate_low);
   const std::string err = test::input_error_of([&] { scenario(base + ", stack: eagr}\n"); });
   CHECK(err.find("eager") != std::string::npos);
 }

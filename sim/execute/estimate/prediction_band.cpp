@@ -53,7 +53,8 @@ CatalogOverlay sample_figures(const Catalog& catalog, const std::vector<const Un
 
 // The compute model's figure over the range its nearest public single-GPU rates leave it, where there are
 // such rates (schedule/compute_evidence.h): the roofline's efficiency scales the rate, the operator model's
-// scale the time, so a prediction e times too fast takes 1 / e of the one and e times the other.
+// scale the time, so a prediction e times too fast takes 1 / e of the one and e times the other; the range
+// always holds the catalog's own figure.
 std::optional<UncertainParameter> evidence_range(const Catalog& c, const UncertainParameter& p,
                                                  const ComputeEvidence& e) {
   if (!e.found) return std::nullopt;
@@ -62,8 +63,9 @@ std::optional<UncertainParameter> evidence_range(const Catalog& c, const Uncerta
     const double v = c.compute().roofline_efficiency_scale;
     std::tie(q.low, q.high) = std::pair{v * std::min(1.0, 1 / e.high), v * std::max(1.0, 1 / e.low)};
   } else if (p.figure == "compute.operator_time_scale") {
+    // the ratios are the operator model's unscaled (operator_prediction), so they are the figure's own values
     const double v = c.compute().operator_time_scale;
-    std::tie(q.low, q.high) = std::pair{v * std::min(1.0, e.low), v * std::max(1.0, e.high)};
+    std::tie(q.low, q.high) = std::pair{std::min(v, e.low), std::max(v, e.high)};
   } else {
     return std::nullopt;
   }
