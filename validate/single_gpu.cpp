@@ -85,43 +85,44 @@ StackSpec fit_stack(const Catalog& c, const StackSpec& start, const std::vector<
 }
 
 namespace {
-// A rate's band as predict draws it (schedule/compute_evidence.h): its nearest other rates' leave-one-out
-// ratios of predicted to measured (their 90 % prediction interval), or the operator model's range in uncertain.yaml
+// Every rate of `rates` but `r`: what a held-out rate's band draws on.
+std::vector<const SingleGpuRate*> others_than(const std::vector<SingleGpuRate>& rates, const SingleGpuRate& r) {
+  std::vector<const SingleGpuRate*> out;
+  for (const auto& o : rates)
+    if (&o != &r) out.push_back(&o);
+  return out;
+}
+
+// A rate's band as predict draws it (schedule/compute_evidence.h): the 90 % interval of its nearest other
+// rates' leave-one-out ratios of predicted to measured, or the operator model's range in uncertain.yaml
 // where they are too few.
 std::pair<double, double> band_factors(const Catalog& c, const SingleGpuRate& r,
-                                       const std::vector<const SingleGpuRate*>& others,
+                                       const std::vector<SingleGpuRate>& rates,
                                        const std::map<const SingleGpuRate*, double>& loo) {
-  const auto near = nearest_rates(c, r, others, nullptr);
-  if (near.empty()) {
-    for (const auto& p : c.uncertain())
-      if (p.figure == "compute.operator_time_scale") return {p.low, p.high};
-    return {1, 1};
-  }
-  std::vector<double> ratios;
-  for (const auto* o : near) ratios.push_back(std::exp(loo.at(o)));
-  return prediction_interval(ratios);
+  const ComputeEvidence e =
+      evidence_interval(c, r, others_than(rates, r), [&](const SingleGpuRate& o) { return std::exp(loo.at(&o)); });
+  if (e.found) return {e.low, e.high};
+  for (const auto& p : c.uncertain())
+    if (p.figure == "compute.operator_time_scale") return {p.low, p.high};
+  return {1, 1};
 }
+
 // The roofline's band as predict draws it for a rate of the default stack, each rate held out: how many of
 // those rates fall inside, and the bands' median width.
 std::string roofline_band_note(const Catalog& c, const std::vector<SingleGpuRate>& rates) {
   const std::string& stack = c.compute().operators.default_stack;
+  const auto roofline = [&](const SingleGpuRate& o) { return roofline_prediction(c, o) / o.samples_per_sec; };
   int inside = 0, banded = 0, total = 0;
   std::vector<double> widths;
   for (const auto& r : rates) {
     if (r.stack != stack) continue;
     ++total;
-    std::vector<const SingleGpuRate*> others;
-    for (const auto& o : rates)
-      if (&o != &r) others.push_back(&o);
-    const auto near = nearest_rates(c, r, others, nullptr);
-    if (near.empty()) continue;
-    std::vector<double> ratios;
-    for (const auto* o : near) ratios.push_back(roofline_prediction(c, *o) / o->samples_per_sec);
-    const auto [low, high] = prediction_interval(ratios);
-    const double e = roofline_prediction(c, r) / r.samples_per_sec;  // inside: low <= e <= high, or 1 in between
+    const ComputeEvidence e = evidence_interval(c, r, others_than(rates, r), roofline);
+    if (!e.found) continue;
+    const double low = std::min(e.low, 1.0), high = std::max(e.high, 1.0);  // the band holds the prediction
     ++banded;
-    inside += std::min(low, 1.0) <= e && e <= std::max(high, 1.0);
-    widths.push_back(std::max(high, 1.0) / std::min(low, 1.0));
+    inside += low <= roofline(r) && roofline(r) <= high;
+    widths.push_back(high / low);
   }
   std::sort(widths.begin(), widths.end());
   return "the roofline (" + stack +
@@ -173,13 +174,10 @@ ValidationReport validate_single_gpu(const Catalog& catalog, const std::string& 
   }
   int index = 0;
   for (const auto& r : rates) {
-    std::vector<const SingleGpuRate*> others;  // the band: the nearest other rates' leave-one-out errors
-    for (const auto& o : rates)
-      if (&o != &r) others.push_back(&o);
     ValidationCase vc(case_name(r), "samples_per_sec", r.samples_per_sec * std::exp(loo[&r]), r.samples_per_sec);
     vc.group = r.stack;
     vc.x = ++index;
-    const auto [low, high] = band_factors(catalog, r, others, loo);
+    const auto [low, high] = band_factors(catalog, r, rates, loo);
     // A prediction too high by a factor e leaves the measurement at prediction / e; the band holds the prediction.
     vc.low = std::min(vc.predicted, vc.predicted / high);
     vc.high = std::max(vc.predicted, vc.predicted / low);

@@ -80,35 +80,40 @@ std::pair<double, double> prediction_interval(const std::vector<double>& ratios)
   return {std::exp(mean - half), std::exp(mean + half)};
 }
 
-ComputeEvidence compute_evidence(const Catalog& c, const Scenario& s, const std::string& source) {
+ComputeEvidence evidence_interval(const Catalog& c, const SingleGpuRate& query,
+                                  const std::vector<const SingleGpuRate*>& pool,
+                                  const std::function<double(const SingleGpuRate&)>& ratio) {
   ComputeEvidence e;
-  if (source != "roofline" && source != "operators") return e;
+  e.rates = nearest_rates(c, query, pool, &e.detail);
+  if (e.rates.empty()) return e;
+  for (const auto* r : e.rates) e.ratios.push_back(ratio(*r));
+  std::tie(e.low, e.high) = prediction_interval(e.ratios);
+  e.found = true;
+  return e;
+}
+
+ComputeEvidence compute_evidence(const Catalog& c, const Scenario& s, const std::string& source) {
+  if (source != "roofline" && source != "operators") return {};
   const auto& ops = c.compute().operators;
   const std::string stack = source == "roofline" || s.model.stack.empty() ? ops.default_stack : s.model.stack;
   const SingleGpuRate query{c.sku(s.cluster.sku).gpu, s.model.name,  s.model.precision, stack, "",
                             s.model.batch_per_gpu,    s.model.tokens};
   std::vector<const SingleGpuRate*> pool;
   for (const auto& r : c.single_gpu_rates()) pool.push_back(&r);
+  const StackSpec& st = ops.stacks.at(stack);
+  ComputeEvidence e = evidence_interval(c, query, pool, [&](const SingleGpuRate& r) {
+    return (source == "roofline" ? roofline_prediction(c, r) : operator_prediction(c, r, st)) / r.samples_per_sec;
+  });
   const std::string model = source == "roofline" ? "the roofline" : "the operator model";
-  std::string why;
-  const auto near = nearest_rates(c, query, pool, &why);
-  if (near.empty()) {
-    e.detail = why + ": " + model + "'s range in uncertain.yaml";
+  if (!e.found) {
+    e.detail += ": " + model + "'s range in uncertain.yaml";
     return e;
   }
   std::string names;
-  std::vector<double> ratios;
-  for (const auto* r : near) {
-    const StackSpec& st = ops.stacks.at(stack);
-    const double predicted = source == "roofline" ? roofline_prediction(c, *r) : operator_prediction(c, *r, st);
-    ratios.push_back(predicted / r->samples_per_sec);
-    names += (names.empty() ? "" : ", ") + case_label(*r);
-  }
-  std::tie(e.low, e.high) = prediction_interval(ratios);
-  e.found = true;
-  const auto [lo, hi] = std::minmax_element(ratios.begin(), ratios.end());
-  e.detail = model + " gives the " + std::to_string(near.size()) + " nearest public rates on the " + stack + " stack " +
-             format_number(*lo) + " to " + format_number(*hi) + " times their measured rate (" + names +
+  for (const auto* r : e.rates) names += (names.empty() ? "" : ", ") + case_label(*r);
+  const auto [lo, hi] = std::minmax_element(e.ratios.begin(), e.ratios.end());
+  e.detail = model + " gives the " + std::to_string(e.rates.size()) + " nearest public rates on the " + stack +
+             " stack " + format_number(*lo) + " to " + format_number(*hi) + " times their measured rate (" + names +
              "; single_gpu_rates.yaml): a new one " + format_number(e.low) + " to " + format_number(e.high) +
              " times, 9 in 10";
   return e;

@@ -3,6 +3,7 @@
 // generation, model family and stack are many, the catalog's prior range where there are none.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -28,14 +29,21 @@ std::vector<const SingleGpuRate*> nearest_rates(const Catalog& catalog, const Si
 // (Student's t; n >= 2).
 std::pair<double, double> prediction_interval(const std::vector<double>& ratios);
 
-// The evidence for a scenario's compute band: that interval for the nearest rates' ratios with the
-// catalog's figures, under the compute model that gives the scenario's rate (`source`: roofline, whose
-// efficiencies are the default stack's, or operators).
+// What a compute band draws on: the nearest rates, their ratios of predicted to measured rate, and the
+// ratios' 90 % interval; not found where nearest_rates finds none (`detail` then says why).
 struct ComputeEvidence {
   bool found = false;
-  double low = 1, high = 1;  // predicted / measured
-  std::string detail;        // which rates, or why none
+  double low = 1, high = 1;  // predicted / measured, 9 in 10
+  std::vector<const SingleGpuRate*> rates;
+  std::vector<double> ratios;
+  std::string detail;  // which rates, or why none
 };
+ComputeEvidence evidence_interval(const Catalog& catalog, const SingleGpuRate& query,
+                                  const std::vector<const SingleGpuRate*>& pool,
+                                  const std::function<double(const SingleGpuRate&)>& ratio);
+
+// The evidence for a scenario's compute band, with the catalog's figures, under the compute model that gives
+// the scenario's rate (`source`: roofline, whose efficiencies are the default stack's, or operators).
 ComputeEvidence compute_evidence(const Catalog& catalog, const Scenario& scenario, const std::string& source);
 
 }  // namespace ringsim

@@ -143,7 +143,7 @@ BandRatios band_ratios(const Catalog& catalog, const Scenario& s, const CatalogO
     params.push_back(range != calibration.fitted_ranges.end() || from_evidence ? &fitted.back() : &p);
     band.parameters.push_back(p.name);
   }
-  if (source == "roofline" || source == "operators") band.compute_evidence = evidence.detail;
+  band.compute_evidence = evidence.detail;  // empty for a measured or given rate
   if (params.empty()) return band;
   const bool reference_gpu = samples_reference_gpu(params, calibration);
   if (reference_gpu) band.parameters.push_back(kReferenceGpu);
