@@ -29,9 +29,12 @@ void set_tensors(Prediction& p, const ModelSpec& model, const std::vector<std::u
 }
 
 std::string_view gradient_buffers_noun(const Scenario& s) {
-  if (s.communication.framework == Framework::Fsdp)
-    return state_shards(s) > 1 ? "collectives (all-gathers, reduce-scatters)" : "collectives (a unit's allreduce)";
-  return s.communication.framework == Framework::PytorchDdp ? "buckets" : "fusion buffers";
+  const bool sharded = state_shards(s) > 1;
+  if (s.communication.framework == Framework::Deepspeed && sharded && s.communication.zero_stage < 3)
+    return "collectives (all-gathers, allreduces)";
+  if (s.communication.framework == Framework::Fsdp || sharded)
+    return sharded ? "collectives (all-gathers, reduce-scatters)" : "collectives (a unit's allreduce)";
+  return s.communication.framework == Framework::Horovod ? "fusion buffers" : "buckets";
 }
 
 std::string_view to_string(Fidelity f) {

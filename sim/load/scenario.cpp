@@ -25,7 +25,10 @@ FabricTopology fabric_topology_named(const std::string& name) {
                               : FabricTopology::RailOptimized;
 }
 std::string_view to_string(Framework v) {
-  return v == Framework::Horovod ? "horovod" : v == Framework::PytorchDdp ? "pytorch_ddp" : "fsdp";
+  return v == Framework::Horovod      ? "horovod"
+         : v == Framework::PytorchDdp ? "pytorch_ddp"
+         : v == Framework::Fsdp       ? "fsdp"
+                                      : "deepspeed";
 }
 
 std::string_view to_string(Sharding v) {
@@ -111,6 +114,7 @@ const std::vector<std::string> kCommKeys = {"strategy",
                                             "gradient_as_bucket_view",
                                             "sharding",
                                             "shard_group",
+                                            "zero_stage",
                                             "gradient_precision"};
 
 const std::vector<std::string> kStorageKeys = {
@@ -545,9 +549,10 @@ std::string concurrent_collectives_value(int c) { return c == 0 ? "unlimited" : 
 }  // namespace
 
 std::string real_run_refusal(const Scenario& s) {
-  if (s.communication.framework == Framework::Fsdp)
-    return "ringsim-real runs the allreduce frameworks (horovod, pytorch_ddp); framework fsdp's gathers are "
-           "simulated only (ringsim predict): --set communication.framework=pytorch_ddp";
+  if (sharded_framework(s))
+    return "ringsim-real runs the allreduce frameworks (horovod, pytorch_ddp); framework " +
+           std::string(to_string(s.communication.framework)) +
+           "'s gathers are simulated only (ringsim predict): --set communication.framework=pytorch_ddp";
   if (s.communication.strategy == Strategy::Nvls || s.communication.strategy == Strategy::NvlsTree)
     return "strategy " + std::string(to_string(s.communication.strategy)) +
            " reduces in the NVSwitch (multicast objects), which ringsim-real's transports do not use; run it with "
@@ -579,11 +584,13 @@ void framework_yaml(YAML::Emitter& out, const Scenario& s) {
   } else if (c.framework == Framework::Fsdp) {
     out << YAML::Key << "sharding" << YAML::Value << std::string(to_string(c.sharding));
     if (c.sharding == Sharding::HybridShard) out << YAML::Key << "shard_group" << YAML::Value << state_shards(s);
+  } else if (c.framework == Framework::Deepspeed) {
+    out << YAML::Key << "zero_stage" << YAML::Value << c.zero_stage;
   } else {
     out << YAML::Key << "fusion_threshold" << YAML::Value << format_bytes(c.fusion_threshold_bytes);
     out << YAML::Key << "cycle_time" << YAML::Value << format_time(c.cycle_time_s);
   }
-  if (c.framework != Framework::Fsdp)
+  if (!sharded_framework(s))
     out << YAML::Key << "concurrent_collectives" << YAML::Value
         << concurrent_collectives_value(c.concurrent_collectives);
 }

@@ -20,7 +20,7 @@ enum class PsPlacement { Colocated, Dedicated, Gpus };
 enum class PsAggregation { None, Node };
 enum class PsTransport { InProcess, Rpc };
 enum class CommLibrary { Nccl, Nccl1, Mpi };  // libraries.yaml: nccl, nccl1 (NCCL 1.x), mpi
-enum class Framework { Horovod, PytorchDdp, Fsdp };
+enum class Framework { Horovod, PytorchDdp, Fsdp, Deepspeed };
 // FSDP's ShardingStrategy: parameters, gradients and optimizer state sharded and the parameters freed after
 // each use (full_shard, ZeRO-3); freed only after the backward pass (shard_grad_op, ZeRO-2); replicated, the
 // gradients allreduced (no_shard, DDP); sharded inside each node and replicated across nodes (hybrid_shard,
@@ -98,7 +98,9 @@ struct CommunicationConfig {
   // registration order: the first `first_bucket_bytes`, then `bucket_bytes` each).
   Framework framework = Framework::Horovod;
   Sharding sharding = Sharding::FullShard;  // fsdp only
-  int shard_group = 0;                      // hybrid_shard: the GPUs a shard group spans (0: a node's)
+  // deepspeed only: ZeRO's stage (1: optimizer state sharded, 2: and gradients, 3: and parameters); 0 unset.
+  int zero_stage = 0;
+  int shard_group = 0;  // hybrid_shard: the GPUs a shard group spans (0: a node's)
   double bucket_bytes = 25.0 * 1024 * 1024;
   double first_bucket_bytes = 1024.0 * 1024;
   // DDP's gradient_as_bucket_view: gradients are views of the buckets. False (PyTorch's default): each gradient
@@ -213,11 +215,18 @@ inline bool ddp_copies_buckets(const Scenario& s) {
 }
 
 // Over how many GPUs the parameters, gradients and optimizer state are sharded: every GPU's under fsdp's
-// full_shard and shard_grad_op, a shard group's under hybrid_shard (a node's by default), else none (1).
+// full_shard and shard_grad_op and under deepspeed (each ZeRO stage shards some of them over every GPU), a
+// shard group's under hybrid_shard (a node's by default), else none (1).
 inline int state_shards(const Scenario& s) {
+  if (s.communication.framework == Framework::Deepspeed) return s.cluster.total_gpus();
   if (s.communication.framework != Framework::Fsdp || s.communication.sharding == Sharding::NoShard) return 1;
   if (s.communication.sharding != Sharding::HybridShard) return s.cluster.total_gpus();
   return s.communication.shard_group > 0 ? s.communication.shard_group : s.cluster.gpus_per_node;
+}
+
+// Whether the framework shards the model's states and so all-gathers parameters (fsdp, deepspeed).
+inline bool sharded_framework(const Scenario& s) {
+  return s.communication.framework == Framework::Fsdp || s.communication.framework == Framework::Deepspeed;
 }
 
 // Why ringsim-real (train, and the job script and emulation that run it) cannot run `s`; empty when it can.

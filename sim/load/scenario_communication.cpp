@@ -152,34 +152,51 @@ void parse_parameter_server_keys(const YamlField& co, Scenario& s) {
 
 namespace {
 
-// communication.framework: Horovod's keys (fusion_threshold, cycle_time) or DDP's (bucket sizes).
+// communication.framework: Horovod's keys (fusion_threshold, cycle_time) or DDP's (bucket sizes), FSDP's sharding
+// or DeepSpeed's ZeRO stage.
 void parse_framework(const YamlField& co, Scenario& s) {
   if (auto f = co.find("framework")) {
-    const std::string v = f->choice({"horovod", "pytorch_ddp", "fsdp"});
+    const std::string v = f->choice({"horovod", "pytorch_ddp", "fsdp", "deepspeed"});
     s.communication.framework = v == "horovod"       ? Framework::Horovod
                                 : v == "pytorch_ddp" ? Framework::PytorchDdp
-                                                     : Framework::Fsdp;
+                                : v == "fsdp"        ? Framework::Fsdp
+                                                     : Framework::Deepspeed;
   }
   const bool ddp = s.communication.framework == Framework::PytorchDdp;
   const bool fsdp = s.communication.framework == Framework::Fsdp;
+  const bool deepspeed = s.communication.framework == Framework::Deepspeed;
   for (const char* k : {"fusion_threshold", "cycle_time"})
-    if (auto f = co.find(k); f && (ddp || fsdp))
+    if (auto f = co.find(k); f && (ddp || fsdp || deepspeed))
       f->fail(std::string(k) + " is Horovod's; " +
-              (ddp ? "pytorch_ddp buckets gradients by bucket_size and first_bucket_size"
-                   : "fsdp reduces each unit's gradients as its backward pass ends"));
+              (ddp    ? "pytorch_ddp buckets gradients by bucket_size and first_bucket_size"
+               : fsdp ? "fsdp reduces each unit's gradients as its backward pass ends"
+                      : "deepspeed reduces its gradients in buckets of reduce_bucket_size elements"));
   if (auto f = co.find("sharding")) {
-    if (!fsdp) f->fail("applies to framework: fsdp");
+    if (!fsdp) f->fail(deepspeed ? "is FSDP's; deepspeed shards by zero_stage" : "applies to framework: fsdp");
     const std::string v = f->choice({"full_shard", "shard_grad_op", "hybrid_shard", "no_shard"});
     s.communication.sharding = v == "full_shard"      ? Sharding::FullShard
                                : v == "shard_grad_op" ? Sharding::ShardGradOp
                                : v == "hybrid_shard"  ? Sharding::HybridShard
                                                       : Sharding::NoShard;
   }
-  if (fsdp) s.communication.cycle_time_s = 0;  // each unit's collective starts when its gradients are in
+  if (auto f = co.find("zero_stage")) {
+    if (!deepspeed) f->fail("applies to framework: deepspeed");
+    s.communication.zero_stage = std::stoi(f->choice({"1", "2", "3"}));
+  } else if (deepspeed) {
+    co.get("framework")
+        .fail(
+            "deepspeed needs communication.zero_stage: 1, 2 or 3 (DeepSpeed's own default, 0, is plain data "
+            "parallelism: framework pytorch_ddp)");
+  }
+  if (fsdp || deepspeed) s.communication.cycle_time_s = 0;  // a collective starts when its gradients are in
   for (const char* k : {"bucket_size", "first_bucket_size", "gradient_as_bucket_view"})
     if (auto f = co.find(k); f && !ddp) f->fail(std::string(k) + " applies to framework: pytorch_ddp");
   if (auto f = co.find("gradient_precision")) {  // a compression: DDP's comm hooks, Horovod's Compression.fp16
     s.communication.gradient_precision = f->choice({"fp32", "fp16", "bf16"});
+    s.model.gradient_bytes = gradient_element_bytes(s.communication.gradient_precision);
+  } else if (deepspeed) {  // DeepSpeed reduces in the model's type (engine.py, communication_data_type)
+    const std::string& p = s.model.precision;
+    s.communication.gradient_precision = p == "amp" ? "fp16" : p == "bf16" ? "bf16" : "fp32";
     s.model.gradient_bytes = gradient_element_bytes(s.communication.gradient_precision);
   }
   if (!ddp) return;
@@ -278,16 +295,17 @@ void default_channels(const Catalog& catalog, const SkuSpec& sku, Scenario& s) {
 }
 
 void check_sharded(const YamlField& root, Scenario& s) {
-  if (s.communication.framework != Framework::Fsdp) return;
+  if (!sharded_framework(s)) return;
   const auto co = root.find("communication");
+  const std::string name(to_string(s.communication.framework));
   const Strategy st = s.communication.strategy;
   if (st != Strategy::Ring && st != Strategy::Auto)
     co->get("strategy")
-        .fail(
-            "fsdp runs NCCL's all-gather and reduce-scatter (the ring) and, for no_shard, its "
-            "allreduce: use strategy ring or auto, or leave it out");
+        .fail(name +
+              " runs NCCL's all-gather and reduce-scatter (the ring) and, for no_shard, its "
+              "allreduce: use strategy ring or auto, or leave it out");
   if (auto f = co->find("concurrent_collectives"))
-    f->fail("fsdp runs its all-gathers and its reduce-scatters each on a stream of their own; leave it out");
+    f->fail(name + " runs its all-gathers and its reduce-scatters each on a stream of their own; leave it out");
   if (auto f = co->find("shard_group")) {
     if (s.communication.sharding != Sharding::HybridShard) f->fail("applies to sharding: hybrid_shard");
     const int gpn = s.cluster.gpus_per_node, gpus = s.cluster.total_gpus();
@@ -300,9 +318,9 @@ void check_sharded(const YamlField& root, Scenario& s) {
   if (s.training.gradient_accumulation != 1)
     root.get("training")
         .get("gradient_accumulation")
-        .fail(
-            "fsdp is modelled one micro-batch a step (each micro-batch gathers and reduces every unit): set it to 1 "
-            "and model.batch_per_gpu to the micro-batch");
+        .fail(name +
+              " is modelled one micro-batch a step (each micro-batch gathers and reduces every unit): set it to 1 "
+              "and model.batch_per_gpu to the micro-batch");
 }
 
 }  // namespace scenario_detail

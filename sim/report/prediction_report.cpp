@@ -8,6 +8,7 @@
 
 #include "load/units.h"
 #include "report/goodput_report.h"
+#include "train/sharding.h"
 
 namespace ringsim {
 
@@ -357,6 +358,13 @@ std::string communication_row(const Scenario& s, const std::string& library, con
       : c.framework == Framework::Fsdp
           ? ", FSDP " + std::string(to_string(c.sharding)) + " (a unit a transformer block" +
                 (state_shards(s) > 1 ? ": all-gathers and reduce-scatters on their own streams)" : ": allreduces)")
+      : c.framework == Framework::Deepspeed
+          ? ", DeepSpeed ZeRO-" + std::to_string(c.zero_stage) +
+                (c.zero_stage == 3 ? " (reduce-scatters of " : " (allreduces of ") +
+                format_number(kZeroReduceBucketElements / 1e6) + "M-element buckets, " +
+                (c.zero_stage == 3 ? "a block's all-gathers before its forward and backward passes"
+                                   : "an all-gather of the updated parameters before the forward pass") +
+                ", on their own streams)"
           : ", fusion " + format_bytes(c.fusion_threshold_bytes) + " every " + format_time(c.cycle_time_s);
   return std::string(to_string(c.strategy)) + " over " + library + picks + loop +
          (at_once == 1   ? ""

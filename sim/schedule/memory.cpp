@@ -65,12 +65,18 @@ std::string advice(const MemoryEstimate& m, const Scenario& s, double fixed, dou
       room > 0 ? static_cast<int>(std::floor(room / (m.activation_bytes_per_sample * (1 + overhead)))) : 0;
   if (batch >= 1 && batch < s.model.batch_per_gpu)
     return "it fits with model.batch_per_gpu " + std::to_string(batch) +
-           " (training.gradient_accumulation keeps the batch)";
+           (sharded_framework(s) ? "" : " (training.gradient_accumulation keeps the batch)");
   const std::string room_for = "the parameters, gradients, optimizer state and buffers alone (" + format_bytes(fixed) +
                                " with the reserve) leave no room for " + (batch < 1 ? "one sample" : "the batch");
-  if (state_shards(s) > 1)
-    return room_for + ": more GPUs (each keeps 1/GPUs of the states), model.activation_checkpointing: full, a GPU " +
-           "with more memory, or a smaller model";
+  const std::string checkpointing =
+      s.model.activation_checkpointing == "full" ? "" : "model.activation_checkpointing: full, ";
+  const bool deepspeed = s.communication.framework == Framework::Deepspeed;
+  if (deepspeed && s.communication.zero_stage < 3 && state_shards(s) > 1)
+    return room_for + ": a higher communication.zero_stage (3 shards the parameters too), " + checkpointing +
+           "a GPU with more memory, or a smaller model";
+  if (state_shards(s) > 1 || deepspeed)
+    return room_for + ": more GPUs (each keeps 1/GPUs of the states), " + checkpointing +
+           "a GPU with more memory, or a smaller model";
   const bool fsdp = s.communication.framework == Framework::Fsdp;
   return room_for + ": shard them over the GPUs (" +
          (fsdp ? "communication.sharding: full_shard" : "communication.framework: fsdp") +
@@ -80,11 +86,17 @@ std::string advice(const MemoryEstimate& m, const Scenario& s, double fixed, dou
 // FSDP's gathered parameters and unsharded gradients: full_shard holds the root and at most two blocks
 // gathered at once (limit_all_gathers), shard_grad_op every unit from the forward pass to the backward pass;
 // a block's gradients unsharded, in the parameters' type and in the reduction's, until its reduce-scatter.
-MemoryItem sharded_buffers(const ModelSpec& model, const Scenario& s) {
-  const double param = compute_element_bytes(s.model.precision);
+// The root's parameters and the largest block's.
+std::pair<double, double> root_and_largest_block(const ModelSpec& model) {
   double root = 0, largest = 0;
   for (const auto& u : shard_units(model))
     (u.name.empty() ? root : largest) = std::max(u.name.empty() ? root : largest, static_cast<double>(u.params));
+  return {root, largest};
+}
+
+MemoryItem sharded_buffers(const ModelSpec& model, const Scenario& s) {
+  const double param = compute_element_bytes(s.model.precision);
+  const auto [root, largest] = root_and_largest_block(model);
   const double grads = largest * (param + s.model.gradient_bytes);
   if (s.communication.sharding == Sharding::ShardGradOp)
     return {"buffers", static_cast<double>(model.total_params) * param + grads,
@@ -93,6 +105,40 @@ MemoryItem sharded_buffers(const ModelSpec& model, const Scenario& s) {
   return {"buffers", (root + 2 * largest) * param + grads,
           "the root and two blocks gathered (" + format_number(param) +
               " B a parameter, limit_all_gathers), and a block's gradients unsharded"};
+}
+
+// DeepSpeed ZeRO's model states ([zero] sec. 5, with K = the master copy and the optimizer's state): the
+// parameters in the compute type (sharded at stage 3) and, under mixed precision, their FP32 master copy
+// (sharded from stage 1); the gradients in the compute type (sharded from stage 2); the optimizer's state
+// (sharded from stage 1). Buffers: at stages 1 and 2 two reduce buckets (contiguous_gradients, overlap_comm),
+// at stage 3 one and the root and two blocks gathered.
+std::vector<MemoryItem> zero_states(const Catalog& catalog, const Scenario& s, const OptimizerSpec& opt) {
+  const ModelSpec& model = catalog.model(s.model.name);
+  const auto& mem = catalog.compute().memory;
+  const double n = static_cast<double>(model.total_params), gpus = state_shards(s);
+  const double w = compute_element_bytes(s.model.precision);
+  const int stage = s.communication.zero_stage;
+  const double param_shards = stage == 3 ? gpus : 1, grad_shards = stage >= 2 ? gpus : 1;
+  const double master = w < mem.master_bytes_per_param ? mem.master_bytes_per_param : 0;
+  const std::string over = " over " + format_number(gpus) + " GPUs";
+  auto placed = [&](double shards) { return shards > 1 ? "sharded" + over : std::string("replicated"); };
+  MemoryItem params{
+      "parameters", n * w / param_shards + n * master / gpus,
+      format_number(w) + " B x " + format_number(n) + " (" + placed(param_shards) + ")" +
+          (master > 0 ? " + an FP32 master copy, " + format_number(master) + " B a parameter sharded" + over : "")};
+  const double bucket = std::min(n, static_cast<double>(kZeroReduceBucketElements)) * w;
+  MemoryItem buffers{"buffers", stage == 3 ? bucket : 2 * bucket,
+                     (stage == 3 ? "a reduce bucket of " : "two reduce buckets of ") + format_bytes(bucket)};
+  if (stage == 3) {  // prefetching a block ahead, as FSDP's limit_all_gathers
+    const auto [root, largest] = root_and_largest_block(model);
+    buffers.bytes += (root + 2 * largest) * w;
+    buffers.detail += ", the root and two blocks gathered";
+  }
+  return {params,
+          {"gradients", n * w / grad_shards, format_number(w) + " B a parameter, " + placed(grad_shards)},
+          {"optimizer_state", n * opt.state_bytes_per_param / gpus,
+           opt.name + ", " + format_number(opt.state_bytes_per_param) + " B a parameter, sharded" + over},
+          buffers};
 }
 
 }  // namespace
@@ -118,7 +164,7 @@ MemoryEstimate estimate_memory(const Catalog& catalog, const Scenario& s) {
   const std::string placed = shards > 1 ? "sharded over " + format_number(shards) + " GPUs" : "replicated";
   double buffers = 0;
   std::string buffer_detail = "none";
-  if (shards > 1) {
+  if (shards > 1 && s.communication.framework == Framework::Fsdp) {
     const MemoryItem b = sharded_buffers(model, s);
     buffers = b.bytes;
     buffer_detail = b.detail;
@@ -129,6 +175,13 @@ MemoryEstimate estimate_memory(const Catalog& catalog, const Scenario& s) {
     buffers = s.communication.fusion_threshold_bytes;
     buffer_detail = "Horovod's fusion buffer";
   }
+  const std::string act_detail =
+      format_bytes(m.activation_bytes_per_sample) + " a sample x " + std::to_string(s.model.batch_per_gpu) +
+      (model.transformer() ? (flash                                        ? ", flash attention"
+                              : s.model.activation_checkpointing == "none" ? ", attention scores kept"
+                                                                           : ", attention scores recomputed")
+                           : "") +
+      (s.model.activation_checkpointing != "none" ? ", " + s.model.activation_checkpointing + " checkpointing" : "");
   m.breakdown = {
       {"parameters", n * mem.master_bytes_per_param / shards,
        format_number(mem.master_bytes_per_param) + " B x " + format_number(n) + " (FP32, " + placed + ")"},
@@ -137,16 +190,13 @@ MemoryEstimate estimate_memory(const Catalog& catalog, const Scenario& s) {
       {"optimizer_state", n * opt.state_bytes_per_param / shards,
        opt.name + ", " + format_number(opt.state_bytes_per_param) + " B a parameter" +
            (shards > 1 ? ", " + placed : "")},
-      {"activations", activations,
-       format_bytes(m.activation_bytes_per_sample) + " a sample x " + std::to_string(s.model.batch_per_gpu) +
-           (model.transformer() ? (flash                                        ? ", flash attention"
-                                   : s.model.activation_checkpointing == "none" ? ", attention scores kept"
-                                                                                : ", attention scores recomputed")
-                                : "") +
-           (s.model.activation_checkpointing != "none" ? ", " + s.model.activation_checkpointing + " checkpointing"
-                                                       : "")},
+      {"activations", activations, act_detail},
       {"buffers", buffers, buffer_detail},
   };
+  if (s.communication.framework == Framework::Deepspeed) {
+    auto z = zero_states(catalog, s, opt);
+    m.breakdown = {z[0], z[1], z[2], {"activations", activations, act_detail}, z[3]};
+  }
   double allocated = 0;
   for (const auto& i : m.breakdown) allocated += i.bytes;
   m.per_gpu_bytes_low = allocated * (1 + mem.allocator_overhead_range.first) + mem.reserve_range.first;

@@ -10,6 +10,8 @@ std::unique_ptr<TrainingFramework> make_framework(const Scenario& s, const Model
       return make_pytorch_ddp(s);
     case Framework::Fsdp:
       return make_fsdp(s, model);
+    case Framework::Deepspeed:
+      return make_deepspeed(s);
     case Framework::Horovod:
       break;
   }

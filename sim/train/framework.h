@@ -47,5 +47,6 @@ std::unique_ptr<TrainingFramework> make_framework(const Scenario& s, const Model
 std::unique_ptr<TrainingFramework> make_horovod(const Scenario& s);
 std::unique_ptr<TrainingFramework> make_pytorch_ddp(const Scenario& s);
 std::unique_ptr<TrainingFramework> make_fsdp(const Scenario& s, const ModelSpec& model);
+std::unique_ptr<TrainingFramework> make_deepspeed(const Scenario& s);
 
 }  // namespace ringsim

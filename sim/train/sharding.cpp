@@ -69,4 +69,17 @@ GatherPlan gather_plan(const ModelSpec& m, const std::vector<Layer>& layers, boo
   return plan;
 }
 
+GatherPlan whole_model_gather(const ModelSpec& m, const std::vector<Layer>& layers, int param_bytes) {
+  GatherPlan plan;
+  ShardUnit all;  // the root (never freed) holding every tensor
+  for (std::size_t t = 0; t < m.tensors.size(); ++t) {
+    all.tensors.push_back(static_cast<int>(t));
+    all.params += m.tensors[t].numel;
+  }
+  plan.units = {all};
+  plan.unit_of_layer.assign(layers.size(), 0);
+  plan.gathers.push_back({0, false, static_cast<std::uint64_t>(all.params) * param_bytes, -1});
+  return plan;
+}
+
 }  // namespace ringsim

@@ -43,5 +43,12 @@ struct GatherPlan {
 };
 // `param_bytes`: a gathered parameter's bytes (2 under amp or bf16, FSDP's mixed precision; else 4).
 GatherPlan gather_plan(const ModelSpec& m, const std::vector<Layer>& layers, bool reshard, int param_bytes);
+// DeepSpeed ZeRO's default reduce_bucket_size, in elements (deepspeed/runtime/zero/config.py).
+inline constexpr std::uint64_t kZeroReduceBucketElements = 500'000'000;
+
+// One all-gather of every parameter before the forward pass, kept until the step ends: ZeRO-1 and ZeRO-2,
+// where each rank steps its shard of the optimizer and the updated parameters are gathered before they
+// are used again.
+GatherPlan whole_model_gather(const ModelSpec& m, const std::vector<Layer>& layers, int param_bytes);
 
 }  // namespace ringsim

@@ -155,7 +155,14 @@ WorkEstimate estimate_work(const Catalog& catalog, const Scenario& s, Fidelity f
   const ModelSpec& model = catalog.model(s.model.name);
   const double grad = static_cast<double>(model.total_params) * s.model.gradient_bytes;
   const int tensors = static_cast<int>(model.tensors.size());
-  if (c.framework == Framework::Fsdp) {
+  if (c.framework == Framework::Deepspeed) {
+    // Buckets of reduce_bucket_size elements, and a whole-model all-gather (stages 1, 2) or two a block (stage 3).
+    const auto units = static_cast<int>(shard_units(model).size());
+    e.fusion_buffers =
+        static_cast<int>(std::ceil(static_cast<double>(model.total_params) / kZeroReduceBucketElements)) +
+        (c.zero_stage == 3 ? 2 * units : 1);
+    e.distinct_buffers = std::min(e.fusion_buffers, 4);
+  } else if (c.framework == Framework::Fsdp) {
     // A collective a unit for its gradients, and one or two all-gathers a unit (full_shard: forward and
     // backward) where the states are sharded.
     const auto units = static_cast<int>(shard_units(model).size());
