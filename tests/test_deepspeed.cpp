@@ -8,10 +8,13 @@
 #include "report/prediction_report.h"
 #include "schedule/compute_model.h"
 #include "schedule/memory.h"
+#include "sharded_support.h"
 #include "test_support.h"
 #include "train/sharding.h"
 
 using namespace ringsim;
+using test::part;
+using test::predicted;
 
 namespace {
 
@@ -23,17 +26,6 @@ Scenario zero(int stage, int nodes, const std::string& model = "llama2_7b", int 
                                 "1}\ncommunication: {framework: deepspeed, zero_stage: " +
                                 std::to_string(stage) + "}\n",
                             "zero.yaml", test::catalog());
-}
-
-nlohmann::json predicted(const Scenario& s, Fidelity f) {
-  return nlohmann::json::parse(run_in_child([&] { return result_json(predict(test::catalog(), s, f), "predict"); }));
-}
-
-double part(const MemoryEstimate& m, const std::string& name) {
-  for (const auto& i : m.breakdown)
-    if (i.name == name) return i.bytes;
-  FAIL("no part " << name);
-  return 0;
 }
 
 // The model states' bytes a parameter: parameters, gradients and optimizer state.

@@ -16,11 +16,14 @@
 #include "report/prediction_report.h"
 #include "schedule/compute_model.h"
 #include "schedule/memory.h"
+#include "sharded_support.h"
 #include "test_support.h"
 #include "train/framework.h"
 #include "train/sharding.h"
 
 using namespace ringsim;
+using test::part;
+using test::predicted;
 
 namespace {
 
@@ -31,18 +34,6 @@ Scenario llama(int nodes, int gpus, const std::string& communication = "", const
                                 "}\nmodel: {name: llama2_7b, batch_per_gpu: 1, precision: bf16, seq_len: 2048" + model +
                                 "}\ntraining: {epochs: 1}\ncommunication: {framework: fsdp" + communication + "}\n",
                             "fsdp.yaml", test::catalog());
-}
-
-// The prediction's result JSON, simulated in a child process (one SimGrid engine a process).
-nlohmann::json predicted(const Scenario& s, Fidelity f) {
-  return nlohmann::json::parse(run_in_child([&] { return result_json(predict(test::catalog(), s, f), "predict"); }));
-}
-
-double part(const MemoryEstimate& m, const std::string& name) {
-  for (const auto& i : m.breakdown)
-    if (i.name == name) return i.bytes;
-  FAIL("no part " << name);
-  return 0;
 }
 
 // Llama 2 7B's units from its config (hidden 4096, 32 layers, intermediate 11008, vocabulary 32000).

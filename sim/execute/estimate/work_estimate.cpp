@@ -128,39 +128,19 @@ void count_transfers(const Catalog& catalog, const Scenario& s, const collective
   }
 }
 
-}  // namespace
-
-WorkEstimate estimate_work(const Catalog& catalog, const Scenario& s, Fidelity fidelity) {
-  WorkEstimate e;
+// Fusion buffers: at least the gradients over the threshold, and a buffer per negotiation cycle during the
+// backward pass; never more than one per tensor. Sharded frameworks: their gathers and reductions.
+void count_buffers(const Catalog& catalog, const Scenario& s, const ModelSpec& model, WorkEstimate& e) {
   const auto& c = s.communication;
-  const int workers = s.cluster.total_gpus();
-  const int servers = c.server_members();
-  e.ranks = workers + servers;
-
-  // Past two nodes (the first with a fabric switch) the graph grows by the same devices and links per
-  // node: build two and three nodes and extrapolate.
-  ClusterShape shape = cluster_shape(s.cluster);
-  const int nodes = shape.nodes + (servers > 0 && c.ps_placement == PsPlacement::Dedicated ? servers : 0);
-  shape.nodes = std::min(nodes, 2);
-  const std::int64_t base = graph_elements(Topology::build(catalog, shape));
-  if (nodes > 2) {
-    shape.nodes = 3;
-    e.graph_elements = base + (graph_elements(Topology::build(catalog, shape)) - base) * (nodes - 2);
-  } else {
-    e.graph_elements = base;
-  }
-
-  // Fusion buffers: at least the gradients over the threshold, and a buffer per negotiation cycle
-  // during the backward pass; never more than one per tensor.
-  const ModelSpec& model = catalog.model(s.model.name);
-  const double grad = static_cast<double>(model.total_params) * s.model.gradient_bytes;
   const int tensors = static_cast<int>(model.tensors.size());
   if (c.framework == Framework::Deepspeed) {
     // Buckets of reduce_bucket_size elements, and a whole-model all-gather (stages 1, 2) or two a block (stage 3).
     const auto units = static_cast<int>(shard_units(model).size());
     e.fusion_buffers =
         static_cast<int>(std::ceil(static_cast<double>(model.total_params) / kZeroReduceBucketElements)) +
-        (c.zero_stage == 3 ? 2 * units : 1);
+        (state_shards(s) == 1 ? 0
+         : c.zero_stage == 3  ? 2 * units
+                              : 1);
     e.distinct_buffers = std::min(e.fusion_buffers, 4);
   } else if (c.framework == Framework::Fsdp) {
     // A collective a unit for its gradients, and one or two all-gathers a unit (full_shard: forward and
@@ -187,8 +167,36 @@ WorkEstimate estimate_work(const Catalog& catalog, const Scenario& s, Fidelity f
   } else {
     const double backward = build_compute_model(catalog, s).backward_s;
     const double cycles = c.cycle_time_s > 0 ? std::ceil(backward / c.cycle_time_s) : 0;
+    const double grad = static_cast<double>(model.total_params) * s.model.gradient_bytes;
     e.fusion_buffers = static_cast<int>(std::min<double>(tensors, std::ceil(grad / c.fusion_threshold_bytes) + cycles));
   }
+}
+
+}  // namespace
+
+WorkEstimate estimate_work(const Catalog& catalog, const Scenario& s, Fidelity fidelity) {
+  WorkEstimate e;
+  const auto& c = s.communication;
+  const int workers = s.cluster.total_gpus();
+  const int servers = c.server_members();
+  e.ranks = workers + servers;
+
+  // Past two nodes (the first with a fabric switch) the graph grows by the same devices and links per
+  // node: build two and three nodes and extrapolate.
+  ClusterShape shape = cluster_shape(s.cluster);
+  const int nodes = shape.nodes + (servers > 0 && c.ps_placement == PsPlacement::Dedicated ? servers : 0);
+  shape.nodes = std::min(nodes, 2);
+  const std::int64_t base = graph_elements(Topology::build(catalog, shape));
+  if (nodes > 2) {
+    shape.nodes = 3;
+    e.graph_elements = base + (graph_elements(Topology::build(catalog, shape)) - base) * (nodes - 2);
+  } else {
+    e.graph_elements = base;
+  }
+
+  const ModelSpec& model = catalog.model(s.model.name);
+  const double grad = static_cast<double>(model.total_params) * s.model.gradient_bytes;
+  count_buffers(catalog, s, model, e);
   e.fusion_buffers = std::max(1, e.fusion_buffers);
 
   // One collective of the mean buffer size: every member's sends in every step.
