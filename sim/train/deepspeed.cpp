@@ -11,7 +11,7 @@
 namespace ringsim {
 namespace {
 
-class Deepspeed final : public TrainingFramework {
+class Deepspeed final : public ShardedFramework {
  public:
   explicit Deepspeed(const Scenario& s)
       : stage_(s.communication.zero_stage),
@@ -24,10 +24,6 @@ class Deepspeed final : public TrainingFramework {
     auto buckets = collective::ddp_buckets(tensors, bucket_bytes_, bucket_bytes_);
     return collective::FusionPlanner(std::move(tensors), std::move(buckets), ranks);
   }
-  bool agrees_readiness() const override { return false; }
-  bool fusion_copies(const collective::FusionBuffer&) const override { return false; }
-  bool bucket_copies() const override { return false; }
-  bool optimizer_step() const override { return true; }
   collective::BusOp gradient_op() const override {
     return sharded_ && stage_ == 3 ? collective::BusOp::ReduceScatter : collective::BusOp::AllReduce;
   }

@@ -40,6 +40,16 @@ class TrainingFramework {
   virtual GatherPlan gathers(const ModelSpec&, const std::vector<Layer>&) const { return {}; }
 };
 
+// The sharded frameworks' common rules (FSDP, DeepSpeed): a collective starts when its rank's gradients are
+// in, with no negotiation and no copies, and every rank steps its optimizer on its shard.
+class ShardedFramework : public TrainingFramework {
+ public:
+  bool agrees_readiness() const override { return false; }
+  bool fusion_copies(const collective::FusionBuffer&) const override { return false; }
+  bool bucket_copies() const override { return false; }
+  bool optimizer_step() const override { return true; }
+};
+
 // The scenario's framework (communication.framework, with its strategy and settings) for its model.
 std::unique_ptr<TrainingFramework> make_framework(const Scenario& s, const ModelSpec& model);
 

@@ -9,7 +9,7 @@
 namespace ringsim {
 namespace {
 
-class Fsdp final : public TrainingFramework {
+class Fsdp final : public ShardedFramework {
  public:
   Fsdp(const Scenario& s, const ModelSpec& m)
       : sharding_(s.communication.sharding),
@@ -26,10 +26,6 @@ class Fsdp final : public TrainingFramework {
     if (!units_.empty() && units_.front().name.empty()) buckets.push_back(units_.front().tensors);
     return collective::FusionPlanner(std::move(tensors), std::move(buckets), ranks);
   }
-  bool agrees_readiness() const override { return false; }
-  bool fusion_copies(const collective::FusionBuffer&) const override { return false; }
-  bool bucket_copies() const override { return false; }
-  bool optimizer_step() const override { return true; }
   collective::BusOp gradient_op() const override {
     return sharded() ? collective::BusOp::ReduceScatter : collective::BusOp::AllReduce;
   }
