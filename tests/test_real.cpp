@@ -169,7 +169,7 @@ TEST_CASE("real train: the result JSON has exactly the fields predict writes", "
   auto predicted = keys(sim);
   for (const char* band : {"band", "images_per_sec_low", "images_per_sec_high", "samples_per_sec_low",
                            "samples_per_sec_high", "time_to_train_s_low", "time_to_train_s_high"})
-    predicted.erase(band);  // a prediction's band, which a measured run has no need of
+    predicted.erase(band);     // a prediction's band, which a measured run has no need of
   predicted.erase("goodput");  // failures over a whole training run: predicted, not measured in one iteration
   CHECK(keys(real) == predicted);
   CHECK(real["schema"] == sim["schema"]);
@@ -511,8 +511,10 @@ TEST_CASE("real + validate --local: each run calibrates, then measures and predi
   CHECK(overlay.find("vcpus: ") != std::string::npos);  // this machine's cores
   // Copies between processes: regimes by the caches' footprint (a fit of several sizes; noted where left out).
   CHECK((overlay.find("regimes_by: footprint") != std::string::npos || left_out));
-  CHECK(overlay.find("host_reduction_regimes_by: message") != std::string::npos);         // the reduction's own size
-  CHECK(overlay.find("gpus:\n  cpu-process: {memory_bandwidth: ") != std::string::npos);  // copies, core handoff
+  // The reduction's regimes by its own size, and the host's memory bandwidth (copies, core handoff): fits of
+  // samples the placement filter keeps, so a loaded machine may leave them to a note as well.
+  CHECK((overlay.find("host_reduction_regimes_by: message") != std::string::npos || left_out));
+  CHECK((overlay.find("gpus:\n  cpu-process: {memory_bandwidth: ") != std::string::npos || left_out));
   // Fits that need several small exchanges in the near placement: written, or said in a note instead.
   auto written_or_noted = [&](const std::string& key, const std::string& note) {
     INFO(key);
