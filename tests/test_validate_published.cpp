@@ -48,13 +48,28 @@ TEST_CASE("validate --published: a case whose error grows past the recorded one 
   const std::string out = (tmp / "out.txt").string();
   const std::string cmd = std::string(RINGSIM_TEST_BINARY) + " --catalog " + RINGSIM_TEST_CATALOG +
                           " validate --published " + (tmp / "data" / "published.yaml").string() + " --baseline " +
-                          strict + " > " + out;
+                          strict + " --json " + (tmp / "out.json").string() + " > " + out;
   const int status = std::system(cmd.c_str());
   CHECK(WEXITSTATUS(status) == 1);
   const std::string text = slurp(out);
   CHECK(text.find("regression: vgg16 b32 x8 / images_per_sec") != std::string::npos);
   CHECK(text.find("regression: dgx1-p100 nccl allreduce 1G x32 / busbw_gbps") != std::string::npos);
   CHECK(text.find("over 3 cases") != std::string::npos);
+  // Each stack's cases, their error and their bands: three stacks here, a case each.
+  CHECK(text.find("by stack: strategy over library") != std::string::npos);
+  for (const char* stack : {"ring over nccl ", "ring over nccl1 ", "parameter_server over nccl "})
+    CHECK(text.find(std::string("    ") + stack) != std::string::npos);
+  const auto j = nlohmann::json::parse(slurp((tmp / "out.json").string()));
+  REQUIRE(j.at("by_stack").size() == 3);
+  int banded = 0;
+  for (const auto& s : j.at("by_stack")) {
+    CHECK(s.at("cases") == 1);
+    banded += s.value("banded", 0);
+  }
+  // The two training cases have their bands and their stacks count them; the allreduce's busbw has none
+  // (a bench prediction carries no band), and its stack says so rather than claiming coverage.
+  CHECK(banded == 2);
+  for (const auto& c : j.at("cases")) CHECK(!c.at("stack").get<std::string>().empty());
   std::filesystem::remove_all(tmp);
 }
 
@@ -90,6 +105,15 @@ TEST_CASE("validate --published: few-shot, a series calibrated on its small runs
   }
   const std::string text = validation_table(r);
   CHECK(text.find("few-shot MAPE") != std::string::npos);
+  // The series' stack, in the zero-shot and the few-shot tables alike.
+  const std::string stack =
+      stack_of(load_scenario(dir + "../scenarios/aws_p2_8xlarge_tf_distributed_replicated.yaml", test::catalog()));
+  CHECK(stack.rfind("parameter_server", 0) == 0);
+  CHECK(cases_by_stack(r.few_shot).count(stack) == 1);
+  CHECK(cases_by_stack(r.cases).at(stack).size() == 4);
+  const std::string fsdp = stack_of(
+      load_scenario(std::string(RINGSIM_TEST_SCENARIOS) + "/llama3_8b_fsdp_2x_nd96isr_h100_v5.yaml", test::catalog()));
+  CHECK(fsdp.find(", fsdp over nccl") != std::string::npos);
   const auto j = nlohmann::json::parse(validation_json(r));
   CHECK(j.at("few_shot").at("cases").size() == 2);
   CHECK(j.at("few_shot").at("fit_nodes") == 2);

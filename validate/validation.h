@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -24,7 +25,9 @@ struct ValidationCase {
   double predicted = 0;
   double measured = 0;
   std::string group;  // for plots: the series the case belongs to ("DGX-1-P100 resnet50 b64"); empty: none
-  double x = 0;       // for plots: the case's position on the x axis (GPUs)
+  // The software stack the case ran ("ring over nccl", "parameter_server (rpc) over nccl"); empty: none.
+  std::string stack;
+  double x = 0;  // for plots: the case's position on the x axis (GPUs)
   // Where the measurement was repeated: (largest - smallest) / median of the runs, in %; below 0: unknown.
   double spread_pct = -1;
   // Where measured in three runs or more: each run against the median of the others (others_error_pct).
@@ -46,6 +49,11 @@ double max_abs_error_of(const std::vector<ValidationCase>& cases);
 int banded_of(const std::vector<ValidationCase>& cases);
 double band_coverage_of(const std::vector<ValidationCase>& cases);
 double band_median_width_of(const std::vector<ValidationCase>& cases);
+// A scenario's stack as a case names it: its strategy (the parameter servers' transport where they use RPC),
+// its framework where not Horovod's, and its library.
+std::string stack_of(const Scenario& s);
+// The cases of each stack, in the stacks' order (cases without one left out).
+std::map<std::string, std::vector<ValidationCase>> cases_by_stack(const std::vector<ValidationCase>& cases);
 
 struct ValidationReport {
   std::string title;
