@@ -1,5 +1,6 @@
 // DeepSpeed's ZeRO (framework deepspeed, zero_stage 1-3): each stage's model states against the ZeRO paper's
 // counts, what an iteration moves on both fidelities, and what it refuses.
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "execute/estimate/child_process.h"
@@ -19,12 +20,14 @@ using test::predicted;
 namespace {
 
 // `model` under DeepSpeed ZeRO-`stage` on `nodes` x ND96isr_H100_v5, bf16, one 2,048-token sequence a GPU.
-Scenario zero(int stage, int nodes, const std::string& model = "llama2_7b", int gpus_per_node = 8) {
+// `overlap` sets communication.overlap_comm ("": DeepSpeed's default for the stage).
+Scenario zero(int stage, int nodes, const std::string& model = "llama2_7b", int gpus_per_node = 8,
+              const std::string& overlap = "true") {
   return load_scenario_text("cluster: {sku: ND96isr_H100_v5, nodes: " + std::to_string(nodes) +
                                 ", gpus_per_node: " + std::to_string(gpus_per_node) + "}\nmodel: {name: " + model +
                                 ", batch_per_gpu: 1, precision: bf16, seq_len: 2048}\ntraining: {epochs: "
                                 "1}\ncommunication: {framework: deepspeed, zero_stage: " +
-                                std::to_string(stage) + "}\n",
+                                std::to_string(stage) + (overlap.empty() ? "" : ", overlap_comm: " + overlap) + "}\n",
                             "zero.yaml", test::catalog());
 }
 
@@ -52,6 +55,10 @@ TEST_CASE("deepspeed: each ZeRO stage's model states, as the ZeRO paper counts t
   CHECK(part(one, "gradients") == Approx(n * 2));
   CHECK(part(one, "optimizer_state") == Approx(n * 8 / 16));
   CHECK(part(one, "buffers") == Approx(2 * 5e8 * 2));  // two reduce buckets (overlap_comm)
+  // DeepSpeed's default at stages 1 and 2, no overlap: one bucket; at stage 3 the overlap is the default.
+  CHECK(part(estimate_memory(test::catalog(), zero(1, 2, "llama2_7b", 8, "")), "buffers") == Approx(5e8 * 2));
+  CHECK(zero(2, 2, "llama2_7b", 8, "").communication.overlap_comm == false);
+  CHECK(zero(3, 2, "llama2_7b", 8, "").communication.overlap_comm == true);
   CHECK(part(estimate_memory(test::catalog(), zero(2, 2)), "gradients") == Approx(n * 2 / 16));
   const MemoryEstimate three = estimate_memory(test::catalog(), zero(3, 2));
   CHECK(part(three, "parameters") == Approx(n * 6 / 16));
@@ -108,6 +115,40 @@ TEST_CASE("deepspeed: what an iteration moves at each stage, on both fidelities 
   CHECK(stage1["exposed_communication_s"].get<double>() >= 0.9 * first_gather);
 }
 
+TEST_CASE("deepspeed: without overlap_comm the gradients are reduced once backward is over", "[deepspeed]") {
+  for (const Fidelity f : {Fidelity::Step, Fidelity::Flow}) {
+    INFO(to_string(f));
+    const nlohmann::json on = predicted(zero(2, 2), f), off = predicted(zero(2, 2, "llama2_7b", 8, "false"), f);
+    // The same bytes either way; without the overlap none starts before the backward pass ends,
+    // the first holding the first layers' gradients (registration order), so the step is longer.
+    auto reduced = [](const nlohmann::json& p) {
+      std::vector<double> bytes, starts;
+      for (const auto& r : p["collectives"])
+        if (r["algorithm"].get<std::string>().ends_with("allreduce")) {
+          bytes.push_back(r["bytes"].get<double>());
+          starts.push_back(r["start_s"].get<double>());
+        }
+      return std::pair{bytes, starts};
+    };
+    const auto [on_bytes, on_starts] = reduced(on);
+    const auto [off_bytes, off_starts] = reduced(off);
+    REQUIRE(off_bytes.size() > 1);  // the buckets close at other tensors in registration order
+    double on_sum = 0, off_sum = 0;
+    for (double b : on_bytes) on_sum += b;
+    for (double b : off_bytes) off_sum += b;
+    CHECK(off_sum == Approx(on_sum));
+    // The whole-model gather first, then the forward and backward passes.
+    const double backward = on["backward_time_s"].get<double>();
+    const double backward_end =
+        on["collectives"][0]["end_s"].get<double>() + on["forward_time_s"].get<double>() + backward;
+    for (double t : off_starts) CHECK(t >= backward_end - 0.01 * backward);
+    CHECK(*std::min_element(on_starts.begin(), on_starts.end()) < backward_end - 0.1 * backward);
+    CHECK(off["iteration_time_s"].get<double>() > on["iteration_time_s"].get<double>() * 1.02);
+    CHECK(off["exposed_communication_s"].get<double>() > on["exposed_communication_s"].get<double>());
+  }
+  CHECK_THAT(to_yaml(zero(1, 2, "llama2_7b", 8, "")), Catch::Contains("overlap_comm: false"));
+}
+
 TEST_CASE("deepspeed: bad input names the key and the choices", "[deepspeed][bad_input]") {
   const Catalog& c = test::catalog();
   auto error = [&](const std::string& communication) {
@@ -123,6 +164,8 @@ TEST_CASE("deepspeed: bad input names the key and the choices", "[deepspeed][bad
              Catch::Contains("bad.yaml:4:") && Catch::Contains("3, 2 or 1"));
   CHECK_THAT(error("framework: deepspeed"), Catch::Contains("needs communication.zero_stage: 1, 2 or 3"));
   CHECK_THAT(error("framework: fsdp, zero_stage: 3"), Catch::Contains("applies to framework: deepspeed"));
+  CHECK_THAT(error("framework: pytorch_ddp, overlap_comm: true"), Catch::Contains("applies to framework: deepspeed"));
+  CHECK_THAT(error("framework: deepspeed, zero_stage: 2, overlap_comm: maybe"), Catch::Contains("bad.yaml:4:"));
   CHECK_THAT(error("framework: deepspeed, zero_stage: 3, sharding: full_shard"),
              Catch::Contains("deepspeed shards by zero_stage"));
   CHECK_THAT(error("framework: deepspeed, zero_stage: 2, strategy: tree"),

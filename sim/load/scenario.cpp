@@ -115,6 +115,7 @@ const std::vector<std::string> kCommKeys = {"strategy",
                                             "sharding",
                                             "shard_group",
                                             "zero_stage",
+                                            "overlap_comm",
                                             "gradient_precision"};
 
 const std::vector<std::string> kStorageKeys = {
@@ -586,6 +587,7 @@ void framework_yaml(YAML::Emitter& out, const Scenario& s) {
     if (c.sharding == Sharding::HybridShard) out << YAML::Key << "shard_group" << YAML::Value << state_shards(s);
   } else if (c.framework == Framework::Deepspeed) {
     out << YAML::Key << "zero_stage" << YAML::Value << c.zero_stage;
+    out << YAML::Key << "overlap_comm" << YAML::Value << c.overlap_comm;
   } else {
     out << YAML::Key << "fusion_threshold" << YAML::Value << format_bytes(c.fusion_threshold_bytes);
     out << YAML::Key << "cycle_time" << YAML::Value << format_time(c.cycle_time_s);

@@ -100,6 +100,9 @@ struct CommunicationConfig {
   Sharding sharding = Sharding::FullShard;  // fsdp only
   // deepspeed only: ZeRO's stage (1: optimizer state sharded, 2: and gradients, 3: and parameters); 0 unset.
   int zero_stage = 0;
+  // deepspeed only: zero_optimization.overlap_comm, gradients reduced on a side stream as backward fills
+  // each bucket; off, they are reduced with the compute stalled (DeepSpeed's default at stages 1 and 2).
+  bool overlap_comm = false;
   int shard_group = 0;  // hybrid_shard: the GPUs a shard group spans (0: a node's)
   double bucket_bytes = 25.0 * 1024 * 1024;
   double first_bucket_bytes = 1024.0 * 1024;

@@ -152,6 +152,25 @@ void parse_parameter_server_keys(const YamlField& co, Scenario& s) {
 
 namespace {
 
+// DeepSpeed's zero_optimization: the stage, and whether the gradients' reduction overlaps backward
+// (DeepSpeed's DeepSpeedZeroConfig: overlap_comm true by default at stage 3 only).
+void parse_zero(const YamlField& co, Scenario& s, bool deepspeed) {
+  if (auto f = co.find("zero_stage")) {
+    if (!deepspeed) f->fail("applies to framework: deepspeed");
+    s.communication.zero_stage = std::stoi(f->choice({"1", "2", "3"}));
+  } else if (deepspeed) {
+    co.get("framework")
+        .fail(
+            "deepspeed needs communication.zero_stage: 1, 2 or 3 (DeepSpeed's own default, 0, is plain data "
+            "parallelism: framework pytorch_ddp)");
+  }
+  s.communication.overlap_comm = s.communication.zero_stage == 3;
+  if (auto f = co.find("overlap_comm")) {
+    if (!deepspeed) f->fail("applies to framework: deepspeed");
+    s.communication.overlap_comm = f->boolean();
+  }
+}
+
 // communication.framework: Horovod's keys (fusion_threshold, cycle_time) or DDP's (bucket sizes), FSDP's sharding
 // or DeepSpeed's ZeRO stage.
 void parse_framework(const YamlField& co, Scenario& s) {
@@ -179,15 +198,7 @@ void parse_framework(const YamlField& co, Scenario& s) {
                                : v == "hybrid_shard"  ? Sharding::HybridShard
                                                       : Sharding::NoShard;
   }
-  if (auto f = co.find("zero_stage")) {
-    if (!deepspeed) f->fail("applies to framework: deepspeed");
-    s.communication.zero_stage = std::stoi(f->choice({"1", "2", "3"}));
-  } else if (deepspeed) {
-    co.get("framework")
-        .fail(
-            "deepspeed needs communication.zero_stage: 1, 2 or 3 (DeepSpeed's own default, 0, is plain data "
-            "parallelism: framework pytorch_ddp)");
-  }
+  parse_zero(co, s, deepspeed);
   if (fsdp || deepspeed) s.communication.cycle_time_s = 0;  // a collective starts when its gradients are in
   for (const char* k : {"bucket_size", "first_bucket_size", "gradient_as_bucket_view"})
     if (auto f = co.find(k); f && !ddp) f->fail(std::string(k) + " applies to framework: pytorch_ddp");

@@ -110,8 +110,8 @@ MemoryItem sharded_buffers(const ModelSpec& model, const Scenario& s) {
 // DeepSpeed ZeRO's model states ([zero] sec. 5, with K = the master copy and the optimizer's state): the
 // parameters in the compute type (sharded at stage 3) and, under mixed precision, their FP32 master copy
 // (sharded from stage 1); the gradients in the compute type (sharded from stage 2); the optimizer's state
-// (sharded from stage 1). Buffers: at stages 1 and 2 two reduce buckets (contiguous_gradients, overlap_comm),
-// at stage 3 one and the root and two blocks gathered.
+// (sharded from stage 1). Buffers: at stages 1 and 2 a reduce bucket (contiguous_gradients), two with
+// overlap_comm (stage_1_and_2.py's double ipg_buffer), at stage 3 one and the root and two blocks gathered.
 std::vector<MemoryItem> zero_states(const Catalog& catalog, const Scenario& s, const OptimizerSpec& opt) {
   const ModelSpec& model = catalog.model(s.model.name);
   const auto& mem = catalog.compute().memory;
@@ -127,8 +127,9 @@ std::vector<MemoryItem> zero_states(const Catalog& catalog, const Scenario& s, c
       format_number(w) + " B x " + format_number(n) + " (" + placed(param_shards) + ")" +
           (master > 0 ? " + an FP32 master copy, " + format_number(master) + " B a parameter sharded" + over : "")};
   const double bucket = std::min(n, static_cast<double>(kZeroReduceBucketElements)) * w;
-  MemoryItem buffers{"buffers", stage == 3 ? bucket : 2 * bucket,
-                     (stage == 3 ? "a reduce bucket of " : "two reduce buckets of ") + format_bytes(bucket)};
+  const bool two = stage < 3 && s.communication.overlap_comm;
+  MemoryItem buffers{"buffers", two ? 2 * bucket : bucket,
+                     (two ? "two reduce buckets of " : "a reduce bucket of ") + format_bytes(bucket)};
   if (stage == 3) {  // prefetching a block ahead, as FSDP's limit_all_gathers
     const auto [root, largest] = root_and_largest_block(model);
     buffers.bytes += (root + 2 * largest) * w;
