@@ -11,6 +11,7 @@
 
 #include "load/input_error.h"
 #include "test_support.h"
+#include "validate/stack_coverage.h"
 #include "validate/validation.h"
 
 using namespace ringsim;

@@ -4,7 +4,6 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -49,11 +48,6 @@ double max_abs_error_of(const std::vector<ValidationCase>& cases);
 int banded_of(const std::vector<ValidationCase>& cases);
 double band_coverage_of(const std::vector<ValidationCase>& cases);
 double band_median_width_of(const std::vector<ValidationCase>& cases);
-// A scenario's stack as a case names it: its strategy (the parameter servers' transport where they use RPC),
-// its framework where not Horovod's, and its library.
-std::string stack_of(const Scenario& s);
-// The cases of each stack, in the stacks' order (cases without one left out).
-std::map<std::string, std::vector<ValidationCase>> cases_by_stack(const std::vector<ValidationCase>& cases);
 
 struct ValidationReport {
   std::string title;
