@@ -75,6 +75,13 @@ double ModelSpec::forward_flops(int tokens) const {
   return f;
 }
 
+double ModelSpec::vocabulary() const {
+  double v = 0;
+  for (const auto& t : tensors)
+    if (t.shape.size() == 2 && t.use == TensorUse::PerToken) v = std::max(v, static_cast<double>(t.shape[0]));
+  return v >= 8192 ? v : 0;
+}
+
 bool ModelSpec::transformer() const {
   return std::any_of(tensors.begin(), tensors.end(), [](const TensorSpec& t) { return t.use == TensorUse::Attention; });
 }

@@ -232,6 +232,8 @@ struct ModelSpec {
   double forward_flops(int tokens) const;  // per sample, summed over tensors
   double forward_flops() const { return forward_flops(default_tokens); }
   bool transformer() const;  // it has attention
+  // The largest 2-D per-token weight's rows, at least 8,192: a text model's vocabulary (its output layer); else 0.
+  double vocabulary() const;
   std::string sample_noun() const { return seq_len_settable ? "sequences" : "images"; }
 };
 

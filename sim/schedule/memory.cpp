@@ -48,14 +48,6 @@ double cnn_activations(const ModelSpec& m, double w) {
   return w * (2 * elems + input);
 }
 
-// The largest 2-D per-token weight's rows: a text model's vocabulary (its output layer).
-double vocabulary(const ModelSpec& m) {
-  double v = 0;
-  for (const auto& t : m.tensors)
-    if (t.shape.size() == 2 && t.use == TensorUse::PerToken) v = std::max(v, static_cast<double>(t.shape[0]));
-  return v >= 8192 ? v : 0;
-}
-
 // What would make a job that does not fit fit: a micro-batch that does, else sharding the model's states.
 // `fixed`: the bytes that do not grow with the micro-batch; a sample adds its activations and the allocator's
 // overhead on them.
@@ -157,7 +149,7 @@ MemoryEstimate estimate_memory(const Catalog& catalog, const Scenario& s) {
   const bool flash = cs.operators.stack_for(s.model.stack).flash_attention;
   if (model.architecture.layers > 0)
     m.activation_bytes_per_sample =
-        transformer_activations(model, w, s.model.tokens, flash, vocabulary(model), s.model.activation_checkpointing);
+        transformer_activations(model, w, s.model.tokens, flash, model.vocabulary(), s.model.activation_checkpointing);
   else if (!model.transformer())
     m.activation_bytes_per_sample = cnn_activations(model, w);
   const double activations = m.activation_bytes_per_sample * s.model.batch_per_gpu;

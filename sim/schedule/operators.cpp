@@ -105,6 +105,7 @@ struct Builder {
     l.backward.push_back(memory(width * elems * 3 * k, k));
   }
   double winograd = 1;          // the arithmetic a 3 x 3 stride-1 convolution saves (1: none)
+  double vocabulary = model.vocabulary();
   bool activation_due = false;  // a block's attention seen, its feed-forward's activation not yet
 
   void dense(const TensorSpec& t) {
@@ -127,8 +128,9 @@ struct Builder {
       activation(l, rows * model.architecture.ff);
       activation_due = false;
     }
-    // A vocabulary's logits: the loss's log-softmax over them in FP32, and its gradient.
-    if (n >= 8192 && t.use == TensorUse::PerToken) {
+    // A vocabulary's logits (not a feed-forward as wide): the loss's log-softmax over them in FP32, and its
+    // gradient.
+    if (t.use == TensorUse::PerToken && n == vocabulary) {
       l.forward.push_back(memory(4 * 2 * rows * n, 2));
       l.backward.push_back(memory(4 * 2 * rows * n));
     }
