@@ -52,6 +52,22 @@ TEST_CASE("models: the transformers' parameter counts are their reference implem
   CHECK_FALSE(c.model("resnet50").transformer());
 }
 
+TEST_CASE("models: MPT as LLM Foundry's benchmark tables count it, its output layer tied", "[models]") {
+  const Catalog& c = test::catalog();
+  // wte (tied), a 2,048-row position table, per layer 12 d^2 of weights, 9 d of biases and two LayerNorms
+  // (4 d); the final LayerNorm. The tables' NumParams at 2,048 tokens.
+  auto count = [](double d, double L) { return 50368 * d + 2048 * d + L * (12 * d * d + 13 * d) + 2 * d; };
+  CHECK(c.model("mpt_1b").total_params == 1315950592);
+  CHECK(static_cast<double>(c.model("mpt_1b").total_params) == count(2048, 24));
+  CHECK(c.model("mpt_3b").total_params == 2651837440);
+  CHECK(static_cast<double>(c.model("mpt_3b").total_params) == count(2560, 32));
+  CHECK(c.model("mpt_3b").head_dim == 128);
+  CHECK(c.model("mpt_1b").vocabulary() == 50368);
+  // forward: 2 T (12 L d^2 + V d) of matmuls per sequence (the tied table as the output layer), attention 4 T^2 d
+  const double d = 2048, T = 4096;
+  CHECK(c.model("mpt_1b").forward_flops(4096) == Approx(2 * T * (24 * 12 * d * d + 50368 * d) + 24 * 4 * T * T * d));
+}
+
 TEST_CASE("models: the Llama checkpoints' parameter counts, grouped-query attention and head size", "[models]") {
   const Catalog& c = test::catalog();
   // Embedding and output layer (untied), then per layer: q, o at d x d, k and v at d x kv, SwiGLU's three, two

@@ -5,6 +5,8 @@
 #include <fstream>
 #include <numeric>
 
+#include "load/uncertain.h"
+#include "schedule/compute_model.h"
 #include "schedule/operators.h"
 #include "test_support.h"
 #include "validate/single_gpu.h"
@@ -210,4 +212,107 @@ TEST_CASE("validate --single-gpu reads its file, refusing unknown names where th
   CHECK(err.find(path + ":2:") != std::string::npos);
   CHECK(err.find("H100-SXM5-80GB") != std::string::npos);
   std::remove(path.c_str());
+}
+
+namespace {
+
+// Of a step's matmuls, the FLOPs of those run in the linear arithmetic, and of the others.
+std::pair<double, double> linear_flops(const StepKernels& s) {
+  double linear = 0, other = 0;
+  for (const auto& l : s.layers)
+    for (const auto* ks : {&l.forward, &l.backward})
+      for (const auto& k : *ks)
+        if (k.matmul) (k.linear ? linear : other) += k.flops;
+  return {linear, other};
+}
+
+Scenario llm(const std::string& model, int seq, const std::string& precision, const std::string& sku) {
+  return load_scenario_text("cluster: {sku: " + sku + ", nodes: 1}\nmodel: {name: " + model +
+                                ", batch_per_gpu: 2, seq_len: " + std::to_string(seq) + ", precision: " + precision +
+                                "}\ntraining: {epochs: 1}\n",
+                            "test.yaml", test::catalog());
+}
+
+}  // namespace
+
+TEST_CASE("the loss's log-softmax follows the vocabulary's logits only, not a feed-forward as wide", "[operators]") {
+  const ModelSpec& m = test::catalog().model("llama3_8b");
+  const double rows = 2 * 1024.0;
+  const StepKernels s = step_kernels(m, 2, 1024, "bf16", stack("tuned"), ops());
+  int softmaxes = 0;
+  for (const auto& l : s.layers)
+    for (const auto& k : l.forward)
+      if (!k.matmul && k.repeat == 2 && k.bytes >= 4 * 2 * rows * 14336) {
+        ++softmaxes;
+        CHECK(l.layer == "lm_head");
+        CHECK(k.bytes == Approx(4 * 2 * rows * 128256));
+      }
+  CHECK(softmaxes == 1);  // Llama 3 8B's gate and up projections are 14,336 wide: none after them
+}
+
+TEST_CASE("fp8: the blocks' linear layers in FP8, attention and the output layer in BF16", "[operators]") {
+  const Catalog& c = test::catalog();
+  const ModelSpec& m = c.model("mpt_1b");
+  const StepKernels b16 = step_kernels(m, 4, 2048, "bf16", stack("tuned"), ops());
+  const StepKernels f8 = step_kernels(m, 4, 2048, "fp8", stack("tuned"), ops());
+  const auto [none, all] = linear_flops(b16);
+  const auto [linear, other] = linear_flops(f8);
+  CHECK(none == 0);
+  CHECK(linear + other == Approx(all).epsilon(1e-12));  // the same arithmetic, some of it in FP8
+  // the blocks' weights (12 d^2 a layer) are FP8's, three products each; the tied output layer (the first
+  // weight: no gradient to its input) stays BF16
+  const double d = 2048, rows = 4 * 2048.0;
+  CHECK(linear == Approx(24 * 12 * d * d * 2 * rows * 3));
+  SECTION("on an H100 the FP8 step is faster, but not twice: attention, norms and casts stay") {
+    const GpuSpec& h100 = c.gpu("H100-SXM5-80GB");
+    const StackSpec& st = stack("tuned");
+    auto seconds = [&](const std::string& precision, int seq) {
+      const StepTime t =
+          step_time(step_kernels(m, 4, seq, precision, st, ops()), gpu_rates(c.compute(), h100, precision, st));
+      return t.forward_s + t.backward_s;
+    };
+    const double short_gain = seconds("bf16", 512) / seconds("fp8", 512);
+    const double long_gain = seconds("bf16", 32768) / seconds("fp8", 32768);
+    CHECK(short_gain > 1.2);
+    CHECK(short_gain < 1.9);
+    // LLM Foundry's MPT-1B on H100 (validate/README.md): 1.35x at 512 tokens, 1.05x at 32,768
+    CHECK(long_gain < short_gain - 0.15);
+    CHECK(long_gain > 1);
+  }
+  SECTION("the FP8 matmuls run at the GPU's matmul fraction of the FP8 peak, times fp8_matmul_scale") {
+    const GpuRates r = gpu_rates(c.compute(), c.gpu("H100-SXM5-80GB"), "fp8", stack("tuned"));
+    CHECK(r.linear_flops == Approx(1979.0 / 989 * r.matmul_flops));  // FP8's against BF16's dense peak
+    Catalog slower = c;
+    CatalogOverlay o;
+    o.compute.fp8_matmul_scale = 0.75;
+    slower.apply(o);
+    const GpuRates q = gpu_rates(slower.compute(), slower.gpu("H100-SXM5-80GB"), "fp8", stack("tuned"));
+    CHECK(q.linear_flops == Approx(0.75 * r.linear_flops));
+    CHECK(q.matmul_flops == Approx(r.matmul_flops));
+  }
+}
+
+TEST_CASE("fp8 in a scenario: the operator model prices it, MFU of the FP8 peak, its band figure, bad input",
+          "[operators]") {
+  const Catalog& c = test::catalog();
+  const Scenario s = llm("mpt_1b", 2048, "fp8", "ND96isr_H100_v5");
+  CHECK(s.model.stack == c.compute().operators.default_stack);  // the roofline has no FP8 efficiency
+  CHECK(s.model.gradient_bytes == 4);                           // FP32 gradients, as bf16's
+  const ComputeModel cm = build_compute_model(c, s, false);
+  CHECK(cm.source == "operators");
+  CHECK(cm.peak_flops == Approx(1979e12));
+  const ComputeModel bf = build_compute_model(c, llm("mpt_1b", 2048, "bf16", "ND96isr_H100_v5"), false);
+  CHECK(bf.source == "roofline");
+  CHECK(bf.peak_flops == Approx(989e12));
+  const auto& u = c.uncertain();
+  const auto fp8 = std::find_if(u.begin(), u.end(), [](const UncertainParameter& p) { return p.name == "fp8_matmul"; });
+  REQUIRE(fp8 != u.end());
+  CHECK(applies_to(*fp8, s, c));
+  Scenario tuned_bf16 = llm("mpt_1b", 2048, "bf16", "ND96isr_H100_v5");
+  tuned_bf16.model.stack = "tuned";
+  CHECK_FALSE(applies_to(*fp8, tuned_bf16, c));
+  const std::string e = test::input_error_of([] { llm("mpt_1b", 2048, "fp8", "ND96amsr_A100_v4"); });
+  CHECK(e.find("A100-SXM4-80GB has no fp8 peak") != std::string::npos);
+  CHECK(e.find("it runs fp32, tf32, amp or bf16") != std::string::npos);
+  CHECK(test::input_error_of([] { llm("mpt_1b", 2048, "fp4", "ND96isr_H100_v5"); }).find("fp8") != std::string::npos);
 }

@@ -205,7 +205,7 @@ void Catalog::load_gpus(const fs::path& base) {
     g.description = f.get("description").str();
     g.fp32_peak_flops = f.get("fp32_peak").positive_quantity(Quantity::FlopRate);
     if (auto p = f.find("peaks")) {
-      p->require_map({"tf32", "fp16", "bf16"});
+      p->require_map({"tf32", "fp16", "bf16", "fp8"});
       for (auto& [arith, v] : p->entries()) g.peaks[arith] = v.positive_quantity(Quantity::FlopRate);
     }
     g.memory_bandwidth = f.get("memory_bandwidth").positive_quantity(Quantity::Bandwidth);

@@ -249,10 +249,15 @@ struct MeasuredRate {
 // model.precision (compute.yaml precisions): the GPU peak its passes run at, the type of gradients on the wire, and the
 // roofline's achieved fraction of that peak for CNNs and for transformers.
 struct PrecisionSpec {
-  std::string name;               // fp32 | tf32 | amp | bf16
-  std::string peak;               // fp32 | tf32 | fp16 | bf16: GpuSpec::peak_flops
+  std::string name;  // fp32 | tf32 | amp | bf16 | fp8
+  std::string peak;  // fp32 | tf32 | fp16 | bf16: GpuSpec::peak_flops
+  // The arithmetic of the linear layers' matmuls where it is not `peak`'s (fp8: Transformer Engine's and
+  // torchao's recipes run them in FP8, the rest in BF16); empty: `peak`'s.
+  std::string linear;
   std::string gradient = "fp32";  // fp32 | fp16 | bf16: the gradients' type on the wire
+  // the roofline's; 0 where the roofline has none (fp8: the operator model prices it)
   double cnn_efficiency = 0, transformer_efficiency = 0;
+  const std::string& linear_peak() const { return linear.empty() ? peak : linear; }
   std::string source;  // "compute.yaml:LINE"
 };
 // How a stack runs the optimizer's update: one fused kernel pass, PyTorch's multi-tensor (foreach) kernels
@@ -288,10 +293,11 @@ struct OptimizerSpec {
 };
 // compute.yaml operators: what GPUs achieve per kernel kind.
 struct OperatorSpec {
-  double matmul_efficiency = 0;   // of the precision's peak, large matmuls, where the GPU has no figure
-  double memory_efficiency = 0;   // of the GPU's memory bandwidth, streaming kernels, likewise
-  double tile = 128;              // matmul output dimensions are rounded up to tiles of this size
-  double winograd_reduction = 1;  // FP32 3 x 3 stride-1 convolutions' arithmetic divided by this (Winograd)
+  double matmul_efficiency = 0;           // of the precision's peak, large matmuls, where the GPU has no figure
+  double memory_efficiency = 0;           // of the GPU's memory bandwidth, streaming kernels, likewise
+  double tile = 128;                      // matmul output dimensions are rounded up to tiles of this size
+  double winograd_reduction = 1;          // FP32 3 x 3 stride-1 convolutions' arithmetic divided by this (Winograd)
+  double fp8_cast_bytes_per_element = 4;  // an FP8 operand's quantisation: 16-bit read, FP8 written twice
   // PyTorch's multi-tensor launches: elements a block takes, blocks a launch takes at most.
   double multi_tensor_chunk = 65536, multi_tensor_blocks = 320;
   std::map<std::string, std::pair<double, double>> norm_passes;  // by family: forward, backward passes
@@ -316,6 +322,8 @@ struct ComputeSpec {
   double roofline_efficiency_scale = 1;
   // A factor on the operator model's step time: 1 is the model; only a band or a calibration moves it.
   double operator_time_scale = 1;
+  // A factor on what FP8 matmuls reach: 1, the fraction of the FP8 peak BF16 matmuls reach of theirs.
+  double fp8_matmul_scale = 1;
   // One rank's per-step compute time varies: its standard deviation over its mean. A synchronous step
   // waits for the slowest rank (ComputeModel::straggler_s).
   double step_time_cv = 0;

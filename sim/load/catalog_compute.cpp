@@ -13,20 +13,28 @@ namespace fs = std::filesystem;
 using catalog_detail::open_root;
 
 // compute.yaml: the roofline and measured single-GPU rates.
-// compute.yaml precisions: fp32, tf32, amp and bf16, each with its peak, gradient bytes and efficiencies.
+// compute.yaml precisions: fp32, tf32, amp, bf16 and fp8, each with its peak, gradient bytes and the roofline's
+// efficiencies; fp8 with the linear layers' arithmetic and no roofline (the operator model prices it).
 void Catalog::load_precisions(const YamlField& list) {
-  list.require_map({"fp32", "tf32", "amp", "bf16"});
-  for (const char* name : {"fp32", "tf32", "amp", "bf16"}) {
+  list.require_map({"fp32", "tf32", "amp", "bf16", "fp8"});
+  for (const char* name : {"fp32", "tf32", "amp", "bf16", "fp8"}) {
     YamlField f = list.get(name);
-    f.require_map({"peak", "gradient", "efficiency"});
+    const bool fp8 = std::string(name) == "fp8";
+    if (fp8)
+      f.require_map({"peak", "linear", "gradient"});
+    else
+      f.require_map({"peak", "gradient", "efficiency"});
     PrecisionSpec p;
     p.name = name;
     p.peak = f.get("peak").choice({"fp32", "tf32", "fp16", "bf16"});
+    if (fp8) p.linear = f.get("linear").choice({"fp8"});
     p.gradient = f.get("gradient").choice({"fp32", "fp16", "bf16"});
-    YamlField e = f.get("efficiency");
-    e.require_map({"cnn", "transformer"});
-    p.cnn_efficiency = e.get("cnn").number(0.001, 1);
-    p.transformer_efficiency = e.get("transformer").number(0.001, 1);
+    if (!fp8) {
+      YamlField e = f.get("efficiency");
+      e.require_map({"cnn", "transformer"});
+      p.cnn_efficiency = e.get("cnn").number(0.001, 1);
+      p.transformer_efficiency = e.get("transformer").number(0.001, 1);
+    }
     p.source = "compute.yaml:" + std::to_string(f.location().line);
     compute_.precisions.emplace(name, p);
     compute_.precision_order.push_back(name);
@@ -71,13 +79,14 @@ std::pair<double, double> range_around(const YamlField& f, double value, Read re
 
 // compute.yaml operators: the operator model's figures per kernel kind, GPU, optimizer and software stack.
 void Catalog::load_operators(const YamlField& f) {
-  f.require_map({"matmul_efficiency", "memory_efficiency", "tile", "winograd_reduction", "multi_tensor", "norm_passes",
-                 "gpus", "optimizers", "default_stack", "stacks"});
+  f.require_map({"matmul_efficiency", "memory_efficiency", "tile", "winograd_reduction", "fp8_cast_bytes",
+                 "multi_tensor", "norm_passes", "gpus", "optimizers", "default_stack", "stacks"});
   OperatorSpec& o = compute_.operators;
   o.matmul_efficiency = f.get("matmul_efficiency").number(0.01, 1);
   o.memory_efficiency = f.get("memory_efficiency").number(0.01, 1);
   o.tile = static_cast<double>(f.get("tile").integer(1, 1024));
   o.winograd_reduction = f.get("winograd_reduction").number(1, 4);
+  o.fp8_cast_bytes_per_element = f.get("fp8_cast_bytes").number(0, 16);
   YamlField mt = f.get("multi_tensor");
   mt.require_map({"chunk_elements", "blocks_per_launch"});
   o.multi_tensor_chunk = static_cast<double>(mt.get("chunk_elements").integer(1, 1 << 30));

@@ -61,6 +61,7 @@ struct ComputeOverlay {
   std::optional<double> step_time_cv, gpu_to_gpu_cv, reference_gpu_score, co_run_slowdown;
   std::optional<double> roofline_efficiency_scale;  // compute.yaml roofline.efficiency_scale
   std::optional<double> operator_time_scale;        // a factor on the operator model's step time
+  std::optional<double> fp8_matmul_scale;           // a factor on FP8 matmuls' achievable rate
   bool operator==(const ComputeOverlay&) const = default;
 };
 

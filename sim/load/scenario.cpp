@@ -340,7 +340,7 @@ void parse_single_gpu_rate(const YamlField& mo, const Catalog& catalog, Scenario
   }
 }
 
-// model.precision: one the GPU has a peak for.
+// model.precision: one the GPU has the peaks for.
 void parse_precision(const YamlField& mo, const Catalog& catalog, Scenario& s) {
   const auto f = mo.find("precision");
   if (!f) return;
@@ -350,12 +350,16 @@ void parse_precision(const YamlField& mo, const Catalog& catalog, Scenario& s) {
   s.communication.gradient_precision = p.gradient;
   s.model.gradient_bytes = gradient_element_bytes(p.gradient);
   const GpuSpec& gpu = catalog.gpu(catalog.sku(s.cluster.sku).gpu);
-  if (gpu.peak_flops(p.peak) > 0) return;
+  auto runs = [&gpu](const PrecisionSpec& q) {
+    return gpu.peak_flops(q.peak) > 0 && gpu.peak_flops(q.linear_peak()) > 0;
+  };
+  if (runs(p)) return;
   std::vector<std::string> usable;
   for (const auto& name : cs.precision_order)
-    if (gpu.peak_flops(cs.precisions.at(name).peak) > 0) usable.push_back(name);
-  const std::string in = p.peak == p.name ? "" : " (" + p.name + " computes in " + p.peak + ")";
-  f->fail(s.cluster.sku + "'s " + gpu.name + " has no " + p.peak + " peak in gpus.yaml" + in + "; it runs " +
+    if (runs(cs.precisions.at(name))) usable.push_back(name);
+  const std::string& missing = gpu.peak_flops(p.peak) > 0 ? p.linear_peak() : p.peak;
+  const std::string in = missing == p.name ? "" : " (" + p.name + " computes in " + missing + ")";
+  f->fail(s.cluster.sku + "'s " + gpu.name + " has no " + missing + " peak in gpus.yaml" + in + "; it runs " +
           join_alternatives(usable, " or "));
 }
 
@@ -429,6 +433,10 @@ const ModelSpec& parse_model(const YamlField& root, const Catalog& catalog, Scen
   parse_single_gpu_rate(mo, catalog, s);
   parse_precision(mo, catalog, s);
   if (auto f = mo.find("stack")) s.model.stack = f->choice(catalog.compute().operators.stack_order);
+  // The roofline has one efficiency a precision: FP8's linear layers beside BF16's rest are the operator
+  // model's, on the catalog's default stack unless the scenario names one.
+  if (!catalog.compute().precisions.at(s.model.precision).linear.empty() && s.model.stack.empty())
+    s.model.stack = catalog.compute().operators.default_stack;
   if (auto f = mo.find("activation_checkpointing")) {
     s.model.activation_checkpointing = f->choice({"none", "selective", "full"});
     if (s.model.activation_checkpointing != "none" && model->architecture.layers == 0)

@@ -126,9 +126,10 @@ struct CommunicationConfig {
   }
 };
 
-// Bytes of an activation or a cast parameter under a precision: 16-bit under autocast (amp, bf16), else 32.
+// Bytes of an activation or a cast parameter under a precision: 16-bit under autocast (amp, bf16, and fp8,
+// whose FP8 linear layers take and give BF16), else 32.
 inline int compute_element_bytes(const std::string& precision) {
-  return precision == "amp" || precision == "bf16" ? 2 : 4;
+  return precision == "amp" || precision == "bf16" || precision == "fp8" ? 2 : 4;
 }
 
 // Bytes of one gradient element of type fp32, fp16 or bf16.

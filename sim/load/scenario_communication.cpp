@@ -207,7 +207,7 @@ void parse_framework(const YamlField& co, Scenario& s) {
     s.model.gradient_bytes = gradient_element_bytes(s.communication.gradient_precision);
   } else if (deepspeed) {  // DeepSpeed reduces in the model's type (engine.py, communication_data_type)
     const std::string& p = s.model.precision;
-    s.communication.gradient_precision = p == "amp" ? "fp16" : p == "bf16" ? "bf16" : "fp32";
+    s.communication.gradient_precision = p == "amp" ? "fp16" : p == "bf16" || p == "fp8" ? "bf16" : "fp32";
     s.model.gradient_bytes = gradient_element_bytes(s.communication.gradient_precision);
   }
   if (!ddp) return;

@@ -147,6 +147,8 @@ bool applies_to(const UncertainParameter& p, const Scenario& s, const Catalog& c
     // one GPU too; the band asks where the rate comes from
     if (f[1] == "roofline_efficiency_scale") return true;
     if (f[1] == "operator_time_scale") return !s.model.stack.empty();  // the operator model's runs
+    if (f[1] == "fp8_matmul_scale")                                    // the operator model's FP8 linear layers
+      return !s.model.stack.empty() && !catalog.compute().precisions.at(s.model.precision).linear.empty();
     return f[1] == "co_run_slowdown" ? s.cluster.gpus_per_node > 1 : s.cluster.total_gpus() > 1;
   }
   if (f[0] == "skus") return ethernet && fnmatch(f[1].c_str(), s.cluster.sku.c_str(), 0) == 0;

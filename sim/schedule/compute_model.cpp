@@ -145,7 +145,8 @@ ComputeModel build_compute_model(const Catalog& catalog, const Scenario& s, bool
   const double flops = model.forward_flops(s.model.tokens);
   cm.update_s = optimizer_update_s(model, gpu);
   cm.model_flops_per_sample = 3 * model.forward_flops(s.model.tokens);
-  cm.peak_flops = gpu.peak_flops(cs.precisions.at(s.model.precision).peak);
+  // MFU's denominator: the peak of the precision's matmuls (fp8's FP8 peak, as LLM Foundry's tables count it)
+  cm.peak_flops = gpu.peak_flops(cs.precisions.at(s.model.precision).linear_peak());
   cm.memory = estimate_memory(catalog, s);
 
   double fwd_bwd = micro_batch_s(catalog, s, cm);

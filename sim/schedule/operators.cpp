@@ -50,6 +50,23 @@ struct Builder {
     first = false;
   }
 
+  // A block's linear layer in FP8 (Transformer Engine, torchao float8): its three products read 1-byte
+  // operands at the FP8 rate, and cast kernels quantise each operand from 16 bits, writing it row- and
+  // column-wise for the transposed products (compute.yaml [fp8]): the input and the weight forward, the
+  // output's gradient backward.
+  void fp8_gemm(LayerKernels& l, double rows, double n, double k) {
+    const double w = n * k, cast = ops.fp8_cast_bytes_per_element;
+    const std::size_t f = l.forward.size(), b = l.backward.size();
+    l.forward.push_back(matmul(rows, n, k, rows * k + w + width * rows * n));
+    if (!first) l.backward.push_back(matmul(rows, k, n, rows * n + w + width * rows * k));
+    l.backward.push_back(matmul(n, k, rows, rows * n + rows * k + 4 * w));
+    first = false;
+    for (auto i = f; i < l.forward.size(); ++i) l.forward[i].linear = true;
+    for (auto i = b; i < l.backward.size(); ++i) l.backward[i].linear = true;
+    l.forward.push_back(memory(cast * (rows * k + w), 2));
+    l.backward.push_back(memory(cast * rows * n));
+  }
+
   void conv(const TensorSpec& t) {
     // PyTorch [out, in, kh, kw]; Keras kernels [kh, kw, in, out]
     const bool keras = leaf_name(t.name) == "kernel";
@@ -104,8 +121,10 @@ struct Builder {
     l.forward.push_back(memory(width * elems * 2 * k, k));
     l.backward.push_back(memory(width * elems * 3 * k, k));
   }
-  double winograd = 1;          // the arithmetic a 3 x 3 stride-1 convolution saves (1: none)
+  double winograd = 1;  // the arithmetic a 3 x 3 stride-1 convolution saves (1: none)
   double vocabulary = model.vocabulary();
+  bool fp8 = false;  // the blocks' linear layers in FP8
+  const OperatorSpec& ops;
   bool activation_due = false;  // a block's attention seen, its feed-forward's activation not yet
 
   void dense(const TensorSpec& t) {
@@ -117,7 +136,11 @@ struct Builder {
       return;
     }
     const double rows = t.use == TensorUse::PerSample ? batch : batch * tokens;
-    gemm(l, rows, n, k, rows * k);
+    // the recipes keep the output layer (the vocabulary's logits) and per-sample heads in 16 bits
+    if (fp8 && t.use != TensorUse::PerSample && n != vocabulary)
+      fp8_gemm(l, rows, n, k);
+    else
+      gemm(l, rows, n, k, rows * k);
     if (t.use == TensorUse::Attention) {
       width_of_attention = n;
       attention(l);
@@ -209,7 +232,10 @@ StepKernels step_kernels(const ModelSpec& model, int batch, int tokens, const st
             true,
             {},
             0,
-            precision == "fp32" ? ops.winograd_reduction : 1};
+            precision == "fp32" ? ops.winograd_reduction : 1,
+            model.vocabulary(),
+            precision == "fp8",
+            ops};
   for (const auto& t : model.tensors) b.add(t);
   b.step.optimizer = optimizer_kernels(model, ops.optimizers.at(family), stack, ops);
   return b.step;
@@ -224,7 +250,10 @@ GpuRates gpu_rates(const ComputeSpec& compute, const GpuSpec& gpu, const std::st
     if (it->second.memory > 0) mem = it->second.memory;
   }
   GpuRates r;
-  r.matmul_flops = gpu.peak_flops(compute.precisions.at(precision).peak) * mm;
+  const PrecisionSpec& p = compute.precisions.at(precision);
+  r.matmul_flops = gpu.peak_flops(p.peak) * mm;
+  // [fp8]: FP8 matmuls reach the fraction of their peak BF16 matmuls reach of theirs, times the figure
+  r.linear_flops = gpu.peak_flops(p.linear_peak()) * mm * (p.linear.empty() ? 1 : compute.fp8_matmul_scale);
   r.memory_bytes = gpu.memory_bandwidth * mem;
   r.tile = o.tile;
   r.kernel_s = stack.kernel_s;
@@ -233,7 +262,8 @@ GpuRates gpu_rates(const ComputeSpec& compute, const GpuSpec& gpu, const std::st
 
 double kernel_time(const Kernel& k, const GpuRates& r) {
   double s = k.bytes / r.memory_bytes;
-  if (k.matmul) s = std::max(s, k.flops / (r.matmul_flops * tile_use(k.m, r.tile) * tile_use(k.n, r.tile)));
+  const double rate = k.linear ? r.linear_flops : r.matmul_flops;
+  if (k.matmul) s = std::max(s, k.flops / (rate * tile_use(k.m, r.tile) * tile_use(k.n, r.tile)));
   return k.repeat * std::max(r.kernel_s, s / k.repeat);
 }
 

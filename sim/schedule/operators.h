@@ -16,9 +16,10 @@ struct Kernel {
   bool matmul = false;
   double m = 0, n = 0, k = 0;  // a matmul's output (m x n) and reduction (k), each of `batch` products
   double batch = 1;
-  double flops = 0;   // all of them (every repeat)
-  double bytes = 0;   // read and written, all repeats
-  double repeat = 1;  // identical kernels, one after another (may be fractional: an average count)
+  double flops = 0;     // all of them (every repeat)
+  double bytes = 0;     // read and written, all repeats
+  double repeat = 1;    // identical kernels, one after another (may be fractional: an average count)
+  bool linear = false;  // a linear layer's matmul, in the precision's linear arithmetic (fp8's FP8)
 };
 
 // One layer's kernels (layer: the module path, as ComputeModel's layers).
@@ -40,6 +41,7 @@ StepKernels step_kernels(const ModelSpec& model, int batch, int tokens, const st
 // memory-bound kernels reach, and the matmul tile shapes are rounded up to.
 struct GpuRates {
   double matmul_flops = 0;  // peak x achievable fraction
+  double linear_flops = 0;  // the linear layers' matmuls (Kernel::linear): their arithmetic's peak x that fraction
   double memory_bytes = 0;  // bytes/s
   double tile = 128;
   double kernel_s = 0;  // the stack's cost of issuing one kernel: no kernel takes less

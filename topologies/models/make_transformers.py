@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes bert_base.yaml, bert_large.yaml, gpt2.yaml, gpt2_xl.yaml, vit_b16.yaml and the Llama files from each architecture's
+"""Writes bert_base.yaml, bert_large.yaml, gpt2.yaml, gpt2_xl.yaml, vit_b16.yaml, the MPT and the Llama files from each architecture's
 hyper-parameters, in the reference implementation's parameter registration order (see README.md, "Transformers").
 Run from this folder: python3 make_transformers.py"""
 
@@ -17,6 +17,17 @@ MODELS = {
     "vit_b16": ("ViT-B/16", "vit", dict(d=768, layers=12, ff=3072, patch=16, image=224, classes=1000), 86567656,
                 "torchvision vit_b_16 weights meta num_params"),
 }
+# MPT: LLM Foundry's scripts/train/yamls/pretrain/mpt-1b.yaml and mpt-3b.yaml (d_model, n_heads, n_layers,
+# expansion_ratio 4, vocab_size 50368, max_seq_len 2048) with MPTConfig's defaults of its benchmark tables
+# (learned positions, biases, LayerNorm, GELU, no dropout); reference counts: NumParams of those tables
+# (scripts/train/benchmarking/README.md) at sequence 2048.
+MPT = dict(vocab=50368, positions=2048, max_tokens=65536)
+MODELS.update({
+    "mpt_1b": ("MPT-1B (LLM Foundry)", "mpt", dict(MPT, d=2048, layers=24, heads=16), 1315950592,
+               "LLM Foundry mpt-1b.yaml, NumParams at 2048 tokens"),
+    "mpt_3b": ("MPT-3B (LLM Foundry)", "mpt", dict(MPT, d=2560, layers=32, heads=20), 2651837440,
+               "LLM Foundry mpt-3b.yaml, NumParams at 2048 tokens"),
+})
 # Llama: config.json of each Hugging Face meta-llama checkpoint (hidden_size, intermediate_size,
 # num_hidden_layers, num_attention_heads, num_key_value_heads, vocab_size, max_position_embeddings);
 # reference counts: the checkpoints' safetensors parameter totals as the Hub reports them.
@@ -77,6 +88,22 @@ def gpt2(p):
     return t, sum(numel(x) for x in t)
 
 
+def mpt(p):
+    d = p["d"]
+    t = [["transformer.wte.weight", [p["vocab"], d]],  # also the output layer (tied): a matmul per token
+         ["transformer.wpe.weight", [p["positions"], d], "lookup"]]
+    for i in range(p["layers"]):
+        l = f"transformer.blocks.{i}."  # MPTBlock: norm_1, attn, norm_2, ffn; nn.Linear weights [out, in]
+        t += [[l + "norm_1.weight", [d]], [l + "norm_1.bias", [d]],
+              [l + "attn.Wqkv.weight", [3 * d, d]], [l + "attn.Wqkv.bias", [3 * d]],
+              [l + "attn.out_proj.weight", [d, d], "attention"], [l + "attn.out_proj.bias", [d]],
+              [l + "norm_2.weight", [d]], [l + "norm_2.bias", [d]],
+              [l + "ffn.up_proj.weight", [4 * d, d]], [l + "ffn.up_proj.bias", [4 * d]],
+              [l + "ffn.down_proj.weight", [d, 4 * d]], [l + "ffn.down_proj.bias", [d]]]
+    t += [["transformer.norm_f.weight", [d]], ["transformer.norm_f.bias", [d]]]
+    return t, sum(numel(x) for x in t)
+
+
 def llama(p):
     d, ff, hd = p["d"], p["ff"], p["d"] // p["heads"]
     kv = p["kv_heads"] * hd
@@ -130,6 +157,10 @@ HEADERS = {
     "vit": ("# Source: torchvision vit_b_16 (torchvision/models/vision_transformer.py; Dosovitskiy et al.,\n"
             "# arXiv:2010.11929): 16x16 patches of a 224x224 image -> 196 tokens + the class token; parameters in\n"
             "# model.parameters() order (class_token, conv_proj, encoder.pos_embedding, layers, ln, heads).\n"),
+    "mpt": ("# Source: MosaicML's MPT (LLM Foundry, llmfoundry/models/mpt/modeling_mpt.py) as its benchmark tables ran it:\n"
+            "# learned positions (max_seq_len rows: the tables' runs set it to their sequence, this file has the yamls'\n"
+            "# 2,048), biases, LayerNorm, a GELU feed-forward of 4 x width, the output layer tied to wte, no dropout;\n"
+            "# parameters in MPTForCausalLM's model.parameters() order. Data: C4 (datasets.yaml).\n"),
     "llama": ("# Source: the Llama architecture (Touvron et al., arXiv:2302.13971 and arXiv:2307.09288; Llama Team,\n"
               "# arXiv:2407.21783): RMSNorm, rotary positions (no position table), SwiGLU feed-forward, grouped-query\n"
               "# attention, untied output layer; sizes from the Hugging Face checkpoint's config.json, parameters in\n"
@@ -144,14 +175,14 @@ def architecture(kind, p):
     ff = p.get("ff", 4 * d)
     kv = p.get("kv_heads", heads) * (d // heads)
     mlp = {"llama": "swiglu", "gpt2": "gelu_tanh"}.get(kind, "gelu")  # GPT-2's config: activation gelu_new
-    dropout = "true" if kind in ("bert", "gpt2") else "false"
+    dropout = "true" if kind in ("bert", "gpt2") else "false"  # MPT's attn_pdrop and resid_pdrop default 0
     return (f"architecture: {{layers: {p['layers']}, hidden: {d}, heads: {heads}, kv_width: {kv}, ff: {ff}, "
             f"mlp: {mlp}, dropout: {dropout}}}   # activation memory (sim/schedule/memory.cpp)")
 
 
 def write(name):
     display, kind, p, reference, ref_source = MODELS[name]
-    tensors, reference_part = {"bert": bert, "gpt2": gpt2, "vit": vit, "llama": llama}[kind](p)
+    tensors, reference_part = {"bert": bert, "gpt2": gpt2, "vit": vit, "llama": llama, "mpt": mpt}[kind](p)
     total = sum(numel(t) for t in tensors)
     assert reference_part == reference, (name, reference_part, reference)
     out = [HEADERS[kind].rstrip("\n"),
@@ -165,6 +196,10 @@ def write(name):
         out += [f"dataset: {p['data']}", "dtype: float32",
                 f"tokens: {{default: {p['positions']}, max: {p['positions']}}}   # model.seq_len; the pre-training context",
                 f"head_dim: {p['d'] // p['heads']}   # hidden_size / num_attention_heads"]
+    elif kind == "mpt":
+        out += ["dataset: c4", "dtype: float32",
+                f"tokens: {{default: {p['positions']}, max: {p['max_tokens']}}}   # model.seq_len; max_seq_len of the tables' runs",
+                f"head_dim: {p['d'] // p['heads']}   # d_model / n_heads"]
     else:
         data = "wikipedia_bookcorpus" if kind == "bert" else "openwebtext"
         out += [f"dataset: {data}", "dtype: float32",
