@@ -316,3 +316,39 @@ TEST_CASE("fp8 in a scenario: the operator model prices it, MFU of the FP8 peak,
   CHECK(e.find("it runs fp32, tf32, amp or bf16") != std::string::npos);
   CHECK(test::input_error_of([] { llm("mpt_1b", 2048, "fp4", "ND96isr_H100_v5"); }).find("fp8") != std::string::npos);
 }
+
+TEST_CASE("fused attention runs at the GPU's rate for it, FlashAttention-2's on Hopper", "[operators]") {
+  const Catalog& c = test::catalog();
+  const StackSpec& st = stack("tuned");
+  const GpuRates h100 = gpu_rates(c.compute(), c.gpu("H100-SXM5-80GB"), "bf16", st);
+  const GpuRates a100 = gpu_rates(c.compute(), c.gpu("A100-SXM4-80GB"), "bf16", st);
+  CHECK(h100.attention_flops == Approx(0.34 * 989e12));  // compute.yaml [fa2]
+  CHECK(a100.attention_flops == Approx(0.6 * 312e12));
+  CHECK(h100.attention_flops < h100.matmul_flops);
+  // only the flash kernels: a step's attention time grows with the sequence, its linear layers' do not
+  const ModelSpec& m = c.model("mpt_3b");
+  for (int seq : {2048, 32768}) {
+    const StepKernels k = step_kernels(m, 1, seq, "bf16", st, ops());
+    double attention = 0;
+    for (const auto& l : k.layers)
+      for (const auto* ks : {&l.forward, &l.backward})
+        for (const auto& kernel : *ks)
+          if (kernel.attention) attention += kernel.flops;
+    // 4 T^2 d a layer forward, 2.5 times that backward (flash recomputes the scores)
+    CHECK(attention == Approx(32 * 4.0 * seq * seq * 2560 * 3.5));
+  }
+  Catalog faster = c;
+  CatalogOverlay o;
+  o.compute.attention_scale = 1.5;
+  faster.apply(o);
+  const GpuRates q = gpu_rates(faster.compute(), faster.gpu("H100-SXM5-80GB"), "bf16", st);
+  CHECK(q.attention_flops == Approx(1.5 * h100.attention_flops));
+  CHECK(q.matmul_flops == Approx(h100.matmul_flops));
+  const auto& u = c.uncertain();
+  const auto att = std::find_if(u.begin(), u.end(), [](const UncertainParameter& p) { return p.name == "attention"; });
+  REQUIRE(att != u.end());
+  Scenario s = llm("mpt_1b", 2048, "bf16", "ND96isr_H100_v5");
+  CHECK_FALSE(applies_to(*att, s, c));  // the roofline's
+  s.model.stack = "tuned";
+  CHECK(applies_to(*att, s, c));
+}

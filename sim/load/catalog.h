@@ -294,6 +294,7 @@ struct OptimizerSpec {
 // compute.yaml operators: what GPUs achieve per kernel kind.
 struct OperatorSpec {
   double matmul_efficiency = 0;           // of the precision's peak, large matmuls, where the GPU has no figure
+  double attention_efficiency = 0;        // of that peak, fused (flash) attention forward and backward, likewise
   double memory_efficiency = 0;           // of the GPU's memory bandwidth, streaming kernels, likewise
   double tile = 128;                      // matmul output dimensions are rounded up to tiles of this size
   double winograd_reduction = 1;          // FP32 3 x 3 stride-1 convolutions' arithmetic divided by this (Winograd)
@@ -302,7 +303,7 @@ struct OperatorSpec {
   double multi_tensor_chunk = 65536, multi_tensor_blocks = 320;
   std::map<std::string, std::pair<double, double>> norm_passes;  // by family: forward, backward passes
   struct GpuFigures {
-    double matmul = 0, memory = 0;  // 0: the defaults
+    double matmul = 0, attention = 0, memory = 0;  // 0: the defaults
     std::string source;
   };
   std::map<std::string, GpuFigures> gpus;
@@ -324,6 +325,8 @@ struct ComputeSpec {
   double operator_time_scale = 1;
   // A factor on what FP8 matmuls reach: 1, the fraction of the FP8 peak BF16 matmuls reach of theirs.
   double fp8_matmul_scale = 1;
+  // A factor on what fused (flash) attention kernels reach: 1, compute.yaml operators' figure.
+  double attention_scale = 1;
   // One rank's per-step compute time varies: its standard deviation over its mean. A synchronous step
   // waits for the slowest rank (ComputeModel::straggler_s).
   double step_time_cv = 0;

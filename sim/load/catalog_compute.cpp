@@ -79,10 +79,11 @@ std::pair<double, double> range_around(const YamlField& f, double value, Read re
 
 // compute.yaml operators: the operator model's figures per kernel kind, GPU, optimizer and software stack.
 void Catalog::load_operators(const YamlField& f) {
-  f.require_map({"matmul_efficiency", "memory_efficiency", "tile", "winograd_reduction", "fp8_cast_bytes",
-                 "multi_tensor", "norm_passes", "gpus", "optimizers", "default_stack", "stacks"});
+  f.require_map({"matmul_efficiency", "attention_efficiency", "memory_efficiency", "tile", "winograd_reduction",
+                 "fp8_cast_bytes", "multi_tensor", "norm_passes", "gpus", "optimizers", "default_stack", "stacks"});
   OperatorSpec& o = compute_.operators;
   o.matmul_efficiency = f.get("matmul_efficiency").number(0.01, 1);
+  o.attention_efficiency = f.get("attention_efficiency").number(0.01, 1);
   o.memory_efficiency = f.get("memory_efficiency").number(0.01, 1);
   o.tile = static_cast<double>(f.get("tile").integer(1, 1024));
   o.winograd_reduction = f.get("winograd_reduction").number(1, 4);
@@ -108,9 +109,10 @@ void Catalog::load_operators(const YamlField& f) {
   f.get("gpus").require_map();
   for (const auto& [name, g] : f.get("gpus").entries()) {
     if (!gpus_.count(name)) g.fail("unknown GPU '" + name + "'" + suggestion_suffix(name, gpu_order_));
-    g.require_map({"matmul", "memory"});
+    g.require_map({"matmul", "attention", "memory"});
     OperatorSpec::GpuFigures fig;
     if (auto m = g.find("matmul")) fig.matmul = m->number(0.01, 1);
+    if (auto m = g.find("attention")) fig.attention = m->number(0.01, 1);
     if (auto m = g.find("memory")) fig.memory = m->number(0.01, 1);
     fig.source = "compute.yaml:" + std::to_string(g.location().line);
     o.gpus[name] = fig;

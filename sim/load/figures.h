@@ -50,7 +50,8 @@ inline constexpr FigureRow<ComputeSpec, ComputeOverlay> kComputeFigures[] = {
     {"roofline_efficiency_scale", number(0.01, 10), &ComputeSpec::roofline_efficiency_scale,
      &ComputeOverlay::roofline_efficiency_scale},
     {"operator_time_scale", number(0.01, 100), &ComputeSpec::operator_time_scale, &ComputeOverlay::operator_time_scale},
-    {"fp8_matmul_scale", number(0.01, 10), &ComputeSpec::fp8_matmul_scale, &ComputeOverlay::fp8_matmul_scale}};
+    {"fp8_matmul_scale", number(0.01, 10), &ComputeSpec::fp8_matmul_scale, &ComputeOverlay::fp8_matmul_scale},
+    {"attention_scale", number(0.01, 10), &ComputeSpec::attention_scale, &ComputeOverlay::attention_scale}};
 // libraries.NAME: (libraries.yaml)
 inline constexpr FigureRow<LibraryProfile, LibraryOverlay> kLibraryFigures[] = {
     {"collective_overhead", kTime, &LibraryProfile::collective_overhead, &LibraryOverlay::collective_overhead},

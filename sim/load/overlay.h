@@ -62,6 +62,7 @@ struct ComputeOverlay {
   std::optional<double> roofline_efficiency_scale;  // compute.yaml roofline.efficiency_scale
   std::optional<double> operator_time_scale;        // a factor on the operator model's step time
   std::optional<double> fp8_matmul_scale;           // a factor on FP8 matmuls' achievable rate
+  std::optional<double> attention_scale;            // a factor on fused attention's achievable rate
   bool operator==(const ComputeOverlay&) const = default;
 };
 

@@ -147,7 +147,10 @@ bool applies_to(const UncertainParameter& p, const Scenario& s, const Catalog& c
     // one GPU too; the band asks where the rate comes from
     if (f[1] == "roofline_efficiency_scale") return true;
     if (f[1] == "operator_time_scale") return !s.model.stack.empty();  // the operator model's runs
-    if (f[1] == "fp8_matmul_scale")                                    // the operator model's FP8 linear layers
+    if (f[1] == "attention_scale")                                     // the operator model's fused attention
+      return !s.model.stack.empty() && catalog.model(s.model.name).transformer() &&
+             catalog.compute().operators.stack_for(s.model.stack).flash_attention;
+    if (f[1] == "fp8_matmul_scale")  // the operator model's FP8 linear layers
       return !s.model.stack.empty() && !catalog.compute().precisions.at(s.model.precision).linear.empty();
     return f[1] == "co_run_slowdown" ? s.cluster.gpus_per_node > 1 : s.cluster.total_gpus() > 1;
   }

@@ -95,6 +95,7 @@ struct Builder {
     if (stack.flash_attention) {
       Kernel f = matmul(t, t, head, qkvo, n);
       f.flops *= 2;  // QK^T and PV
+      f.attention = true;
       l.forward.push_back(f);
       Kernel b = f;
       b.flops *= 2.5;
@@ -244,9 +245,10 @@ StepKernels step_kernels(const ModelSpec& model, int batch, int tokens, const st
 GpuRates gpu_rates(const ComputeSpec& compute, const GpuSpec& gpu, const std::string& precision,
                    const StackSpec& stack) {
   const OperatorSpec& o = compute.operators;
-  double mm = o.matmul_efficiency, mem = o.memory_efficiency;
+  double mm = o.matmul_efficiency, mem = o.memory_efficiency, att = o.attention_efficiency;
   if (const auto it = o.gpus.find(gpu.name); it != o.gpus.end()) {
     if (it->second.matmul > 0) mm = it->second.matmul;
+    if (it->second.attention > 0) att = it->second.attention;
     if (it->second.memory > 0) mem = it->second.memory;
   }
   GpuRates r;
@@ -254,6 +256,7 @@ GpuRates gpu_rates(const ComputeSpec& compute, const GpuSpec& gpu, const std::st
   r.matmul_flops = gpu.peak_flops(p.peak) * mm;
   // [fp8]: FP8 matmuls reach the fraction of their peak BF16 matmuls reach of theirs, times the figure
   r.linear_flops = gpu.peak_flops(p.linear_peak()) * mm * (p.linear.empty() ? 1 : compute.fp8_matmul_scale);
+  r.attention_flops = gpu.peak_flops(p.peak) * att * compute.attention_scale;  // [fa2], [fa3]: in 16 bits
   r.memory_bytes = gpu.memory_bandwidth * mem;
   r.tile = o.tile;
   r.kernel_s = stack.kernel_s;
@@ -262,7 +265,7 @@ GpuRates gpu_rates(const ComputeSpec& compute, const GpuSpec& gpu, const std::st
 
 double kernel_time(const Kernel& k, const GpuRates& r) {
   double s = k.bytes / r.memory_bytes;
-  const double rate = k.linear ? r.linear_flops : r.matmul_flops;
+  const double rate = k.linear ? r.linear_flops : k.attention ? r.attention_flops : r.matmul_flops;
   if (k.matmul) s = std::max(s, k.flops / (rate * tile_use(k.m, r.tile) * tile_use(k.n, r.tile)));
   return k.repeat * std::max(r.kernel_s, s / k.repeat);
 }

@@ -16,10 +16,11 @@ struct Kernel {
   bool matmul = false;
   double m = 0, n = 0, k = 0;  // a matmul's output (m x n) and reduction (k), each of `batch` products
   double batch = 1;
-  double flops = 0;     // all of them (every repeat)
-  double bytes = 0;     // read and written, all repeats
-  double repeat = 1;    // identical kernels, one after another (may be fractional: an average count)
-  bool linear = false;  // a linear layer's matmul, in the precision's linear arithmetic (fp8's FP8)
+  double flops = 0;        // all of them (every repeat)
+  double bytes = 0;        // read and written, all repeats
+  double repeat = 1;       // identical kernels, one after another (may be fractional: an average count)
+  bool linear = false;     // a linear layer's matmul, in the precision's linear arithmetic (fp8's FP8)
+  bool attention = false;  // fused (flash) attention, at the GPU's rate for it
 };
 
 // One layer's kernels (layer: the module path, as ComputeModel's layers).
@@ -40,9 +41,10 @@ StepKernels step_kernels(const ModelSpec& model, int batch, int tokens, const st
 // What one GPU achieves: the precision's peak, the fraction of it large matmuls reach, the memory bandwidth
 // memory-bound kernels reach, and the matmul tile shapes are rounded up to.
 struct GpuRates {
-  double matmul_flops = 0;  // peak x achievable fraction
-  double linear_flops = 0;  // the linear layers' matmuls (Kernel::linear): their arithmetic's peak x that fraction
-  double memory_bytes = 0;  // bytes/s
+  double matmul_flops = 0;     // peak x achievable fraction
+  double linear_flops = 0;     // the linear layers' matmuls (Kernel::linear): their arithmetic's peak x that fraction
+  double attention_flops = 0;  // fused attention (Kernel::attention): the peak x the GPU's fraction for it
+  double memory_bytes = 0;     // bytes/s
   double tile = 128;
   double kernel_s = 0;  // the stack's cost of issuing one kernel: no kernel takes less
 };
