@@ -151,6 +151,42 @@ TEST_CASE("cli: --catalog is taken before or after the subcommand (issue 30)", "
   CHECK(ringsim::test::run_command(bin + " predict --no-such-option x.yaml").status == 2);
 }
 
+TEST_CASE("cli: ringsim bench's band: the figures its collectives depend on, every size, --no-band", "[cli]") {
+  const fs::path dir = fs::temp_directory_path() / "ringsim_cli_bench_band";
+  fs::create_directories(dir);
+  const std::string json = (dir / "bench.json").string();
+  const std::string h100 = "bench " + kScenarios + "/nccl_tests_nd96isr_h100_v5.yaml ";
+  const std::string two_nodes = h100 + "--set cluster.nodes=2 --set communication.strategy=ring ";
+  const Run r = run_ringsim(two_nodes + "-b 8 -e 1G -f 32 --json " + json);
+  REQUIRE(r.status == 0);
+  CHECK_THAT(r.output, Catch::Contains("# band: busbw"));
+  CHECK_THAT(r.output, Catch::Contains("16 samples of nccl_cross_socket_fraction, nccl_infiniband_fraction"));
+  CHECK_THAT(r.output, !Catch::Contains("step_time_cv"));  // a collective alone computes nothing
+  const auto j = nlohmann::json::parse(slurp(json));
+  for (const auto& row : j["rows"]) {
+    REQUIRE(row.contains("busbw_low_gbps"));
+    CHECK(row["busbw_low_gbps"].get<double>() <= row["busbw_gbps"].get<double>());
+    CHECK(row["busbw_high_gbps"].get<double>() >= row["busbw_gbps"].get<double>());
+  }
+  // at 1 GiB the ring crosses InfiniBand, whose fraction of the wire (0.85-0.98) moves it
+  const auto& big = j["rows"].back();
+  CHECK(big["busbw_high_gbps"].get<double>() / big["busbw_low_gbps"].get<double>() > 1.05);
+  CHECK(run_ringsim(two_nodes + "-b 8 -e 1G -f 32 --json " + json).output == r.output);  // deterministic
+  const Run plain = run_ringsim(two_nodes + "-b 8 -e 1G -f 32 --no-band --json " + json);
+  REQUIRE(plain.status == 0);
+  CHECK_THAT(plain.output, !Catch::Contains("# band"));
+  CHECK_FALSE(nlohmann::json::parse(slurp(json))["rows"][0].contains("busbw_low_gbps"));
+  // one node's NVLS: no uncertain figure moves it, and the table says so rather than showing a band of nothing
+  const Run one = run_ringsim(h100 + "-b 1G -e 1G");
+  REQUIRE(one.status == 0);
+  CHECK_THAT(one.output, Catch::Contains("# band: none of the 2 uncertain figures these collectives could depend on"));
+  // the band's tables count against the work limit, and the refusal says how to do without them
+  const Run big_run = run_ringsim(h100 + "--set cluster.nodes=1024 -b 8 -e 8G -f 1.2");
+  CHECK(big_run.status == 2);
+  CHECK_THAT(big_run.output, Catch::Contains("with the band's 16 more tables"));
+  CHECK_THAT(big_run.output, Catch::Contains("pass --no-band"));
+}
+
 TEST_CASE("cli: ringsim bench prints nccl-tests' columns and ringsim-real's JSON schema", "[cli]") {
   const fs::path dir = fs::temp_directory_path() / "ringsim_cli_bench";
   fs::create_directories(dir);

@@ -103,6 +103,8 @@ void CommandLine::define_bench() {
       ->capture_default_str()
       ->check(CLI::IsMember(collective::kBenchOps));
   bench_cmd->add_option("--json", bench.json_file, "Write the rows as JSON (schema ringsim.bench/1, as ringsim-real)");
+  bench_cmd->add_flag("--no-band", bench.no_band,
+                      "Leave out the band (the table alone: none of the band's 16 tables at sampled figures)");
 }
 
 void CommandLine::define_job() {

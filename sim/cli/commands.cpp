@@ -185,7 +185,13 @@ int run_bench(const std::string& catalog_dir, const BenchCommandOptions& o) {
   std::vector<NamedFile> out;
   add_file(out, "--json", o.json_file);
   check_outputs(run_inputs(catalog_dir, o.scenario, s.calibration), out);
-  const BenchPrediction b = predict_bench(catalog, s, sizes, *collective::parse_op(o.op));
+  const collective::BusOp op = *collective::parse_op(o.op);
+  if (!o.no_band) check_bench_work(bench_size_count(sizes, s, op), s.cluster.total_gpus(), 1 + kBandSamples);
+  BenchPrediction b = predict_bench(catalog, s, sizes, op);
+  if (!o.no_band) {
+    const CatalogOverlay calibration = s.calibration.empty() ? CatalogOverlay{} : catalog.read_overlay(s.calibration);
+    apply_bench_band(catalog, s, calibration, sizes, op, b);
+  }
   const std::string title = std::to_string(s.cluster.nodes) + " x " + s.cluster.sku + " (" +
                             std::to_string(s.cluster.gpus_per_node) + " GPUs each), " +
                             std::string(to_string(s.communication.library));

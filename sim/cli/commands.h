@@ -43,6 +43,7 @@ struct BenchCommandOptions {
   double factor = 2;
   std::string op = "all_reduce";  // all_reduce | all_gather | reduce_scatter (nccl-tests' names)
   std::optional<std::string> json_file;
+  bool no_band = false;
 };
 int run_bench(const std::string& catalog_dir, const BenchCommandOptions& options);
 

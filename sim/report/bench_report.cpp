@@ -1,5 +1,6 @@
 #include "report/bench_report.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
@@ -31,6 +32,31 @@ std::string picks_line(const BenchPrediction& b) {
   return out.empty() ? "" : "# picked by the library's tuning model: " + out + "\n";
 }
 
+// The band's line: busbw's ends at the smallest and the largest size (every size's in the JSON).
+std::string band_line(const BenchPrediction& b) {
+  if (b.band_samples == 0 || b.rows.empty()) return "";
+  std::string names;
+  for (const auto& n : b.band_parameters) names += (names.empty() ? "" : ", ") + n;
+  auto ends = [&b](const BenchRow& r) {
+    char t[96];
+    const double bus = static_cast<double>(r.bytes) * b.bus_factor / 1e9;
+    std::snprintf(t, sizeof t, "%.3f to %.3f GB/s at %s", r.time_high_s > 0 ? bus / r.time_high_s : 0,
+                  r.time_low_s > 0 ? bus / r.time_low_s : 0, size_label(r.bytes).c_str());
+    return std::string(t);
+  };
+  const auto first = std::find_if(b.rows.begin(), b.rows.end(), [](const BenchRow& r) { return r.time_s > 0; });
+  if (first == b.rows.end()) return "";
+  const bool moved = std::any_of(b.rows.begin(), b.rows.end(),
+                                 [](const BenchRow& r) { return r.time_high_s > r.time_low_s * (1 + 1e-9); });
+  if (!moved)
+    return "# band: none of the " + std::to_string(b.band_parameters.size()) +
+           " uncertain figures these collectives could depend on moves them (" + names +
+           ", topologies/uncertain.yaml): the catalog's figures for their paths are taken as measured\n";
+  return "# band: busbw " + ends(*first) + ", " + ends(b.rows.back()) + " (" + std::to_string(b.band_samples) +
+         " samples of " + names +
+         ", topologies/uncertain.yaml: meant to hold the measured value 9 times in 10; every size's in --json)\n";
+}
+
 // nccl-tests' redop column: none for an all-gather.
 const char* redop(const BenchPrediction& b) { return b.op == collective::BusOp::AllGather ? "none" : "sum"; }
 }  // namespace
@@ -49,7 +75,7 @@ std::string bench_table(const BenchPrediction& b, const std::string& title) {
                   r.time_s * 1e6, algbw, algbw * b.bus_factor, "N/A");
     out += line;
   }
-  return out + picks_line(b);
+  return out + picks_line(b) + band_line(b);
 }
 
 std::string bench_json(const BenchPrediction& b, const std::string& title) {
@@ -63,6 +89,13 @@ std::string bench_json(const BenchPrediction& b, const std::string& title) {
                     {"algbw_gbps", r.algbw() / 1e9},
                     {"busbw_gbps", r.algbw() / 1e9 * b.bus_factor},
                     {"wrong", nullptr}});
+  for (std::size_t i = 0; i < b.rows.size(); ++i)  // the band's ends, where there is one
+    if (b.band_samples > 0 && b.rows[i].time_s > 0) {
+      const BenchRow& r = b.rows[i];
+      const double bus = r.algbw() / 1e9 * b.bus_factor;
+      rows[i]["busbw_low_gbps"] = bus * (r.time_s / r.time_high_s);
+      rows[i]["busbw_high_gbps"] = bus * (r.time_s / r.time_low_s);
+    }
   for (std::size_t i = 0; i < b.rows.size(); ++i)  // what the library's tuning picked, where it did
     if (!b.rows[i].protocol.empty()) {
       rows[i]["algorithm"] = b.rows[i].algorithm;

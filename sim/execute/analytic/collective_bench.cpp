@@ -20,19 +20,26 @@ std::vector<std::uint64_t> bench_sizes(const BenchSizes& sizes, collective::BusO
   return out;
 }
 
-void check_bench_work(std::size_t sizes, int gpus) {
+constexpr int kFloatBytes = 4;  // nccl-tests' default type (-d float)
+}  // namespace
+
+void check_bench_work(std::size_t sizes, int gpus, int tables) {
   if (static_cast<int>(sizes) > kMaxBenchRows)
     throw InputError({}, "bench: " + std::to_string(sizes) + " sizes is more than " + std::to_string(kMaxBenchRows) +
                              "; raise -f or narrow -b/-e");
   // A size's cost grows with the ranks (each step's transfers): about 1 s per 70,000 rank-sizes on one core.
-  const double work = static_cast<double>(sizes) * gpus;
+  const double work = static_cast<double>(sizes) * gpus * tables;
+  const std::string band = tables > 1 ? " with the band's " + std::to_string(tables - 1) + " more tables" : "";
   if (work > kMaxBenchRankSizes)
-    throw InputError({}, "bench: " + std::to_string(sizes) + " sizes on " + std::to_string(gpus) +
-                             " GPUs is estimated at " + std::to_string(static_cast<long long>(work / 70000)) +
-                             " s, above the limit of " + std::to_string(kMaxBenchRankSizes / 70000) +
-                             " s; raise -f, narrow -b/-e or bench fewer nodes");
+    throw InputError({}, "bench: " + std::to_string(sizes) + " sizes on " + std::to_string(gpus) + " GPUs" + band +
+                             " is estimated at " + std::to_string(static_cast<long long>(work / 70000)) +
+                             " s, above the limit of " + std::to_string(kMaxBenchRankSizes / 70000) + " s; " +
+                             (tables > 1 ? "pass --no-band, " : "") + "raise -f, narrow -b/-e or bench fewer nodes");
 }
-}  // namespace
+
+std::size_t bench_size_count(const BenchSizes& sizes, const Scenario& scenario, collective::BusOp op) {
+  return bench_sizes(sizes, op, scenario.cluster.total_gpus(), kFloatBytes).size();
+}
 
 BenchPrediction predict_bench(const Catalog& catalog, const Scenario& scenario, const BenchSizes& sizes,
                               collective::BusOp op) {
@@ -42,7 +49,6 @@ BenchPrediction predict_bench(const Catalog& catalog, const Scenario& scenario, 
                      "bench: strategy parameter_server runs no allreduce; set communication.strategy to ring, "
                      "hierarchical, halving_doubling or nvls");
   const Scenario s = allreduce ? scenario : gather_layout_scenario(scenario);
-  constexpr int kFloatBytes = 4;  // nccl-tests' default type (-d float)
   const auto list = bench_sizes(sizes, op, s.cluster.total_gpus(), kFloatBytes);
   check_bench_work(list.size(), s.cluster.total_gpus());
   const Topology topo = Topology::build(catalog, cluster_shape(s.cluster));  // no servers: no parameter_server

@@ -163,6 +163,54 @@ BandRatios band_ratios(const Catalog& catalog, const Scenario& s, const CatalogO
   return band;
 }
 
+void apply_bench_band(const Catalog& catalog, const Scenario& s, const CatalogOverlay& calibration,
+                      const BenchSizes& sizes, collective::BusOp op, BenchPrediction& b) {
+  std::vector<UncertainParameter> fitted;  // figures a fit to runs set, over what the runs leave them
+  fitted.reserve(catalog.uncertain().size());
+  std::vector<const UncertainParameter*> params;
+  for (const auto& p : catalog.uncertain()) {
+    if (p.figure.rfind("compute.", 0) == 0 || !applies_to(p, s, catalog)) continue;  // collectives alone
+    const auto range = calibration.fitted_ranges.find(p.name);
+    if (range == calibration.fitted_ranges.end() && overlay_sets(catalog, calibration, p)) continue;
+    if (range != calibration.fitted_ranges.end()) {
+      fitted.push_back(p);
+      std::tie(fitted.back().low, fitted.back().high) = range->second;
+    }
+    params.push_back(range != calibration.fitted_ranges.end() ? &fitted.back() : &p);
+    b.band_parameters.push_back(p.name);
+  }
+  if (params.empty()) return;
+  std::vector<std::function<std::string()>> tasks;  // each sample's table in a child, side by side
+  for (int k = 1; k <= kBandSamples; ++k)
+    tasks.push_back([&, k] {
+      Catalog c = catalog;
+      c.apply(sample_figures(catalog, params, k, false));
+      std::string times;
+      char t[32];
+      for (const BenchRow& r : predict_bench(c, s, sizes, op).rows) {
+        std::snprintf(t, sizeof t, "%.17g ", r.time_s);
+        times += t;
+      }
+      return times;
+    });
+  std::vector<double> low(b.rows.size(), 1), high(b.rows.size(), 1);
+  for (const std::string& text : run_in_children(tasks)) {
+    std::istringstream in(text);
+    for (std::size_t i = 0; i < b.rows.size(); ++i) {
+      double time = 0;
+      in >> time;
+      if (b.rows[i].time_s <= 0) continue;
+      low[i] = std::min(low[i], time / b.rows[i].time_s);
+      high[i] = std::max(high[i], time / b.rows[i].time_s);
+    }
+  }
+  for (std::size_t i = 0; i < b.rows.size(); ++i) {
+    b.rows[i].time_low_s = b.rows[i].time_s * low[i];
+    b.rows[i].time_high_s = b.rows[i].time_s * high[i];
+  }
+  b.band_samples = kBandSamples;
+}
+
 void apply_band(const BandRatios& band, Prediction& p) {
   p.band_samples = band.samples;
   p.band_parameters = band.parameters;

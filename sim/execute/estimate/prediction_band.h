@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "execute/analytic/collective_bench.h"
 #include "execute/prediction.h"
 #include "load/catalog.h"
 #include "load/overlay.h"
@@ -57,5 +58,11 @@ std::vector<std::pair<double, double>> predict_in_children(const Catalog& catalo
 
 // The band around `point`, which it always holds.
 void apply_band(const BandRatios& band, Prediction& point);
+
+// A bench table's band: the figures of uncertain.yaml its collectives depend on (not the compute's), sampled
+// as a prediction's band samples them, each sample's table predicted in a child process (run side by side);
+// each row's ends are the most extreme times relative to `bench`'s, which they always hold.
+void apply_bench_band(const Catalog& catalog, const Scenario& scenario, const CatalogOverlay& calibration,
+                      const BenchSizes& sizes, collective::BusOp op, BenchPrediction& bench);
 
 }  // namespace ringsim
