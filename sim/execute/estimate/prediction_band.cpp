@@ -73,6 +73,25 @@ std::optional<UncertainParameter> evidence_range(const Catalog& c, const Uncerta
   return q;
 }
 
+// The range a band samples `p` over: none where `calibration` measured it; the range a fit to runs left it;
+// else the evidence's, where `evidence` gives one; else uncertain.yaml's. `fitted` keeps the ranges made here
+// (reserved: the pointers stay valid).
+const UncertainParameter* sampled_range(const Catalog& c, const CatalogOverlay& calibration,
+                                        const UncertainParameter& p, const ComputeEvidence* evidence,
+                                        std::vector<UncertainParameter>& fitted) {
+  if (const auto range = calibration.fitted_ranges.find(p.name); range != calibration.fitted_ranges.end()) {
+    fitted.push_back(p);
+    std::tie(fitted.back().low, fitted.back().high) = range->second;
+    return &fitted.back();
+  }
+  if (overlay_sets(c, calibration, p)) return nullptr;
+  if (const auto from_evidence = evidence ? evidence_range(c, p, *evidence) : std::nullopt) {
+    fitted.push_back(*from_evidence);
+    return &fitted.back();
+  }
+  return &p;
+}
+
 // The smallest and the largest: of n samples, the expected 1 / (n + 1) and n / (n + 1) quantiles (5.9 % and
 // 94.1 % of 16), the nearest order statistics to the 5th and 95th percentiles a band of 9 in 10 needs.
 std::pair<double, double> ends(const std::vector<double>& r) {
@@ -131,16 +150,9 @@ BandRatios band_ratios(const Catalog& catalog, const Scenario& s, const CatalogO
     if (!applies_to(p, s, catalog) || (source != "roofline" && p.figure == "compute.roofline_efficiency_scale") ||
         (source != "operators" && p.figure == "compute.operator_time_scale"))
       continue;
-    const auto range = calibration.fitted_ranges.find(p.name);
-    if (overlay_sets(catalog, calibration, p) && range == calibration.fitted_ranges.end()) continue;
-    if (range != calibration.fitted_ranges.end()) {
-      fitted.push_back(p);
-      std::tie(fitted.back().low, fitted.back().high) = range->second;
-    }
-    const auto from_evidence =
-        range == calibration.fitted_ranges.end() ? evidence_range(catalog, p, evidence) : std::nullopt;
-    if (from_evidence) fitted.push_back(*from_evidence);
-    params.push_back(range != calibration.fitted_ranges.end() || from_evidence ? &fitted.back() : &p);
+    const UncertainParameter* q = sampled_range(catalog, calibration, p, &evidence, fitted);
+    if (!q) continue;
+    params.push_back(q);
     band.parameters.push_back(p.name);
   }
   band.compute_evidence = evidence.detail;  // empty for a measured or given rate
@@ -170,13 +182,9 @@ void apply_bench_band(const Catalog& catalog, const Scenario& s, const CatalogOv
   std::vector<const UncertainParameter*> params;
   for (const auto& p : catalog.uncertain()) {
     if (p.figure.rfind("compute.", 0) == 0 || !applies_to(p, s, catalog)) continue;  // collectives alone
-    const auto range = calibration.fitted_ranges.find(p.name);
-    if (range == calibration.fitted_ranges.end() && overlay_sets(catalog, calibration, p)) continue;
-    if (range != calibration.fitted_ranges.end()) {
-      fitted.push_back(p);
-      std::tie(fitted.back().low, fitted.back().high) = range->second;
-    }
-    params.push_back(range != calibration.fitted_ranges.end() ? &fitted.back() : &p);
+    const UncertainParameter* q = sampled_range(catalog, calibration, p, nullptr, fitted);
+    if (!q) continue;
+    params.push_back(q);
     b.band_parameters.push_back(p.name);
   }
   if (params.empty()) return;
