@@ -3,6 +3,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
@@ -195,6 +196,76 @@ TEST_CASE("plan: bad plan specs are refused with file:line:col or the option", "
   cli.skus = {};
   cli.headroom = "lots";
   CHECK_THAT(err("", cli), Catch::Contains("--headroom lots: error:"));
+  // The choices (issue 54): valid names, whole batches, a list.
+  CHECK_THAT(err("plan:\n  deadline: 1 h\n  shardings: [full_shard, half_shard]\n"),
+             Catch::Contains("s.yaml:12:27: error:") && Catch::Contains("unknown sharding 'half_shard'") &&
+                 Catch::Contains("hybrid_shard"));
+  CHECK_THAT(err("plan:\n  deadline: 1 h\n  batch_per_gpu: [1, 0]\n"),
+             Catch::Contains("s.yaml:12:22: error:") && Catch::Contains("a whole number of samples per GPU"));
+  CHECK_THAT(err("plan:\n  deadline: 1 h\n  zero_stages: []\n"),
+             Catch::Contains("s.yaml:12:16: error: plan.zero_stages: expected a list"));
+  cli = {};
+  cli.budget = "100";
+  cli.zero_stages = {"4"};
+  CHECK_THAT(err("", cli),
+             Catch::Contains("--zero-stages 4: error: unknown ZeRO stage '4'") && Catch::Contains("1, 2 or 3"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("plan: choices read in one order, the command line's replacing the file's, repeats dropped", "[plan]") {
+  const fs::path dir = temp_dir("choices");
+  const auto f = write(dir, "s.yaml",
+                       "plan:\n  deadline: 1 h\n  batch_per_gpu: [4, 2]\n  activation_checkpointing: [full, none, "
+                       "full]\n");
+  ringsim::PlanOptions cli;
+  cli.batch_sizes = {"1", "2", "1"};
+  const auto g = ringsim::read_plan_goal(f.string(), cli, catalog());
+  REQUIRE(g.choices.size() == 2);
+  CHECK(g.choices[0].setting == "model.activation_checkpointing");
+  CHECK(g.choices[0].values == std::vector<std::string>{"full", "none"});
+  CHECK(g.choices[1].setting == "model.batch_per_gpu");
+  CHECK(g.choices[1].values == std::vector<std::string>{"1", "2"});
+  fs::remove_all(dir);
+}
+
+TEST_CASE("plan: Llama 3 8B under FSDP over checkpointing x micro-batch, what does not fit left out (issue 54)",
+          "[plan][many_runs]") {
+  const fs::path dir = temp_dir("fsdp");
+  const std::string scenario = std::string(RINGSIM_TEST_SCENARIOS) + "/llama3_8b_fsdp_2x_nd96isr_h100_v5.yaml";
+  const std::string args =
+      " --deadline 400d --skus ND96isr_H100_v5 --nodes 1 --activation-checkpointing none,full"
+      " --batch-per-gpu 1,2 --top 1 --json " +
+      (dir / "p.json").string() + " --csv " + (dir / "p.csv").string();
+  const auto p = run_ringsim("plan " + scenario + args);
+  INFO(p.output);
+  REQUIRE(p.status == 0);
+  CHECK_THAT(p.output, Catch::Contains("2T tokens (244140625 sequences of 8192)") &&
+                           Catch::Contains("x 2 activation_checkpointing x 2 batch_per_gpu: 3 priced") &&
+                           Catch::Contains("checkpointing  batch  memory/GPU") && Catch::Contains("tokens/s") &&
+                           Catch::Contains("auto, checkpointing "));
+  const auto j = nlohmann::json::parse(slurp(dir / "p.json"));
+  REQUIRE(j["configurations"].size() == 3);
+  // No checkpointing, 2 sequences of 8,192 tokens: the activations overflow an H100.
+  REQUIRE(j["skipped"].size() == 1);
+  CHECK_THAT(j["skipped"][0]["configuration"].get<std::string>(), Catch::Contains("checkpointing none, batch 2"));
+  CHECK_THAT(j["skipped"][0]["why"].get<std::string>(), Catch::Contains("does not fit"));
+  std::map<std::string, double> memory;
+  for (const auto& c : j["configurations"]) {
+    CHECK(c["memory"]["per_gpu_bytes"].get<double>() < c["memory"]["capacity_bytes"].get<double>());
+    CHECK(c["tokens_per_sec"].get<double>() > 0);
+    memory[c["settings"]["model.activation_checkpointing"].get<std::string>() +
+           c["settings"]["model.batch_per_gpu"].get<std::string>()] = c["memory"]["per_gpu_bytes"];
+  }
+  CHECK(memory.at("full1") < memory.at("full2"));
+  CHECK(memory.at("full2") < memory.at("none1"));
+  CHECK_THAT(slurp(dir / "p.csv"), Catch::Contains(",model.activation_checkpointing,model.batch_per_gpu\n"));
+  // Sharding is FSDP's: refused for DDP before anything runs.
+  const auto ddp = run_ringsim("plan " + std::string(RINGSIM_TEST_SCENARIOS) +
+                               "/bert_large_bf16_plan.yaml --shardings full_shard --json " + (dir / "d.json").string());
+  CHECK(ddp.status == 2);
+  CHECK_THAT(ddp.output, Catch::Contains("--shardings full_shard: error: plan: shardings applies to "
+                                         "communication.framework fsdp; the scenario's is horovod"));
+  CHECK_FALSE(fs::exists(dir / "d.json"));
   fs::remove_all(dir);
 }
 

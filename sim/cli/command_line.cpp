@@ -217,6 +217,19 @@ void CommandLine::define_plan() {
   plan_cmd
       ->add_option("--fusion-thresholds", plan.fusion_thresholds, "Fusion sizes, e.g. 0,64MiB (plan.fusion_thresholds)")
       ->delimiter(',');
+  plan_cmd
+      ->add_option("--shardings", plan.shardings,
+                   "FSDP shardings to try, e.g. full_shard,hybrid_shard (plan.shardings)")
+      ->delimiter(',');
+  plan_cmd->add_option("--zero-stages", plan.zero_stages, "DeepSpeed ZeRO stages to try, e.g. 2,3 (plan.zero_stages)")
+      ->delimiter(',');
+  plan_cmd
+      ->add_option("--activation-checkpointing", plan.checkpointing,
+                   "Checkpointing modes to try: none,selective,full (plan.activation_checkpointing)")
+      ->delimiter(',');
+  plan_cmd
+      ->add_option("--batch-per-gpu", plan.batch_sizes, "Micro-batches per GPU to try, e.g. 1,2,4 (plan.batch_per_gpu)")
+      ->delimiter(',');
   plan_cmd->add_option("--low-priority", plan.low_priority,
                        "Also consider low-priority VMs: true|false (plan.low_priority)");
   plan_cmd->add_option("--rank-by", plan.rank_by, "cost or time (plan.rank_by)")

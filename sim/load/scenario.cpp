@@ -468,7 +468,8 @@ const ModelSpec& parse_model(const YamlField& root, const Catalog& catalog, Scen
     for (const char* k : {"epochs", "dataset_images", "dataset_samples"})
       if (tr.has(k)) tr.get(k).fail(std::string("give tokens (a budget, trained once) or ") + k + ", not both");
     s.training.epochs = 1;
-    s.training.dataset_images = static_cast<std::int64_t>(std::ceil(token_count(*f) / s.model.tokens));
+    s.training.tokens = token_count(*f);
+    s.training.dataset_images = static_cast<std::int64_t>(std::ceil(s.training.tokens / s.model.tokens));
   } else {
     s.training.epochs = static_cast<int>(tr.get("epochs").integer(1, 100000));
     if (tr.has("dataset_images") && tr.has("dataset_samples"))

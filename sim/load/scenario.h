@@ -72,6 +72,7 @@ struct TrainingConfig {
   int epochs = 1;
   std::int64_t dataset_images = 0;  // samples in an epoch (images or sequences)
   int gradient_accumulation = 1;    // micro-batches (of batch_per_gpu) per optimizer step
+  double tokens = 0;                // training.tokens as given (its sequences: dataset_images); 0: in epochs
 };
 
 // The most channels NCCL runs (MAXCHANNELS, src/include/device.h of v2.26): `communication.channels` at most.

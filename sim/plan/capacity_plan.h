@@ -26,8 +26,19 @@ struct PlanOptions {
   std::optional<std::string> json_file, csv_file, plot_file;
   std::optional<std::string> deadline, budget, region, rank_by, headroom, confidence;
   std::vector<std::string> skus, nodes, strategies, fusion_thresholds, price_files;
+  std::vector<std::string> shardings, zero_stages, checkpointing, batch_sizes;  // the plan's choices (PlanChoice)
   std::optional<bool> low_priority;
   std::optional<int> top;
+};
+
+// A scenario setting the plan tries each value of, beside SKUs, nodes, strategies and fusion: FSDP's
+// sharding, DeepSpeed's ZeRO stage, activation checkpointing, the micro-batch a GPU runs.
+struct PlanChoice {
+  std::string key;      // the plan: key, e.g. shardings
+  std::string setting;  // the scenario key its values set, e.g. communication.sharding
+  std::string column;   // the table's header
+  std::vector<std::string> values;
+  SourceLocation where;
 };
 
 // The resolved goal and search space.
@@ -39,6 +50,7 @@ struct PlanGoal {
   std::vector<int> nodes = {1, 2, 4, 8, 16, 32};
   std::vector<std::string> strategies;         // empty: the scenario's strategy
   std::vector<std::string> fusion_thresholds;  // as written; empty: the scenario's setting
+  std::vector<PlanChoice> choices;             // only those given, in the order of plan_goal.cpp's table
   bool low_priority = false;                   // also consider low-priority capacity
   RankBy rank_by = RankBy::Cost;
   // `confidence: high`: plans are timed, priced, ranked and checked against the goal at the pessimistic end
@@ -62,11 +74,15 @@ struct PlanEvaluation {
   int vms = 0;  // billed VMs: worker nodes plus dedicated server nodes
   int worker_nodes = 0, gpus = 0;
   std::string strategy, fusion;
+  std::vector<std::string> choices;  // its value of each of the goal's choices
   bool low_priority = false;
   double time_to_train_s = 0, iteration_time_s = 0, images_per_sec = 0, scaling_efficiency = 0;
-  double predicted_time_to_train_s = 0;                      // the prediction itself
-  double predicted_images_per_sec = 0;                       // the same (images_per_sec: at the goal's end)
-  double time_to_train_s_low = 0, time_to_train_s_high = 0;  // its band (both the prediction where none)
+  double tokens_per_sec = 0;                                   // text models: at the goal's end, as images_per_sec
+  double memory_per_gpu_bytes = 0, memory_capacity_bytes = 0;  // predict's memory estimate
+  double memory_per_gpu_bytes_high = 0;                        // its band's high end
+  double predicted_time_to_train_s = 0;                        // the prediction itself
+  double predicted_images_per_sec = 0;                         // the same (images_per_sec: at the goal's end)
+  double time_to_train_s_low = 0, time_to_train_s_high = 0;    // its band (both the prediction where none)
   // Goodput (issue 55): the times above are wall times, failures, evictions and checkpoints included, over
   // the prediction's failure-free time; the VMs include the spare nodes.
   double failure_free_time_to_train_s = 0, ettr = 1, checkpoint_interval_s = 0;

@@ -106,7 +106,8 @@ void price_candidates(PlanRun& r, const std::map<int, nlohmann::json>& results, 
       if (lp && !r.goal.low_priority) continue;
       const auto price = r.prices.price(r.goal.region, c.sku, lp);
       if (!price) {
-        r.skipped.emplace_back(describe(c) + ", low-priority", "no low-priority price or discount in " + r.goal.region);
+        r.skipped.emplace_back(describe(r, c) + ", low-priority",
+                               "no low-priority price or discount in " + r.goal.region);
         continue;
       }
       PlanEvaluation e;
@@ -119,6 +120,7 @@ void price_candidates(PlanRun& r, const std::map<int, nlohmann::json>& results, 
       e.gpus = j["gpus"].get<int>();
       e.strategy = c.strategy;
       e.fusion = c.fusion.empty() ? format_bytes(r.base.communication.fusion_threshold_bytes) : c.fusion;
+      e.choices = c.choices;
       e.low_priority = lp;
       e.predicted_time_to_train_s = j["time_to_train_s"];
       e.banded = banded.count(c.index) > 0;
@@ -126,13 +128,17 @@ void price_candidates(PlanRun& r, const std::map<int, nlohmann::json>& results, 
       e.time_to_train_s_high = j.value("time_to_train_s_high", e.predicted_time_to_train_s);
       e.iteration_time_s = j["iteration_time_s"];
       if (const std::string why = apply_goodput(r, c, e); !why.empty()) {
-        r.skipped.emplace_back(describe(c) + (lp ? ", low-priority" : ""), why);
+        r.skipped.emplace_back(describe(r, c) + (lp ? ", low-priority" : ""), why);
         continue;
       }
       e.time_to_train_s = r.goal.pessimistic ? e.time_to_train_s_high : e.predicted_time_to_train_s;
       e.predicted_images_per_sec = j["images_per_sec"];
       e.images_per_sec =
           r.goal.pessimistic ? j.value("images_per_sec_low", e.predicted_images_per_sec) : e.predicted_images_per_sec;
+      e.tokens_per_sec = j.value("tokens_per_sec", 0.0) * e.images_per_sec / e.predicted_images_per_sec;
+      e.memory_per_gpu_bytes = j["memory"]["per_gpu_bytes"];
+      e.memory_capacity_bytes = j["memory"]["capacity_bytes"];
+      e.memory_per_gpu_bytes_high = j["memory"].value("per_gpu_bytes_high", e.memory_per_gpu_bytes);
       e.scaling_efficiency = j["scaling_efficiency"];
       e.compute_time_s = j["compute_time_s"];
       e.exposed_communication_s = j["exposed_communication_s"];

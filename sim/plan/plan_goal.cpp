@@ -12,12 +12,51 @@ namespace ringsim {
 
 namespace {
 
-const std::vector<std::string> kPlanKeys = {
-    "deadline",     "budget",  "region",         "skus", "nodes",  "strategies", "fusion_thresholds",
-    "low_priority", "rank_by", "quota_headroom", "top",  "prices", "confidence"};
+const std::vector<std::string> kPlanKeys = {"deadline",
+                                            "budget",
+                                            "region",
+                                            "skus",
+                                            "nodes",
+                                            "strategies",
+                                            "fusion_thresholds",
+                                            "low_priority",
+                                            "rank_by",
+                                            "quota_headroom",
+                                            "top",
+                                            "prices",
+                                            "confidence",
+                                            "shardings",
+                                            "zero_stages",
+                                            "activation_checkpointing",
+                                            "batch_per_gpu"};
 const std::vector<std::string> kStrategies = {
     "ring", "tree", "auto", "hierarchical", "halving_doubling", "parameter_server"};
 constexpr int kMaxPlanNodes = 65536;
+constexpr int kMaxPlanBatch = 65536;
+
+// The choices a plan can try: its key, the scenario key it sets, the table's header, the valid values (none:
+// a per-GPU batch, a whole number) and the command-line option.
+struct ChoiceAxis {
+  const char *key, *setting, *column;
+  std::vector<std::string> valid;
+  std::vector<std::string> PlanOptions::*option;
+};
+const std::vector<ChoiceAxis>& choice_axes() {
+  static const std::vector<ChoiceAxis> axes = {
+      {"shardings",
+       "communication.sharding",
+       "sharding",
+       {"full_shard", "shard_grad_op", "hybrid_shard", "no_shard"},
+       &PlanOptions::shardings},
+      {"zero_stages", "communication.zero_stage", "ZeRO stage", {"1", "2", "3"}, &PlanOptions::zero_stages},
+      {"activation_checkpointing",
+       "model.activation_checkpointing",
+       "checkpointing",
+       {"none", "selective", "full"},
+       &PlanOptions::checkpointing},
+      {"batch_per_gpu", "model.batch_per_gpu", "batch", {}, &PlanOptions::batch_sizes}};
+  return axes;
+}
 
 SourceLocation option(const std::string& name, const std::string& value) { return {"", 0, 0, name + " " + value}; }
 
@@ -62,6 +101,40 @@ int parse_node_count(const std::string& text, const SourceLocation& where) {
   return static_cast<int>(*v);
 }
 
+// One value of a choice, checked: one of its valid names, or a per-GPU batch.
+std::string choice_value(const ChoiceAxis& a, const std::string& v, const SourceLocation& where) {
+  if (a.valid.empty()) {
+    const auto n = whole_number(v);
+    if (!n || *n != std::floor(*n) || *n < 1 || *n > kMaxPlanBatch)
+      throw InputError(where, "expected a whole number of samples per GPU, 1-" + std::to_string(kMaxPlanBatch) +
+                                  ", got '" + v + "'");
+    return std::to_string(static_cast<int>(*n));
+  }
+  if (std::find(a.valid.begin(), a.valid.end(), v) == a.valid.end())
+    throw InputError(where, "unknown " + std::string(a.column) + " '" + v + "'" + suggestion_suffix(v, a.valid) +
+                                " (valid: " + join_alternatives(a.valid, " or ") + ")");
+  return v;
+}
+
+// The choice of `a`, from the plan's list or the option's (which replaces it), its values checked.
+void set_choice(PlanGoal& g, const ChoiceAxis& a, const SourceLocation& where,
+                const std::vector<std::pair<std::string, SourceLocation>>& values) {
+  std::erase_if(g.choices, [&](const PlanChoice& c) { return c.key == a.key; });
+  PlanChoice c{a.key, a.setting, a.column, {}, where};
+  for (const auto& [v, at] : values) {
+    const std::string value = choice_value(a, v, at);
+    if (std::find(c.values.begin(), c.values.end(), value) == c.values.end()) c.values.push_back(value);
+  }
+  g.choices.push_back(std::move(c));
+  std::stable_sort(g.choices.begin(), g.choices.end(), [](const PlanChoice& x, const PlanChoice& y) {
+    const auto rank = [](const PlanChoice& c) {
+      const auto& axes = choice_axes();
+      return std::find_if(axes.begin(), axes.end(), [&](const ChoiceAxis& a) { return c.key == a.key; }) - axes.begin();
+    };
+    return rank(x) < rank(y);
+  });
+}
+
 // The scenario's `plan:` section into the goal.
 void read_plan_section(const YamlField& p, const std::filesystem::path& base, const Catalog& catalog, PlanGoal& g) {
   if (auto f = p.find("deadline")) g.deadline_s = f->positive_quantity(Quantity::Time);
@@ -104,6 +177,15 @@ void read_plan_section(const YamlField& p, const std::filesystem::path& base, co
     const std::filesystem::path file = f->str();
     g.price_files.push_back((file.is_absolute() ? file : base / file).string());
   }
+  for (const auto& a : choice_axes())
+    if (auto f = p.find(a.key)) {
+      if (!f->is_sequence() || f->items().empty())
+        f->fail("expected a list of " + std::string(a.column) + " choices, e.g. [" +
+                (a.valid.empty() ? std::string("1, 2, 4") : a.valid[0] + ", " + a.valid[1]) + "]");
+      std::vector<std::pair<std::string, SourceLocation>> values;
+      for (auto& item : f->items()) values.emplace_back(item.str(), item.location());
+      set_choice(g, a, f->location(), values);
+    }
 }
 
 // The command line replaces the file's keys.
@@ -152,6 +234,15 @@ void apply_plan_options(const PlanOptions& cli, const Catalog& catalog, PlanGoal
   if (cli.confidence) g.pessimistic = *cli.confidence == "high";
   if (cli.top) g.top = *cli.top;
   for (const auto& f : cli.price_files) g.price_files.push_back(f);
+  for (const auto& a : choice_axes()) {
+    const std::vector<std::string>& given = cli.*a.option;
+    if (given.empty()) continue;
+    std::string name = std::string("--") + a.key;
+    std::replace(name.begin(), name.end(), '_', '-');
+    std::vector<std::pair<std::string, SourceLocation>> values;
+    for (const auto& v : given) values.emplace_back(v, option(name, v));
+    set_choice(g, a, option(name, given.front()), values);
+  }
 }
 
 }  // namespace

@@ -52,6 +52,13 @@ std::vector<std::string> time_column(const std::vector<double>& seconds) {
   return out;
 }
 
+// "2T", "300B", "1.5M": a token budget as training.tokens takes it.
+std::string token_text(double tokens) {
+  for (const auto& [scale, suffix] : {std::pair{1e12, "T"}, {1e9, "B"}, {1e6, "M"}, {1e3, "K"}})
+    if (tokens >= scale) return format_number(tokens / scale) + suffix;
+  return format_number(tokens);
+}
+
 }  // namespace
 
 std::string report_header(const PlanRun& r) {
@@ -59,9 +66,17 @@ std::string report_header(const PlanRun& r) {
   const ModelSpec& model = r.catalog.model(r.base.model.name);
   int feasible = 0;
   for (const auto& e : r.evals) feasible += e.feasible() ? 1 : 0;
-  out << "ringsim plan: " << model.display_name << ", batch " << r.base.model.batch_per_gpu << " per GPU, "
-      << r.base.model.precision << ", " << count_of(r.base.training.epochs, "epoch") << " of "
-      << r.base.training.dataset_images << " " << model.sample_noun() << "\n";
+  const bool batches = std::any_of(r.goal.choices.begin(), r.goal.choices.end(),
+                                   [](const PlanChoice& c) { return c.key == "batch_per_gpu"; });
+  out << "ringsim plan: " << model.display_name << ", batch "
+      << (batches ? std::string("per GPU as each row's") : std::to_string(r.base.model.batch_per_gpu) + " per GPU")
+      << ", " << r.base.model.precision << ", ";
+  if (r.base.training.tokens > 0)
+    out << token_text(r.base.training.tokens) << " tokens (" << r.base.training.dataset_images << " "
+        << model.sample_noun() << " of " << r.base.model.tokens << ")\n";
+  else
+    out << count_of(r.base.training.epochs, "epoch") << " of " << r.base.training.dataset_images << " "
+        << model.sample_noun() << "\n";
   out << "  goal           ";
   if (r.goal.deadline_s) out << "deadline " << format_time(*r.goal.deadline_s);
   if (r.goal.deadline_s && r.goal.budget_usd) out << ", ";
@@ -72,18 +87,16 @@ std::string report_header(const PlanRun& r) {
       << r.region->date << "; source " << r.region->source;
   for (const auto& f : r.price_sources) out << "; " << f;
   out << "\n";
-  out << "  searched       " << r.skus.size() << " SKU" << (r.skus.size() == 1 ? "" : "s") << " x "
-      << r.goal.nodes.size() << " node count" << (r.goal.nodes.size() == 1 ? "" : "s") << " x " << r.strategies.size()
-      << " strateg" << (r.strategies.size() == 1 ? "y" : "ies") << " x " << r.fusions.size() << " fusion setting"
-      << (r.fusions.size() == 1 ? "" : "s") << (r.goal.low_priority ? " x {dedicated, low-priority}" : "") << ": "
-      << r.evals.size() << " priced configurations, " << feasible << " meet the goal\n";
+  out << "  searched       " << search_space(r) << (r.goal.low_priority ? " x {dedicated, low-priority}" : "") << ": "
+      << r.evals.size() << " priced configurations, " << feasible << (feasible == 1 ? " meets" : " meet")
+      << " the goal\n";
   if (!r.evals.empty() && r.evals.front().failure_free_time_to_train_s > 0) {
     auto [lo, hi] = std::minmax_element(r.evals.begin(), r.evals.end(),
                                         [](const auto& a, const auto& b) { return a.ettr < b.ettr; });
     out << "  goodput        times are wall times: failures, restarts and checkpoints (topologies/reliability.yaml, "
            "the scenario's reliability section), ETTR "
-        << format_number(std::round(lo->ettr * 1000) / 1000) << " to " << format_number(std::round(hi->ettr * 1000) / 1000)
-        << "; costs include spare nodes\n";
+        << format_number(std::round(lo->ettr * 1000) / 1000) << " to "
+        << format_number(std::round(hi->ettr * 1000) / 1000) << "; costs include spare nodes\n";
   }
   const auto banded = std::count_if(r.evals.begin(), r.evals.end(), [](const auto& e) { return e.banded; });
   if (banded < static_cast<std::ptrdiff_t>(r.evals.size()))
@@ -120,28 +133,65 @@ std::string band_cell(const PlanEvaluation& e, const std::string& low, const std
          fmt_usd(training_cost_usd(e.vms, e.usd_per_vm_hour, e.time_to_train_s_high));
 }
 
+// The memory column where memory decides what fits: a sharded framework, or a plan trying choices.
+bool memory_column(const PlanRun& r) { return sharded_framework(r.base) || !r.goal.choices.empty(); }
+
+bool tight(const PlanEvaluation& e) { return e.memory_per_gpu_bytes_high > e.memory_capacity_bytes; }
+
+// "61.2/75 GiB": a GPU's bytes of its memory; "!" where its band's high end does not fit.
+std::string memory_cell(const PlanEvaluation& e) {
+  char b[64];
+  std::snprintf(b, sizeof b, "%.1f/%.0f GiB%s", e.memory_per_gpu_bytes / (1 << 30), e.memory_capacity_bytes / (1 << 30),
+                tight(e) ? "!" : "");
+  return b;
+}
+
 // One row's cells; `rank` counts from 1, `time` is the time column's text for it, `band` its band's.
-std::vector<std::string> table_cells(const PlanEvaluation& e, std::size_t rank, const std::string& time,
-                                     const std::string& band) {
+std::vector<std::string> table_cells(const PlanRun& r, const PlanEvaluation& e, std::size_t rank,
+                                     const std::string& time, const std::string& band) {
   std::string bottleneck =
       e.bottleneck_kind.empty() ? "none" : e.bottleneck_kind + " " + fmt_pct(e.bottleneck_utilisation);
   if (!e.meets_deadline) bottleneck += " over deadline";
   if (!e.meets_budget) bottleneck += " over budget";
-  char ips[32];
-  std::snprintf(ips, sizeof ips, "%.1f", e.images_per_sec);
-  return {std::to_string(rank),
-          e.sku,
-          std::to_string(e.vms),
-          std::to_string(e.gpus),
-          e.strategy,
-          e.fusion,
-          e.low_priority ? (e.price_estimated ? "low-prio*" : "low-prio") : "dedicated",
-          time,
-          fmt_usd(e.cost_usd),
-          band,
-          ips,
-          fmt_pct(e.scaling_efficiency),
-          bottleneck};
+  char rate[32];
+  if (r.base.training.tokens > 0)
+    std::snprintf(rate, sizeof rate, "%.0f", e.tokens_per_sec);
+  else
+    std::snprintf(rate, sizeof rate, "%.1f", e.images_per_sec);
+  std::vector<std::string> cells = {std::to_string(rank),   e.sku,      std::to_string(e.vms),
+                                    std::to_string(e.gpus), e.strategy, e.fusion};
+  cells.insert(cells.end(), e.choices.begin(), e.choices.end());
+  if (memory_column(r)) cells.push_back(memory_cell(e));
+  const std::string capacity = e.low_priority ? (e.price_estimated ? "low-prio*" : "low-prio") : "dedicated";
+  for (const std::string& c :
+       {capacity, time, fmt_usd(e.cost_usd), band, std::string(rate), fmt_pct(e.scaling_efficiency), bottleneck})
+    cells.push_back(c);
+  return cells;
+}
+
+// The table's headers and column widths.
+std::pair<std::vector<std::string>, std::vector<std::size_t>> table_head(const PlanRun& r) {
+  std::size_t sku_width = 11;  // the longest SKU shown, and a space
+  for (int i : r.order) sku_width = std::max(sku_width, r.evals[static_cast<std::size_t>(i)].sku.size() + 1);
+  std::vector<std::string> head = {"#", "SKU", "VMs", "GPUs", "strategy", "fusion"};
+  std::vector<std::size_t> w = {4, sku_width, 5, 6, 17, 8};
+  for (const auto& c : r.goal.choices) {
+    head.push_back(c.column);
+    std::size_t width = c.column.size() + 2;
+    for (const auto& v : c.values) width = std::max(width, v.size() + 2);
+    w.push_back(width);
+  }
+  if (memory_column(r)) {
+    head.push_back("memory/GPU");
+    w.push_back(14);
+  }
+  const std::string rate = r.base.training.tokens > 0 ? "tokens/s" : r.base.model.text ? "seq/s" : "images/s";
+  for (const auto& h : {std::string("capacity"), std::string("time"), std::string("cost"),
+                        std::string("band (time, cost)"), rate, std::string("scaling"), std::string("bottleneck")})
+    head.push_back(h);
+  const std::size_t rate_width = r.base.training.tokens > 0 ? 11 : 10;  // tokens/s run to 7 digits
+  w.insert(w.end(), {14, 14, 12, 42, rate_width, 8, 30});
+  return {head, w};
 }
 
 }  // namespace
@@ -150,13 +200,7 @@ std::string report_table(const PlanRun& r) {
   std::ostringstream out;
   out << "\n"
       << (r.met() ? "Configurations that meet the goal" : "No configuration meets the goal; the closest") << ":\n";
-  std::size_t sku_width = 11;  // the longest SKU shown, and a space
-  for (int i : r.order) sku_width = std::max(sku_width, r.evals[static_cast<std::size_t>(i)].sku.size() + 1);
-  const std::vector<std::size_t> w = {4, sku_width, 5, 6, 17, 8, 14, 14, 12, 42, 10, 8, 30};
-  const std::string rate = r.base.model.text ? "seq/s" : "images/s";
-  const std::vector<std::string> head = {"#",      "SKU",      "VMs",       "GPUs", "strategy",
-                                         "fusion", "capacity", "time",      "cost", "band (time, cost)",
-                                         rate,     "scaling",  "bottleneck"};
+  const auto [head, w] = table_head(r);
   auto row = [&](const std::vector<std::string>& cells) {
     std::string line;
     for (std::size_t k = 0; k < cells.size(); ++k) line += pad(cells[k], w[k]);
@@ -172,7 +216,10 @@ std::string report_table(const PlanRun& r) {
   const std::vector<std::string> times = time_column(seconds), band = time_column(ends);
   const std::size_t n = rows.size();
   for (std::size_t k = 0; k < n; ++k)
-    row(table_cells(*rows[k], k + 1, times[k], band_cell(*rows[k], band[k], band[n + k])));
+    row(table_cells(r, *rows[k], k + 1, times[k], band_cell(*rows[k], band[k], band[n + k])));
+  if (memory_column(r) && std::any_of(rows.begin(), rows.end(), [](auto* e) { return tight(*e); }))
+    out << "  ! fits at its estimate but not at the high end of its memory band (the reserve's and allocator's "
+           "ranges: check's breakdown); --confidence high leaves such configurations out\n";
   const bool any_estimated = std::any_of(rows.begin(), rows.end(), [](auto* e) { return e->price_estimated; });
   if (any_estimated && r.region->low_priority_discount)
     out << "  * low-priority price estimated as " << fmt_pct(*r.region->low_priority_discount) << " off dedicated ("
@@ -194,8 +241,10 @@ std::string report_quota(const PlanRun& r, const QuotaRequest& q) {
   const PlanEvaluation& best = r.best();
   std::ostringstream out;
   {
-    out << "\nQuota request for the winning plan (" << best.vms << " x " << best.sku << ", " << best.strategy << ", "
-        << (best.low_priority ? "low-priority" : "dedicated") << ", " << format_time(best.time_to_train_s) << ", "
+    out << "\nQuota request for the winning plan (" << best.vms << " x " << best.sku << ", " << best.strategy << ", ";
+    for (std::size_t k = 0; k < best.choices.size(); ++k)
+      out << r.goal.choices[k].column << " " << best.choices[k] << ", ";
+    out << (best.low_priority ? "low-priority" : "dedicated") << ", " << format_time(best.time_to_train_s) << ", "
         << fmt_usd(best.cost_usd) << "; "
         << (r.goal.pessimistic ? "the pessimistic end of the prediction's band" : "the prediction itself, not its band")
         << "):\n";
@@ -232,7 +281,9 @@ std::string plan_csv(const PlanRun& r) {
     c << "rank,sku,gpu,vms,gpus,strategy,fusion,capacity,usd_per_vm_hour,price_estimated,time_to_train_s,cost_usd,"
          "time_to_train_s_low,time_to_train_s_high,cost_usd_low,cost_usd_high,images_per_sec,scaling_efficiency,"
          "iteration_time_s,exposed_communication_s,bottleneck_link,bottleneck_kind,"
-         "bottleneck_utilisation,meets_deadline,meets_budget\n";
+         "bottleneck_utilisation,meets_deadline,meets_budget,memory_per_gpu_bytes,tokens_per_sec";
+    for (const auto& ch : r.goal.choices) c << "," << ch.setting;
+    c << "\n";
     int rank = 0;
     for (int i : r.order) {
       const auto& e = r.evals[static_cast<std::size_t>(i)];
@@ -261,8 +312,12 @@ std::string plan_csv(const PlanRun& r) {
           e.bottleneck_kind,
           csv_number(e.bottleneck_utilisation),
           e.meets_deadline ? "true" : "false",
-          e.meets_budget ? "true" : "false"};
-      for (std::size_t k = 0; k < f.size(); ++k) c << (k ? "," : "") << csv_field(f[k]);
+          e.meets_budget ? "true" : "false",
+          csv_number(e.memory_per_gpu_bytes),
+          e.tokens_per_sec > 0 ? csv_number(e.tokens_per_sec) : ""};
+      std::vector<std::string> fields = f;
+      fields.insert(fields.end(), e.choices.begin(), e.choices.end());
+      for (std::size_t k = 0; k < fields.size(); ++k) c << (k ? "," : "") << csv_field(fields[k]);
       c << "\n";
     }
     return c.str();
@@ -283,6 +338,7 @@ std::string plan_json(const PlanRun& r, const std::optional<QuotaRequest>& quota
         {"nodes", r.goal.nodes},
         {"strategies", r.strategies},
         {"skus", r.skus}};
+    for (const auto& c : r.goal.choices) g[c.key] = c.values;
     j["goal"] = g;
     j["prices"] = {
         {"region", r.goal.region}, {"date", r.region->date}, {"source", r.region->source}, {"files", r.price_sources}};
@@ -315,7 +371,14 @@ std::string plan_json(const PlanRun& r, const std::optional<QuotaRequest>& quota
            {"bottleneck",
             {{"link", e.bottleneck_link}, {"kind", e.bottleneck_kind}, {"utilisation", e.bottleneck_utilisation}}},
            {"meets_deadline", e.meets_deadline},
-           {"meets_budget", e.meets_budget}});
+           {"meets_budget", e.meets_budget},
+           {"memory",
+            {{"per_gpu_bytes", e.memory_per_gpu_bytes},
+             {"per_gpu_bytes_high", e.memory_per_gpu_bytes_high},
+             {"capacity_bytes", e.memory_capacity_bytes}}}});
+      if (e.tokens_per_sec > 0) ranked.back()["tokens_per_sec"] = e.tokens_per_sec;
+      for (std::size_t k = 0; k < e.choices.size(); ++k)
+        ranked.back()["settings"][r.goal.choices[k].setting] = e.choices[k];
     }
     j["configurations"] = ranked;
     nlohmann::ordered_json sk = nlohmann::ordered_json::array();

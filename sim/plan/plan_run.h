@@ -41,6 +41,7 @@ inline std::string count_of(std::int64_t n, const std::string& noun) {
 struct Candidate {
   int index = 0;
   std::string sku, strategy, fusion;
+  std::vector<std::string> choices;  // a value of each of the goal's choices
   int nodes = 0;
   std::vector<std::string> sets;
 };
@@ -72,7 +73,8 @@ struct PlanRun {
 };
 
 // Prices, SKUs and the search space (plan_candidates.cpp).
-std::string describe(const Candidate& c);
+std::string describe(const PlanRun& r, const Candidate& c);
+std::string search_space(const PlanRun& r);  // "3 SKUs x 4 node counts x ... x 2 shardings"
 void load_prices(PlanRun& r);
 void choose_skus(PlanRun& r);
 void make_candidates(PlanRun& r);
