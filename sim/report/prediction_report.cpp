@@ -414,9 +414,14 @@ std::string compute_row(const Prediction& p) {
 }
 
 namespace {
+// A rate to one decimal; from a million up whole, not in exponent notation (16,384 GPUs' tokens/s).
+std::string one_decimal(double v) {
+  if (v >= 1e6) return std::to_string(static_cast<long long>(std::llround(v)));
+  return format_number(std::round(v * 10) / 10);
+}
+
 // A text model's tokens a second: the samples' band in tokens, per GPU and the MFU.
 std::string tokens_row(const Prediction& p) {
-  const auto one_decimal = [](double v) { return format_number(std::round(v * 10) / 10); };
   const auto pct = [](double v) { return format_number(std::round(v * 1000) / 10) + " %"; };
   const double tokens = p.tokens_per_sec / p.images_per_sec;
   return one_decimal(p.tokens_per_sec) +
@@ -449,7 +454,6 @@ std::string prediction_table(const Prediction& p) {
   if (!s.calibration_left_out.empty()) row("calibration", s.calibration_left_out);
   o << '\n';
   row("iteration time", format_time(p.iteration_time_s));
-  const auto one_decimal = [](double v) { return format_number(std::round(v * 10) / 10); };
   row(noun + "/s (total)",
       one_decimal(p.images_per_sec) + (p.band_samples > 0 ? " (band " + one_decimal(p.images_per_sec_low) + " to " +
                                                                 one_decimal(p.images_per_sec_high) + ")"
