@@ -54,7 +54,7 @@ int run_plan(const PlanOptions& o) {
   if (o.json_file) write_file_atomically(*o.json_file, json);
   if (o.plot_file)
     write_plot(*o.plot_file, plan_plot("ringsim plan: " + catalog.model(r.base.model.name).display_name + ", " +
-                                           count_of(r.base.training.epochs, "epoch"),
+                                           training_amount(r.base),
                                        r.evals, r.goal.deadline_s, r.goal.budget_usd));
   return r.met() ? 0 : 1;
 }

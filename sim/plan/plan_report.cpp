@@ -52,14 +52,14 @@ std::vector<std::string> time_column(const std::vector<double>& seconds) {
   return out;
 }
 
-// "2T", "300B", "1.5M": a token budget as training.tokens takes it.
-std::string token_text(double tokens) {
-  for (const auto& [scale, suffix] : {std::pair{1e12, "T"}, {1e9, "B"}, {1e6, "M"}, {1e3, "K"}})
-    if (tokens >= scale) return format_number(tokens / scale) + suffix;
-  return format_number(tokens);
-}
-
 }  // namespace
+
+std::string training_amount(const Scenario& s) {
+  if (s.training.tokens <= 0) return count_of(s.training.epochs, "epoch");
+  for (const auto& [scale, suffix] : {std::pair{1e12, "T"}, {1e9, "B"}, {1e6, "M"}, {1e3, "K"}})
+    if (s.training.tokens >= scale) return format_number(s.training.tokens / scale) + suffix + " tokens";
+  return format_number(s.training.tokens) + " tokens";
+}
 
 std::string report_header(const PlanRun& r) {
   std::ostringstream out;
@@ -71,12 +71,12 @@ std::string report_header(const PlanRun& r) {
   out << "ringsim plan: " << model.display_name << ", batch "
       << (batches ? std::string("per GPU as each row's") : std::to_string(r.base.model.batch_per_gpu) + " per GPU")
       << ", " << r.base.model.precision << ", ";
+  out << training_amount(r.base);
   if (r.base.training.tokens > 0)
-    out << token_text(r.base.training.tokens) << " tokens (" << r.base.training.dataset_images << " "
-        << model.sample_noun() << " of " << r.base.model.tokens << ")\n";
+    out << " (" << r.base.training.dataset_images << " " << model.sample_noun() << " of " << r.base.model.tokens
+        << ")\n";
   else
-    out << count_of(r.base.training.epochs, "epoch") << " of " << r.base.training.dataset_images << " "
-        << model.sample_noun() << "\n";
+    out << " of " << r.base.training.dataset_images << " " << model.sample_noun() << "\n";
   out << "  goal           ";
   if (r.goal.deadline_s) out << "deadline " << format_time(*r.goal.deadline_s);
   if (r.goal.deadline_s && r.goal.budget_usd) out << ", ";
@@ -107,7 +107,13 @@ std::string report_header(const PlanRun& r) {
     for (std::size_t i = 0; i < r.unpriced.size(); ++i) out << (i ? ", " : "") << r.unpriced[i];
     out << " (no price in " << r.goal.region << ")\n";
   }
-  if (!r.skipped.empty()) out << "  skipped        " << r.skipped.size() << " configurations (see --json for why)\n";
+  if (!r.skipped.empty()) {
+    const auto memory = std::count_if(r.skipped.begin(), r.skipped.end(),
+                                      [](const auto& s) { return s.second.find("does not fit") != std::string::npos; });
+    out << "  skipped        " << r.skipped.size() << " configurations";
+    if (memory > 0) out << " (" << memory << " do not fit in memory)";
+    out << ": see --json for why\n";
+  }
   return out.str();
 }
 

@@ -37,6 +37,9 @@ inline std::string count_of(std::int64_t n, const std::string& noun) {
   return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
 }
 
+// "90 epochs", "2T tokens": how much the scenario trains.
+std::string training_amount(const Scenario& s);
+
 // A configuration to predict: everything but the capacity kind (dedicated or low-priority).
 struct Candidate {
   int index = 0;
