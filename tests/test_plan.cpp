@@ -257,6 +257,12 @@ TEST_CASE("plan: Llama 3 8B under FSDP over checkpointing x micro-batch, what do
            c["settings"]["model.batch_per_gpu"].get<std::string>()] = c["memory"]["per_gpu_bytes"];
   }
   CHECK(memory.at("full1") < memory.at("full2"));
+  // The winner (no checkpointing) fits at its estimate, not at its band's high end: flagged.
+  bool flagged = false;
+  for (const auto& f : j["flags"]) flagged = flagged || f["flag"] == "memory_at_estimate";
+  CHECK(flagged == (j["configurations"][0]["memory"]["per_gpu_bytes_high"].get<double>() >
+                    j["configurations"][0]["memory"]["capacity_bytes"].get<double>()));
+  CHECK(flagged);
   CHECK(memory.at("full2") < memory.at("none1"));
   CHECK_THAT(slurp(dir / "p.csv"), Catch::Contains(",model.activation_checkpointing,model.batch_per_gpu\n"));
   // Sharding is FSDP's: refused for DDP before anything runs.

@@ -41,6 +41,7 @@ int run_plan(const PlanOptions& o) {
   server_flags(r);
   compute_source_flag(r);
   band_flag(r);
+  memory_flag(r);
   const std::optional<QuotaRequest> quota =
       r.met() ? std::optional(quota_request(catalog.sku(r.best().sku), r.goal.region, r.best().vms,
                                             r.best().low_priority, r.goal.quota_headroom))

@@ -23,6 +23,20 @@ void band_flag(PlanRun& r) {
                          "calibration from a few runs (ringsim calibrate --runs)"});
 }
 
+// The winner fits at its memory estimate but not at its band's high end (the reserve's and allocator's ranges):
+// it may run out of memory where the framework keeps more than the estimate.
+void memory_flag(PlanRun& r) {
+  if (!r.met()) return;
+  const PlanEvaluation& best = r.best();
+  if (best.memory_per_gpu_bytes_high <= best.memory_capacity_bytes) return;
+  r.flags.push_back({"memory_at_estimate", best.sku,
+                     "The winning plan needs " + format_bytes(best.memory_per_gpu_bytes) + " of a GPU's " +
+                         format_bytes(best.memory_capacity_bytes) + ", up to " +
+                         format_bytes(best.memory_per_gpu_bytes_high) +
+                         " at its band's high end: it may run out of memory; --confidence high plans only what fits "
+                         "there, or try more sharding, activation checkpointing or a smaller micro-batch"});
+}
+
 // Where each GPU type's per-GPU rate comes from, when the plan compares types whose rates are not all
 // measured: a roofline or an extrapolated operator model is what the bands' width says, and their compute
 // evidence where banded (schedule/compute_evidence.h).

@@ -87,6 +87,7 @@ void predict_and_price(PlanRun& r);
 
 // The flags on the ranking (plan_flags.cpp).
 void band_flag(PlanRun& r);
+void memory_flag(PlanRun& r);
 void compute_source_flag(PlanRun& r);
 void scale_up_flag(PlanRun& r);
 void network_bound_flag(PlanRun& r);
