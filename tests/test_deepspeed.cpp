@@ -172,7 +172,7 @@ TEST_CASE("deepspeed: bad input names the key and the choices", "[deepspeed][bad
              Catch::Contains("use strategy ring or auto"));
   CHECK_THAT(error("framework: deepspeed, zero_stage: 2, fusion_threshold: 64M"),
              Catch::Contains("reduce_bucket_size"));
-  CHECK_THAT(real_run_refusal(zero(2, 2)), Catch::Contains("deepspeed's gathers are simulated only"));
+  CHECK_THAT(real_run_refusal(zero(2, 2)), Catch::Contains("deepspeed's ZeRO is simulated only"));
   // The resolved scenario says the stage.
   CHECK_THAT(to_yaml(zero(3, 2)), Catch::Contains("zero_stage: 3"));
 }

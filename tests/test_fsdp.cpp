@@ -207,8 +207,10 @@ TEST_CASE("fsdp: bad input names the key and the choices", "[fsdp][bad_input]") 
              Catch::Contains("fsdp reduces each unit's gradients"));
   CHECK_THAT(error(head + "training: {epochs: 1}\ncommunication: {framework: fsdp, concurrent_collectives: 2}\n"),
              Catch::Contains("a stream of their own"));
-  // ringsim-real runs replicated parameters only, and says so.
-  CHECK_THAT(real_run_refusal(llama(2, 8)), Catch::Contains("simulated only"));
+  // ringsim-real runs full_shard, shard_grad_op and no_shard (with FP32 gradients); hybrid_shard it refuses.
+  CHECK(real_run_refusal(llama(2, 8, ", gradient_precision: fp32")).empty());
+  CHECK_THAT(real_run_refusal(llama(2, 8, ", sharding: hybrid_shard, gradient_precision: fp32")),
+             Catch::Contains("hybrid_shard is simulated only"));
 }
 
 TEST_CASE("collectives in groups and in sequence: each group its own ring, two collectives as one", "[fsdp]") {

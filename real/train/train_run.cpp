@@ -2,13 +2,16 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <iomanip>
 #include <iostream>
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include "collective/collective.h"
 #include "collective/fusion.h"
@@ -108,6 +111,16 @@ class TrainLoop final : public collective::CycleRuntime, public collective::Buff
   std::unique_ptr<collective::Collective> collective(const collective::FusionBuffer& b) override;
   void exchange(const collective::FusionBuffer& b, const collective::Collective& c, CollectiveRecord& rec) override;
   void check_gradients();  // every gradient is the sum over workers of (1 + rank)
+  // Sharded parameters (FSDP): the iteration's all-gathers and reduce-scatters in the order FSDP issues them
+  // (sharded_order), each when its inputs are in; the compute thread waits for its units' gathers.
+  struct ShardedOp {
+    int gather = -1;                // an all-gather of the plan's; -1: a unit's gradient reduce-scatter
+    collective::FusionBuffer unit;  // the reduce-scatter's gradients
+  };
+  std::vector<ShardedOp> sharded_order() const;
+  void run_sharded_ops();
+  void run_gather(int g);
+  void wait_gathered(int g) const;
   // PyTorch DDP's copies of the gradients into its buckets (in the compute thread, after each layer's backward
   // pass) and out of them (collective::bucket_copies_end), stood in for at the GPU's copy rate, as predict has
   // them; none for Horovod, whose fusion copies copy_in and copy_out charge.
@@ -147,6 +160,14 @@ class TrainLoop final : public collective::CycleRuntime, public collective::Buff
   const GpuSpec& gpu_;
   bool bucket_copies_ = false;     // ddp_copies_buckets, on a worker
   BucketCopyOut bucket_copy_out_;  // this iteration's buckets
+  GatherPlan plan_;                // empty: replicated parameters
+  BufferCollectiveLayout gather_layout_;
+  MemberBuffers gathered_buf_;
+  std::vector<std::atomic<std::uint8_t>> gathered_, released_;  // per gather, this iteration
+  // The check: elements that hold what the op leaves this rank alone (its own value where it owns the
+  // all-gather's chunk, the sum over ranks where it owns the reduce-scatter's share), and the ops' elements.
+  // Over the ranks the first adds up to the ops' elements exactly when every element went where it belongs.
+  std::int64_t sharded_owned_ = 0, sharded_count_ = 0;
 };
 
 TrainLoop::TrainLoop(const TrainOptions& o, MPI_Comm comm, const Catalog& catalog, const Scenario& s)
@@ -184,10 +205,27 @@ TrainLoop::TrainLoop(const TrainOptions& o, MPI_Comm comm, const Catalog& catalo
   const Topology topology = Topology::build(catalog, cluster_shape(s.cluster));
   CommModel path_costs(catalog, s, topology);
   layout_ = buffer_collective_layout(s, backend_->collective_space(), path_costs, false);  // no multicast here
+  plan_ = framework_->gathers(model_, cm_.layers);
+  if (!plan_.empty()) {
+    if (backend_->emulated()) throw UsageError("ringsim-real emulate runs replicated parameters; FSDP runs for real");
+    gather_layout_ =
+        buffer_collective_layout(gather_layout_scenario(s), backend_->collective_space(), path_costs, false);
+    std::uint64_t largest_gather = 4;
+    for (const auto& g : plan_.gathers) largest_gather = std::max(largest_gather, g.bytes);
+    gathered_buf_ = backend_->allocate(largest_gather);
+    gathered_ = std::vector<std::atomic<std::uint8_t>>(plan_.gathers.size());
+    released_ = std::vector<std::atomic<std::uint8_t>>(plan_.gathers.size());
+  }
   // Gradients, values that make the allreduce checkable (servers hold none).
   grads_ = std::make_unique<Gradients>(*backend_, worker_ ? tensor_bytes_ : std::vector<std::uint64_t>(n, 0));
   std::uint64_t largest = 0;
   for (auto b : tensor_bytes_) largest = std::max(largest, b);
+  // FSDP's buckets are its units (no_shard's too), each a reduce-scatter or allreduce of its gradients.
+  for (const auto& u : sharded_framework(s) ? shard_units(model_) : std::vector<ShardUnit>{}) {
+    std::uint64_t unit = 0;
+    for (int t : u.tensors) unit += tensor_bytes_[t];
+    largest = std::max(largest, unit);
+  }
   const std::uint64_t fusion_bytes =
       std::max<std::uint64_t>(largest, static_cast<std::uint64_t>(s.communication.fusion_threshold_bytes));
   fusion_ = backend_->allocate(fusion_bytes);
@@ -203,6 +241,7 @@ TrainLoop::TrainLoop(const TrainOptions& o, MPI_Comm comm, const Catalog& catalo
 
 TrainLoop::~TrainLoop() {
   backend_->release(fusion_);
+  if (!plan_.empty()) backend_->release(gathered_buf_);
   if (!direct_) backend_->release_host(staging_);
 }
 
@@ -222,10 +261,13 @@ void TrainLoop::start_compute() {
                                }
                                runtime_->signal();
                              },
-                             {},  // no gathers: ringsim-real runs replicated parameters (real_run_refusal)
-                             {}};
+                             [&](int g) { wait_gathered(g); },
+                             [&](int g) {
+                               released_[g].store(1, std::memory_order_release);
+                               runtime_->signal();
+                             }};
     run_compute_program(
-        cm_, *framework_, o_.compute_scale, [&](const std::vector<int>& t) { return bucket_copy_s(t); }, hooks);
+        cm_, *framework_, o_.compute_scale, [&](const std::vector<int>& t) { return bucket_copy_s(t); }, hooks, plan_);
   });
 }
 
@@ -297,6 +339,8 @@ void TrainLoop::copy_out_of_buckets(bool last) {
 std::unique_ptr<collective::Collective> TrainLoop::collective(const collective::FusionBuffer& b) {
   // The exchange's buffer is laid out shard by shard; the fusion buffer is in tensor order, so the
   // server-side layout differs but every rank agrees on it and sizes match.
+  if (framework_->gradient_op() != collective::BusOp::AllReduce)
+    return make_sharded_collective(s_, gather_layout_, framework_->gradient_op(), b.bytes, 4);
   const BufferShards shards = ps_ ? buffer_shards(s_, server_of_, tensor_bytes_, b.tensors) : BufferShards{};
   return make_buffer_collective(s_, layout_, b.bytes, 4, shards);
 }
@@ -313,6 +357,108 @@ void TrainLoop::start(const collective::FusionBuffer& b) {
   if (bucket_copies_) bucket_copy_out_.allreduce_done(rec.end, bucket_copy_s(b.tensors));
   comm_time_ += rec.end - rec.start;
   if (last_) records_.push_back(rec);
+}
+
+std::vector<TrainLoop::ShardedOp> TrainLoop::sharded_order() const {
+  // FSDP's order, as its hooks issue them on every rank alike: each unit's forward gather; then the first
+  // backward gather, and at each unit's backward the next unit's gather (BACKWARD_PRE prefetch) before its
+  // gradients' reduce-scatter; the units last first, the root (never resharded) last.
+  std::vector<ShardedOp> ops;
+  std::vector<int> backward;
+  for (int g = 0; g < static_cast<int>(plan_.gathers.size()); ++g)
+    if (plan_.gathers[g].backward)
+      backward.push_back(g);
+    else
+      ops.push_back({g, {}});
+  std::size_t next = 0;
+  if (next < backward.size()) ops.push_back({backward[next++], {}});
+  auto reduce = [&](const ShardUnit& u) {
+    collective::FusionBuffer b;
+    b.tensors = u.tensors;
+    for (int t : u.tensors) b.bytes += tensor_bytes_[t];
+    if (b.bytes > 0) ops.push_back({-1, std::move(b)});
+  };
+  for (auto u = plan_.units.rbegin(); u != plan_.units.rend(); ++u) {
+    if (u->name.empty()) continue;
+    if (next < backward.size()) ops.push_back({backward[next++], {}});
+    reduce(*u);
+  }
+  if (!plan_.units.empty() && plan_.units.front().name.empty()) reduce(plan_.units.front());
+  return ops;
+}
+
+void TrainLoop::run_sharded_ops() {
+  sharded_owned_ = sharded_count_ = 0;
+  // Waits until `in` holds, for the compute thread's signals (a release, gradients ready).
+  auto wait = [&](const std::function<bool()>& in, const std::string& what) {
+    for (;;) {
+      const long seen = runtime_->signals();
+      if (!worker_ || in()) return;
+      runtime_->wait_signal(seen, o_.timeout_s, rank_, what);
+    }
+  };
+  for (const auto& op : sharded_order()) {
+    if (op.gather >= 0) {
+      const int after = plan_.gathers[op.gather].waits_for;
+      if (after >= 0)
+        wait([&] { return released_[after].load(std::memory_order_acquire) != 0; },
+             "the release before gather " + std::to_string(op.gather));
+      run_gather(op.gather);
+      continue;
+    }
+    wait(
+        [&] {
+          return std::all_of(op.unit.tensors.begin(), op.unit.tensors.end(),
+                             [&](int t) { return st_.ready[t].load(std::memory_order_acquire) != 0; });
+        },
+        "a unit's gradients");
+    start(op.unit);
+    if (!worker_ || backend_->emulated()) continue;
+    // After the reduce-scatter its share holds the sum over the ranks of (1 + rank).
+    const float sum = workers_ * (workers_ + 1) / 2.0f;
+    const auto count = static_cast<std::size_t>(op.unit.bytes / 4);
+    const auto* reduced = reinterpret_cast<const float*>(staging_);
+    sharded_owned_ += std::count(reduced, reduced + count, sum);
+    sharded_count_ += static_cast<std::int64_t>(count);
+  }
+}
+
+void TrainLoop::run_gather(int g) {
+  const std::uint64_t bytes = plan_.gathers[g].bytes;
+  const auto count = static_cast<std::size_t>(bytes / 4);
+  // Every element this rank's value: after the all-gather each holds its owner's.
+  std::vector<float> host(count, 1.0f + rank_);
+  const double start = now();
+  backend_->upload(gathered_buf_, host.data(), count * 4);
+  const auto c = make_sharded_collective(s_, gather_layout_, collective::BusOp::AllGather, count * 4, 4);
+  backend_->charge_collective_call(c->protocol);
+  FaultyTransport t(backend_->transport(gathered_buf_), o_.fault, rank_);
+  collective::run_member(*c, rank_, t);
+  backend_->synchronize();
+  backend_->download(gathered_buf_, host.data(), count * 4);
+  gathered_[g].store(1, std::memory_order_release);
+  comm_time_ += now() - start;
+  if (last_) {
+    CollectiveRecord rec;
+    rec.index = static_cast<int>(records_.size());
+    rec.algorithm = std::string(c->algorithm());
+    rec.protocol = std::string(c->protocol.name);
+    rec.bytes = count * 4;
+    rec.tensors = plan_.units[plan_.gathers[g].unit].tensors;
+    rec.start = rec.comm_start = start;
+    rec.comm_end = rec.end = now();
+    records_.push_back(std::move(rec));
+  }
+  if (!backend_->emulated()) {
+    sharded_owned_ += std::count(host.begin(), host.end(), 1.0f + rank_);
+    sharded_count_ += static_cast<std::int64_t>(count);
+  }
+}
+
+void TrainLoop::wait_gathered(int g) const {
+  const Deadline deadline(o_.timeout_s);
+  while (!gathered_[g].load(std::memory_order_acquire) && !deadline.passed())
+    std::this_thread::sleep_for(std::chrono::microseconds(20));
 }
 
 void TrainLoop::check_gradients() {
@@ -332,16 +478,29 @@ double TrainLoop::iteration(int it, bool last) {
     records_.clear();
     spans_.clear();
   }
+  for (auto& g : gathered_) g.store(0);  // before the compute thread starts the iteration
+  for (auto& g : released_) g.store(0);
   iteration_start_ = runtime_->now();
   runtime_->open(pass_++);
   collective::FusionPlanner planner = framework_->planner(fusion_tensors_, 1);
   announced_.assign(flags_.size(), 0);
   comm_time_ = 0;
   negotiation_ = 0;
-  collective::run_horovod_cycles(planner, *this, *this, s_.communication.cycle_time_s);
+  if (plan_.empty())
+    collective::run_horovod_cycles(planner, *this, *this, s_.communication.cycle_time_s);
+  else
+    run_sharded_ops();
   if (bucket_copies_) copy_out_of_buckets(last);
   if (worker_ && framework_->optimizer_step()) backend_->compute_stand_in(cm_.update_s * o_.compute_scale);
-  if (worker_ && last && !backend_->emulated()) check_gradients();
+  if (worker_ && last && !backend_->emulated()) {
+    if (plan_.empty()) {
+      check_gradients();
+    } else {  // every element of every op where it belongs, over the ranks
+      std::int64_t v[2] = {sharded_owned_, sharded_count_};
+      MPI_Allreduce(MPI_IN_PLACE, v, 2, MPI_INT64_T, MPI_SUM, comm_);
+      wrong_ = rank_ == 0 ? std::llabs(v[0] - v[1] / workers_) : 0;
+    }
+  }
   double t = now();
   MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, comm_);
   return t;

@@ -206,7 +206,9 @@ std::string report_table(const PlanRun& r) {
   std::ostringstream out;
   out << "\n"
       << (r.met() ? "Configurations that meet the goal" : "No configuration meets the goal; the closest") << ":\n";
-  const auto [head, w] = table_head(r);
+  const auto columns = table_head(r);
+  const std::vector<std::string>& head = columns.first;
+  const std::vector<std::size_t>& w = columns.second;  // a lambda cannot capture a structured binding in clang 14
   auto row = [&](const std::vector<std::string>& cells) {
     std::string line;
     for (std::size_t k = 0; k < cells.size(); ++k) line += pad(cells[k], w[k]);
