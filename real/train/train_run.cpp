@@ -361,8 +361,8 @@ void TrainLoop::start(const collective::FusionBuffer& b) {
 
 std::vector<TrainLoop::ShardedOp> TrainLoop::sharded_order() const {
   // FSDP's order, as its hooks issue them on every rank alike: each unit's forward gather; then the first
-  // backward gather, and at each unit's backward the next unit's gather (BACKWARD_PRE prefetch) before its
-  // gradients' reduce-scatter; the units last first, the root (never resharded) last.
+  // backward gather, and before each unit's gradients are reduce-scattered (the framework's buckets, in its
+  // order) the next unit's gather (BACKWARD_PRE prefetch).
   std::vector<ShardedOp> ops;
   std::vector<int> backward;
   for (int g = 0; g < static_cast<int>(plan_.gathers.size()); ++g)
@@ -370,20 +370,14 @@ std::vector<TrainLoop::ShardedOp> TrainLoop::sharded_order() const {
       backward.push_back(g);
     else
       ops.push_back({g, {}});
+  collective::FusionPlanner planner = framework_->planner(fusion_tensors_, 1);
+  for (int t = 0; t < planner.tensor_count(); ++t) planner.announce(t, 0);
   std::size_t next = 0;
   if (next < backward.size()) ops.push_back({backward[next++], {}});
-  auto reduce = [&](const ShardUnit& u) {
-    collective::FusionBuffer b;
-    b.tensors = u.tensors;
-    for (int t : u.tensors) b.bytes += tensor_bytes_[t];
-    if (b.bytes > 0) ops.push_back({-1, std::move(b)});
-  };
-  for (auto u = plan_.units.rbegin(); u != plan_.units.rend(); ++u) {
-    if (u->name.empty()) continue;
+  for (auto& b : planner.negotiate(0)) {
     if (next < backward.size()) ops.push_back({backward[next++], {}});
-    reduce(*u);
+    ops.push_back({-1, std::move(b)});
   }
-  if (!plan_.units.empty() && plan_.units.front().name.empty()) reduce(plan_.units.front());
   return ops;
 }
 

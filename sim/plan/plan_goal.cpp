@@ -116,23 +116,24 @@ std::string choice_value(const ChoiceAxis& a, const std::string& v, const Source
   return v;
 }
 
-// The choice of `a`, from the plan's list or the option's (which replaces it), its values checked.
+// The choice of `a`, from the plan's list or the option's (which replaces it), its values checked; the
+// choices stay in the axes' order.
 void set_choice(PlanGoal& g, const ChoiceAxis& a, const SourceLocation& where,
                 const std::vector<std::pair<std::string, SourceLocation>>& values) {
-  std::erase_if(g.choices, [&](const PlanChoice& c) { return c.key == a.key; });
   PlanChoice c{a.key, a.setting, a.column, {}, where};
   for (const auto& [v, at] : values) {
     const std::string value = choice_value(a, v, at);
     if (std::find(c.values.begin(), c.values.end(), value) == c.values.end()) c.values.push_back(value);
   }
-  g.choices.push_back(std::move(c));
-  std::stable_sort(g.choices.begin(), g.choices.end(), [](const PlanChoice& x, const PlanChoice& y) {
-    const auto rank = [](const PlanChoice& c) {
-      const auto& axes = choice_axes();
-      return std::find_if(axes.begin(), axes.end(), [&](const ChoiceAxis& a) { return c.key == a.key; }) - axes.begin();
-    };
-    return rank(x) < rank(y);
-  });
+  const auto axis = [](const PlanChoice& x) {
+    const auto& axes = choice_axes();
+    return std::find_if(axes.begin(), axes.end(), [&](const ChoiceAxis& y) { return x.key == y.key; }) - axes.begin();
+  };
+  auto at = std::find_if(g.choices.begin(), g.choices.end(), [&](const PlanChoice& x) { return axis(x) >= axis(c); });
+  if (at != g.choices.end() && at->key == c.key)
+    *at = std::move(c);
+  else
+    g.choices.insert(at, std::move(c));
 }
 
 // The scenario's `plan:` section into the goal.
