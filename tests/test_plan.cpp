@@ -228,6 +228,33 @@ TEST_CASE("plan: choices read in one order, the command line's replacing the fil
   fs::remove_all(dir);
 }
 
+TEST_CASE("plan: selective checkpointing, the same job as none under flash attention, is tried once (issue 54)",
+          "[plan]") {
+  const fs::path dir = temp_dir("selective");
+  const std::string scenario = std::string(RINGSIM_TEST_SCENARIOS) + "/llama3_8b_fsdp_2x_nd96isr_h100_v5.yaml";
+  const std::string args = " --deadline 600d --skus ND96isr_H100_v5 --nodes 1 --batch-per-gpu 1 --json " +
+                           (dir / "p.json").string() + " --activation-checkpointing ";
+  const auto p = run_ringsim("plan " + scenario + args + "none,selective,full");
+  INFO(p.output);
+  REQUIRE(p.status == 0);
+  CHECK_THAT(p.output, Catch::Contains("x 2 activation_checkpointing x 1 batch_per_gpu: 2 priced") &&
+                           Catch::Contains("  left out       checkpointing selective: the same as none under flash "
+                                           "attention (model.stack tuned)"));
+  auto j = nlohmann::json::parse(slurp(dir / "p.json"));
+  CHECK(j["configurations"].size() == 2);
+  CHECK(j["merged_choices"].size() == 1);
+  for (const auto& c : j["configurations"])
+    CHECK(c["settings"]["model.activation_checkpointing"].get<std::string>() != "selective");
+  // Asked alone it is planned: no twin to merge it into.
+  const auto alone = run_ringsim("plan " + scenario + args + "selective");
+  INFO(alone.output);
+  REQUIRE(alone.status == 0);
+  j = nlohmann::json::parse(slurp(dir / "p.json"));
+  CHECK(j["merged_choices"].empty());
+  CHECK(j["configurations"][0]["settings"]["model.activation_checkpointing"] == "selective");
+  fs::remove_all(dir);
+}
+
 TEST_CASE("plan: Llama 3 8B under FSDP over checkpointing x micro-batch, what does not fit left out (issue 54)",
           "[plan][many_runs]") {
   const fs::path dir = temp_dir("fsdp");

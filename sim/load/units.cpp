@@ -50,7 +50,10 @@ bool is_space(char c) { return c == ' ' || c == '\t'; }
 
 std::string fmt(double v, const char* unit) {
   char buf[64];
-  if (v != 0 && (std::fabs(v) < 0.01 || std::fabs(v) >= 1e5))
+  // from 10,000 up to a billion in whole units (12000 h, not 1.2e+04 h)
+  if (std::fabs(v) >= 1e4 && std::fabs(v) < 1e9)
+    std::snprintf(buf, sizeof buf, "%.0f %s", v, unit);
+  else if (v != 0 && (std::fabs(v) < 0.01 || std::fabs(v) >= 1e5))
     std::snprintf(buf, sizeof buf, "%.3g %s", v, unit);
   else
     std::snprintf(buf, sizeof buf, "%.4g %s", v, unit);

@@ -93,6 +93,25 @@ void check_choices(const PlanRun& r) {
   }
 }
 
+// Selective checkpointing recomputes the attention scores, which flash attention neither stores nor skips
+// recomputing: on a stack with it, selective is the job none is (the same memory and time), so a plan that tries
+// both tries none alone and says why, rather than ranking twin rows.
+void merge_equal_choices(PlanRun& r) {
+  const StackSpec& stack = r.catalog.compute().operators.stack_for(r.base.model.stack);
+  if (!stack.flash_attention) return;
+  for (auto& c : r.goal.choices) {
+    auto& v = c.values;
+    const auto selective = std::find(v.begin(), v.end(), "selective");
+    if (c.key != "activation_checkpointing" || selective == v.end() || std::find(v.begin(), v.end(), "none") == v.end())
+      continue;
+    v.erase(selective);
+    const std::string name =
+        r.base.model.stack.empty() ? r.catalog.compute().operators.default_stack : r.base.model.stack;
+    r.merged.push_back("checkpointing selective: the same as none under flash attention (model.stack " + name +
+                       "): it stores no attention scores to recompute");
+  }
+}
+
 // The candidate's scenario settings: the plan's --set, then the SKU's whole VMs (on InfiniBand where it has it),
 // the node count, strategy, fusion and choices.
 std::vector<std::string> candidate_sets(const PlanRun& r, const Candidate& c) {
@@ -155,6 +174,7 @@ std::string search_space(const PlanRun& r) {
 // The search space: SKUs x node counts x strategies x fusion settings x the choices.
 void make_candidates(PlanRun& r) {
   check_choices(r);
+  merge_equal_choices(r);
   r.strategies = r.goal.strategies.empty()
                      ? std::vector<std::string>{std::string(to_string(r.base.communication.strategy))}
                      : r.goal.strategies;

@@ -90,6 +90,7 @@ std::string report_header(const PlanRun& r) {
   out << "  searched       " << search_space(r) << (r.goal.low_priority ? " x {dedicated, low-priority}" : "") << ": "
       << r.evals.size() << " priced configurations, " << feasible << (feasible == 1 ? " meets" : " meet")
       << " the goal\n";
+  for (const auto& m : r.merged) out << "  left out       " << m << "\n";
   if (!r.evals.empty() && r.evals.front().failure_free_time_to_train_s > 0) {
     auto [lo, hi] = std::minmax_element(r.evals.begin(), r.evals.end(),
                                         [](const auto& a, const auto& b) { return a.ettr < b.ettr; });
@@ -393,6 +394,7 @@ std::string plan_json(const PlanRun& r, const std::optional<QuotaRequest>& quota
     for (const auto& [what, why] : r.skipped) sk.push_back({{"configuration", what}, {"why", why}});
     j["skipped"] = sk;
     j["not_priced"] = r.unpriced;
+    j["merged_choices"] = r.merged;
     nlohmann::ordered_json flags_json = nlohmann::ordered_json::array();
     for (const auto& f : r.flags) {
       nlohmann::ordered_json one = {{"flag", f.kind}};

@@ -68,6 +68,7 @@ struct PlanRun {
   std::vector<std::string> skus, unpriced, strategies, fusions;
   std::vector<Candidate> candidates;
   std::vector<std::pair<std::string, std::string>> skipped;  // configuration, why
+  std::vector<std::string> merged;  // choice values left out as the same job as another value, with why
   std::vector<PlanEvaluation> evals;
   std::vector<int> order;  // of evals, the best first
   std::vector<PlanFlag> flags;
