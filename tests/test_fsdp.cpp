@@ -207,10 +207,9 @@ TEST_CASE("fsdp: bad input names the key and the choices", "[fsdp][bad_input]") 
              Catch::Contains("fsdp reduces each unit's gradients"));
   CHECK_THAT(error(head + "training: {epochs: 1}\ncommunication: {framework: fsdp, concurrent_collectives: 2}\n"),
              Catch::Contains("a stream of their own"));
-  // ringsim-real runs full_shard, shard_grad_op and no_shard (with FP32 gradients); hybrid_shard it refuses.
+  // ringsim-real runs every sharding (with FP32 gradients).
   CHECK(real_run_refusal(llama(2, 8, ", gradient_precision: fp32")).empty());
-  CHECK_THAT(real_run_refusal(llama(2, 8, ", sharding: hybrid_shard, gradient_precision: fp32")),
-             Catch::Contains("hybrid_shard is simulated only"));
+  CHECK(real_run_refusal(llama(2, 8, ", sharding: hybrid_shard, gradient_precision: fp32")).empty());
 }
 
 TEST_CASE("collectives in groups and in sequence: each group its own ring, two collectives as one", "[fsdp]") {
@@ -229,6 +228,21 @@ TEST_CASE("collectives in groups and in sequence: each group its own ring, two c
   CHECK(step.sends[0].offset == base.sends[0].offset + 96);
   CHECK(step.recvs[0].src == 1);
   CHECK_THROWS(collective::make_grouped(ring, {{0, 1, 2}, {2, 3, 4}}, {0, 0}, "overlap"));
+  // A span in pieces: group 1's 96 B are 40 B at 200 and 56 B at 8; a transfer over 40 is sent as two.
+  const auto pieces = collective::make_grouped(std::vector{ring, ring}, {{0, 2, 4}, {1, 3, 5}},
+                                               {{{0, 96}}, {{200, 40}, {8, 56}}}, "pieces");
+  ring->rank_step(0, 0, base);  // member 0 sends the chunk it owns, bytes 32-64
+  pieces->rank_step(1, 0, step);
+  REQUIRE(base.sends.size() == 1);
+  CHECK(base.sends[0].offset == 32);
+  CHECK(step.sends.size() == 2);  // 32-40 at 232, 40-64 at 8
+  std::uint64_t sent = 0;
+  for (const auto& t : step.sends) {
+    sent += t.bytes;
+    CHECK(((t.offset >= 200 && t.offset + t.bytes <= 240) || (t.offset >= 8 && t.offset + t.bytes <= 64)));
+  }
+  CHECK(sent == base.sends[0].bytes);
+  CHECK_THROWS(collective::make_grouped(std::vector{ring}, {{0, 2, 4}}, {{{0, 95}}}, "short"));
   // In sequence: the first's steps, then the second's, renumbered.
   auto seq = collective::make_sequence(collective::make_ring_reduce_scatter(4, 64, 4),
                                        collective::make_ring_allgather(4, 64, 4), "halves");

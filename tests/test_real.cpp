@@ -647,6 +647,14 @@ TEST_CASE("real train: FSDP gathers each unit and reduce-scatters its gradients 
   CAPTURE(g.output);
   CHECK(g.status == 0);
   CHECK_THAT(g.output, Catch::Contains("in 26 collectives") && Catch::Contains("wrong gradient elements     0"));
+  // hybrid_shard on 2 nodes of 2: gathers inside each node; each GPU's share of every ring, reduce-scattered
+  // in its node, then allreduced with the other node's GPU that keeps the same pieces.
+  const Result h = run("-n 4 " + kReal + kCatalog + " train " + s +
+                       " --set cluster.nodes=2 --set communication.sharding=hybrid_shard --iterations 1 --warmup 0"
+                       " --compute-scale 0.01 --timeout 60");
+  CAPTURE(h.output);
+  CHECK(h.status == 0);
+  CHECK_THAT(h.output, Catch::Contains("in 38 collectives") && Catch::Contains("wrong gradient elements     0"));
   std::remove(real_json.c_str());
   std::remove(sim_json.c_str());
   std::remove(s.c_str());

@@ -489,10 +489,10 @@ double TrainLoop::iteration(int it, bool last) {
   if (worker_ && last && !backend_->emulated()) {
     if (plan_.empty()) {
       check_gradients();
-    } else {  // every element of every op where it belongs, over the ranks
+    } else {  // every element of every op where it belongs, over the ranks: on each rank of its shard group
       std::int64_t v[2] = {sharded_owned_, sharded_count_};
       MPI_Allreduce(MPI_IN_PLACE, v, 2, MPI_INT64_T, MPI_SUM, comm_);
-      wrong_ = rank_ == 0 ? std::llabs(v[0] - v[1] / workers_) : 0;
+      wrong_ = rank_ == 0 ? std::llabs(v[0] - v[1] / state_shards(s_)) : 0;
     }
   }
   double t = now();

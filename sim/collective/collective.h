@@ -280,6 +280,15 @@ std::unique_ptr<Collective> make_node_aggregated_parameter_server(int nodes, int
 // its spans at offsets[g] of the buffer (all groups the base's size; members in no group idle). Named `name`.
 std::unique_ptr<Collective> make_grouped(std::shared_ptr<const Collective> base, std::vector<std::vector<int>> groups,
                                          std::vector<std::uint64_t> offsets, std::string name);
+// The same where each group g runs a base of its own, bases[g] (all with the same steps), over a span in pieces:
+// its buffer is pieces[g] laid end to end (their bytes sum to its base's), so a transfer over a piece's end is
+// sent as one transfer a piece, alike on both sides.
+struct Piece {
+  std::uint64_t offset = 0, bytes = 0;
+};
+std::unique_ptr<Collective> make_grouped(std::vector<std::shared_ptr<const Collective>> bases,
+                                         std::vector<std::vector<int>> groups, std::vector<std::vector<Piece>> pieces,
+                                         std::string name);
 // `first`'s steps, then `second`'s, over the same members (one collective as its callers see it).
 std::unique_ptr<Collective> make_sequence(std::unique_ptr<Collective> first, std::unique_ptr<Collective> second,
                                           std::string name);

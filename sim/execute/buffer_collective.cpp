@@ -365,9 +365,9 @@ std::unique_ptr<collective::Collective> make_sharded_collective(const Scenario& 
   const auto rings = group_rings(layout, group, s.cluster.gpus_per_node);
   std::vector<std::vector<int>> in_group(groups), across(group);
   for (int g = 0; g < groups; ++g)
-    for (int i = 0; i < group; ++i) {
-      in_group[g].push_back(g * group + i);
-      across[i].push_back(g * group + rings.front()[i]);  // ring position i of the first ring, in group g
+    for (int j = 0; j < group; ++j) {
+      in_group[g].push_back(g * group + j);
+      across[j].push_back(g * group + j);  // local GPU j of every group
     }
   std::shared_ptr<const collective::Collective> inner =
       op == BusOp::AllGather ? collective::make_ring_allgather(group, bytes, element_bytes, layout.space, rings)
@@ -375,17 +375,28 @@ std::unique_ptr<collective::Collective> make_sharded_collective(const Scenario& 
   auto groups_at_once = collective::make_grouped(inner, in_group, std::vector<std::uint64_t>(groups, 0),
                                                  op == BusOp::AllGather ? "hybrid_allgather" : "group_reduce_scatter");
   if (op == BusOp::AllGather) return groups_at_once;
-  // Then the GPUs at one ring position allreduce what they keep across the groups: a group's 1/group of the
-  // buffer each (with several rings a GPU keeps a chunk of every ring's share; they travel together, at the
-  // first ring's chunk's offset).
-  const collective::Chunking chunks(bytes, group, element_bytes);
-  std::vector<std::uint64_t> offsets;
-  for (int i = 0; i < group; ++i) offsets.push_back(chunks.offset(collective::ring_chunk_owned(i, group)));
-  std::shared_ptr<const collective::Collective> shard = collective::make_ring_allreduce(
-      groups, chunks.size(0), element_bytes, layout.space, std::vector<std::vector<int>>(1));
-  return collective::make_sequence(std::move(groups_at_once),
-                                   collective::make_grouped(shard, across, offsets, "cross_group_allreduce"),
-                                   "hybrid_reduce_scatter");
+  // Then the GPUs that keep the same chunks allreduce them across the groups: local GPU j keeps, of each ring's
+  // share of the buffer, the chunk its position there owns; those pieces travel as one buffer.
+  const collective::Chunking split(bytes, static_cast<int>(rings.size()), element_bytes);
+  std::vector<std::vector<collective::Piece>> pieces(group);
+  std::vector<std::shared_ptr<const collective::Collective>> shards;
+  for (int j = 0; j < group; ++j) {
+    std::uint64_t kept = 0;
+    for (std::size_t c = 0; c < rings.size(); ++c) {
+      const collective::Chunking chunks(split.size(static_cast<int>(c)), group, element_bytes);
+      const auto& r = rings[c];  // empty: index order
+      const auto pos = r.empty() ? j : std::find(r.begin(), r.end(), j) - r.begin();
+      const int own = collective::ring_chunk_owned(static_cast<int>(pos), group);
+      pieces[j].push_back({split.offset(static_cast<int>(c)) + chunks.offset(own), chunks.size(own)});
+      kept += chunks.size(own);
+    }
+    shards.push_back(
+        collective::make_ring_allreduce(groups, kept, element_bytes, layout.space, std::vector<std::vector<int>>(1)));
+  }
+  return collective::make_sequence(
+      std::move(groups_at_once),
+      collective::make_grouped(std::move(shards), across, std::move(pieces), "cross_group_allreduce"),
+      "hybrid_reduce_scatter");
 }
 
 }  // namespace ringsim
