@@ -167,7 +167,9 @@ class TrainLoop final : public collective::CycleRuntime, public collective::Buff
   // The check: elements that hold what the op leaves this rank alone (its own value where it owns the
   // all-gather's chunk, the sum over ranks where it owns the reduce-scatter's share), and the ops' elements.
   // Over the ranks the first adds up to the ops' elements exactly when every element went where it belongs.
-  std::int64_t sharded_owned_ = 0, sharded_count_ = 0;
+  // Elements found where they belong; elements of sharded ops (each in its owner's place), of allreduced ones
+  // (on every rank).
+  std::int64_t sharded_owned_ = 0, sharded_count_ = 0, sharded_whole_ = 0;
 };
 
 TrainLoop::TrainLoop(const TrainOptions& o, MPI_Comm comm, const Catalog& catalog, const Scenario& s)
@@ -207,7 +209,9 @@ TrainLoop::TrainLoop(const TrainOptions& o, MPI_Comm comm, const Catalog& catalo
   layout_ = buffer_collective_layout(s, backend_->collective_space(), path_costs, false);  // no multicast here
   plan_ = framework_->gathers(model_, cm_.layers);
   if (!plan_.empty()) {
-    if (backend_->emulated()) throw UsageError("ringsim-real emulate runs replicated parameters; FSDP runs for real");
+    if (backend_->emulated())
+      throw UsageError(
+          "ringsim-real emulate runs replicated parameters; FSDP and DeepSpeed run for real (ringsim-real train)");
     gather_layout_ =
         buffer_collective_layout(gather_layout_scenario(s), backend_->collective_space(), path_costs, false);
     std::uint64_t largest_gather = 4;
@@ -220,11 +224,13 @@ TrainLoop::TrainLoop(const TrainOptions& o, MPI_Comm comm, const Catalog& catalo
   grads_ = std::make_unique<Gradients>(*backend_, worker_ ? tensor_bytes_ : std::vector<std::uint64_t>(n, 0));
   std::uint64_t largest = 0;
   for (auto b : tensor_bytes_) largest = std::max(largest, b);
-  // FSDP's buckets are its units (no_shard's too), each a reduce-scatter or allreduce of its gradients.
-  for (const auto& u : sharded_framework(s) ? shard_units(model_) : std::vector<ShardUnit>{}) {
-    std::uint64_t unit = 0;
-    for (int t : u.tensors) unit += tensor_bytes_[t];
-    largest = std::max(largest, unit);
+  // A sharded framework's buckets (FSDP's units, DeepSpeed's reduce buckets) are fixed: its planner's.
+  if (sharded_framework(s)) {
+    std::vector<collective::FusionTensor> tensors;
+    for (auto b : tensor_bytes_) tensors.push_back({b, 4});
+    collective::FusionPlanner planner = framework_->planner(tensors, 1);
+    for (int t = 0; t < planner.tensor_count(); ++t) planner.announce(t, 0);
+    for (const auto& b : planner.negotiate(0)) largest = std::max(largest, b.bytes);
   }
   const std::uint64_t fusion_bytes =
       std::max<std::uint64_t>(largest, static_cast<std::uint64_t>(s.communication.fusion_threshold_bytes));
@@ -361,28 +367,39 @@ void TrainLoop::start(const collective::FusionBuffer& b) {
 
 std::vector<TrainLoop::ShardedOp> TrainLoop::sharded_order() const {
   // FSDP's order, as its hooks issue them on every rank alike: each unit's forward gather; then the first
-  // backward gather, and before each unit's gradients are reduce-scattered (the framework's buckets, in its
-  // order) the next unit's gather (BACKWARD_PRE prefetch).
+  // backward gather, and before each bucket of gradients is reduced (the framework's buckets, in its order)
+  // the backward gathers of its units and one more (BACKWARD_PRE prefetch). A bucket a unit (FSDP) follows its
+  // unit's gather and the next; a bucket of many units (DeepSpeed's) follows all of theirs.
   std::vector<ShardedOp> ops;
   std::vector<int> backward;
-  for (int g = 0; g < static_cast<int>(plan_.gathers.size()); ++g)
-    if (plan_.gathers[g].backward)
-      backward.push_back(g);
-    else
+  std::vector<int> needs(fusion_tensors_.size(), -1);  // tensor -> its unit's place among the backward gathers
+  for (int g = 0; g < static_cast<int>(plan_.gathers.size()); ++g) {
+    if (!plan_.gathers[g].backward) {
       ops.push_back({g, {}});
+      continue;
+    }
+    for (int t : plan_.units[plan_.gathers[g].unit].tensors) needs[t] = static_cast<int>(backward.size());
+    backward.push_back(g);
+  }
   collective::FusionPlanner planner = framework_->planner(fusion_tensors_, 1);
   for (int t = 0; t < planner.tensor_count(); ++t) planner.announce(t, 0);
   std::size_t next = 0;
-  if (next < backward.size()) ops.push_back({backward[next++], {}});
+  auto gather_through = [&](std::size_t count) {
+    for (; next < std::min(count, backward.size()); ++next) ops.push_back({backward[next], {}});
+  };
+  gather_through(1);
   for (auto& b : planner.negotiate(0)) {
-    if (next < backward.size()) ops.push_back({backward[next++], {}});
+    int last = -1;
+    for (int t : b.tensors) last = std::max(last, needs[t]);
+    gather_through(static_cast<std::size_t>(last + 2));
     ops.push_back({-1, std::move(b)});
   }
+  gather_through(backward.size());
   return ops;
 }
 
 void TrainLoop::run_sharded_ops() {
-  sharded_owned_ = sharded_count_ = 0;
+  sharded_owned_ = sharded_count_ = sharded_whole_ = 0;
   // Waits until `in` holds, for the compute thread's signals (a release, gradients ready).
   auto wait = [&](const std::function<bool()>& in, const std::string& what) {
     for (;;) {
@@ -413,7 +430,8 @@ void TrainLoop::run_sharded_ops() {
     const auto count = static_cast<std::size_t>(op.unit.bytes / 4);
     const auto* reduced = reinterpret_cast<const float*>(staging_);
     sharded_owned_ += std::count(reduced, reduced + count, sum);
-    sharded_count_ += static_cast<std::int64_t>(count);
+    (framework_->gradient_op() == collective::BusOp::AllReduce ? sharded_whole_ : sharded_count_) +=
+        static_cast<std::int64_t>(count);
   }
 }
 
@@ -490,9 +508,9 @@ double TrainLoop::iteration(int it, bool last) {
     if (plan_.empty()) {
       check_gradients();
     } else {  // every element of every op where it belongs, over the ranks: on each rank of its shard group
-      std::int64_t v[2] = {sharded_owned_, sharded_count_};
-      MPI_Allreduce(MPI_IN_PLACE, v, 2, MPI_INT64_T, MPI_SUM, comm_);
-      wrong_ = rank_ == 0 ? std::llabs(v[0] - v[1] / state_shards(s_)) : 0;
+      std::int64_t v[3] = {sharded_owned_, sharded_count_, sharded_whole_};
+      MPI_Allreduce(MPI_IN_PLACE, v, 3, MPI_INT64_T, MPI_SUM, comm_);
+      wrong_ = rank_ == 0 ? std::llabs(v[0] - v[1] / state_shards(s_) - v[2]) : 0;
     }
   }
   double t = now();

@@ -559,9 +559,6 @@ std::string concurrent_collectives_value(int c) { return c == 0 ? "unlimited" : 
 }  // namespace
 
 std::string real_run_refusal(const Scenario& s) {
-  if (s.communication.framework == Framework::Deepspeed)
-    return "ringsim-real runs horovod, pytorch_ddp and fsdp; deepspeed's ZeRO is simulated only (ringsim predict): "
-           "--set communication.framework=fsdp";
   if (s.communication.strategy == Strategy::Nvls || s.communication.strategy == Strategy::NvlsTree)
     return "strategy " + std::string(to_string(s.communication.strategy)) +
            " reduces in the NVSwitch (multicast objects), which ringsim-real's transports do not use; run it with "
