@@ -118,6 +118,8 @@ class TrainLoop final : public collective::CycleRuntime, public collective::Buff
     collective::FusionBuffer unit;  // the reduce-scatter's gradients
   };
   std::vector<ShardedOp> sharded_order() const;
+  // A sharded framework's gradient buckets, fixed (FSDP's units, DeepSpeed's reduce buckets), in its order.
+  std::vector<collective::FusionBuffer> fixed_buckets() const;
   void run_sharded_ops();
   void run_gather(int g);
   void wait_gathered(int g) const;
@@ -165,10 +167,9 @@ class TrainLoop final : public collective::CycleRuntime, public collective::Buff
   MemberBuffers gathered_buf_;
   std::vector<std::atomic<std::uint8_t>> gathered_, released_;  // per gather, this iteration
   // The check: elements that hold what the op leaves this rank alone (its own value where it owns the
-  // all-gather's chunk, the sum over ranks where it owns the reduce-scatter's share), and the ops' elements.
-  // Over the ranks the first adds up to the ops' elements exactly when every element went where it belongs.
-  // Elements found where they belong; elements of sharded ops (each in its owner's place), of allreduced ones
-  // (on every rank).
+  // all-gather's chunk, the sum over ranks where it owns the reduce-scatter's share or holds the allreduce's),
+  // and the ops' elements, sharded (one owner a shard group) and allreduced (every rank) apart. Over the ranks
+  // the first adds up to what the others expect exactly when every element went where it belongs.
   std::int64_t sharded_owned_ = 0, sharded_count_ = 0, sharded_whole_ = 0;
 };
 
@@ -224,14 +225,9 @@ TrainLoop::TrainLoop(const TrainOptions& o, MPI_Comm comm, const Catalog& catalo
   grads_ = std::make_unique<Gradients>(*backend_, worker_ ? tensor_bytes_ : std::vector<std::uint64_t>(n, 0));
   std::uint64_t largest = 0;
   for (auto b : tensor_bytes_) largest = std::max(largest, b);
-  // A sharded framework's buckets (FSDP's units, DeepSpeed's reduce buckets) are fixed: its planner's.
-  if (sharded_framework(s)) {
-    std::vector<collective::FusionTensor> tensors;
-    for (auto b : tensor_bytes_) tensors.push_back({b, 4});
-    collective::FusionPlanner planner = framework_->planner(tensors, 1);
-    for (int t = 0; t < planner.tensor_count(); ++t) planner.announce(t, 0);
-    for (const auto& b : planner.negotiate(0)) largest = std::max(largest, b.bytes);
-  }
+  for (auto b : tensor_bytes_) fusion_tensors_.push_back({b, 4});
+  if (sharded_framework(s))
+    for (const auto& b : fixed_buckets()) largest = std::max(largest, b.bytes);
   const std::uint64_t fusion_bytes =
       std::max<std::uint64_t>(largest, static_cast<std::uint64_t>(s.communication.fusion_threshold_bytes));
   fusion_ = backend_->allocate(fusion_bytes);
@@ -241,7 +237,6 @@ TrainLoop::TrainLoop(const TrainOptions& o, MPI_Comm comm, const Catalog& catalo
   staging_ = direct_ ? direct_ : static_cast<char*>(backend_->allocate_host(fusion_bytes));
   runtime_ = make_train_runtime();
   if (worker_) start_compute();
-  for (auto b : tensor_bytes_) fusion_tensors_.push_back({b, 4});
   flags_.assign(n, 0);
 }
 
@@ -365,6 +360,12 @@ void TrainLoop::start(const collective::FusionBuffer& b) {
   if (last_) records_.push_back(rec);
 }
 
+std::vector<collective::FusionBuffer> TrainLoop::fixed_buckets() const {
+  collective::FusionPlanner planner = framework_->planner(fusion_tensors_, 1);
+  for (int t = 0; t < planner.tensor_count(); ++t) planner.announce(t, 0);
+  return planner.negotiate(0);
+}
+
 std::vector<TrainLoop::ShardedOp> TrainLoop::sharded_order() const {
   // FSDP's order, as its hooks issue them on every rank alike: each unit's forward gather; then the first
   // backward gather, and before each bucket of gradients is reduced (the framework's buckets, in its order)
@@ -381,14 +382,12 @@ std::vector<TrainLoop::ShardedOp> TrainLoop::sharded_order() const {
     for (int t : plan_.units[plan_.gathers[g].unit].tensors) needs[t] = static_cast<int>(backward.size());
     backward.push_back(g);
   }
-  collective::FusionPlanner planner = framework_->planner(fusion_tensors_, 1);
-  for (int t = 0; t < planner.tensor_count(); ++t) planner.announce(t, 0);
   std::size_t next = 0;
   auto gather_through = [&](std::size_t count) {
     for (; next < std::min(count, backward.size()); ++next) ops.push_back({backward[next], {}});
   };
   gather_through(1);
-  for (auto& b : planner.negotiate(0)) {
+  for (auto& b : fixed_buckets()) {
     int last = -1;
     for (int t : b.tensors) last = std::max(last, needs[t]);
     gather_through(static_cast<std::size_t>(last + 2));

@@ -24,7 +24,7 @@ class Grouped final : public Collective {
         groups_(std::move(groups)),
         pieces_(std::move(pieces)),
         name_(std::move(name)) {
-    if (pieces_.size() != groups_.size()) throw std::invalid_argument("grouped collective: an offset per group");
+    if (pieces_.size() != groups_.size()) throw std::invalid_argument("grouped collective: a span per group");
     if (bases_.size() != 1 && bases_.size() != groups_.size())
       throw std::invalid_argument("grouped collective: one base, or one a group");
     for (std::size_t g = 0; g < groups_.size(); ++g) {
