@@ -11,6 +11,8 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 
+#include "execute/buffer_collective.h"
+#include "execute/comm_model.h"
 #include "execute/estimate/child_process.h"
 #include "execute/estimate/prediction_band.h"
 #include "execute/simgrid/training_sim.h"
@@ -276,6 +278,29 @@ TEST_CASE("band: the same with its predictions one at a time and side by side", 
   CHECK(one.rate_low < 1);
 }
 
+TEST_CASE("band: its samples share the layout of the catalog's own figures, as NCCL tunes from its own view",
+          "[model]") {
+  const Catalog& c = test::catalog();
+  const Scenario s = load_scenario(std::string(RINGSIM_TEST_SCENARIOS) + "/nccl_tests_nd96isr_h100_v5.yaml", c,
+                                   {parse_override("cluster.nodes=2"), parse_override("communication.strategy=auto")});
+  Catalog slow = c;  // an InfiniBand that reaches half of what the catalog says
+  for (const auto& p : c.uncertain())
+    if (p.figure == "libraries.nccl.paths.infiniband.bandwidth_fraction") slow.apply(uncertain_overlay(c, p, 0.5));
+  auto bus_bandwidth = [&](const Catalog& catalog) {
+    const Topology topo = Topology::build(catalog, cluster_shape(s.cluster));
+    CommModel cm(catalog, s, topo);
+    return buffer_collective_layout(s, cm.data_space(), cm).choice.value().bus_bandwidth;
+  };
+  const double own = bus_bandwidth(c), slower = bus_bandwidth(slow);
+  CHECK(slower < 0.8 * own);
+  {
+    const SharedLayouts shared;
+    CHECK(bus_bandwidth(c) == own);
+    CHECK(bus_bandwidth(slow) == own);  // the first layout made, not the sample's own
+  }
+  CHECK(bus_bandwidth(slow) == slower);  // none shared once the last is gone
+}
+
 TEST_CASE("band: where the flow fidelity runs collectives at once, the band samples it too", "[model]") {
   const std::string text =
       "cluster: {sku: NC24r, nodes: 2, fabric: ethernet}\nmodel: {name: resnet50, batch_per_gpu: 32}\n"
@@ -299,6 +324,7 @@ TEST_CASE("band: where the flow fidelity runs collectives at once, the band samp
 TEST_CASE("band: predict writes it in the JSON and the table, and --no-band leaves it out", "[model]") {
   const std::string file = std::string(RINGSIM_TEST_SCENARIOS) + "/resnet50_imagenet_nccl_tcp_4x_nc24s_v3.yaml";
   const std::string json = "/tmp/ringsim_band_" + std::to_string(::getpid()) + ".json";
+  double point = 0;  // with the band first
   for (const bool band : {true, false}) {
     CAPTURE(band);
     const test::CommandResult r =
@@ -308,6 +334,9 @@ TEST_CASE("band: predict writes it in the JSON and the table, and --no-band leav
     std::ifstream in(json);
     const auto j = nlohmann::json::parse(in);
     CHECK(j.contains("images_per_sec_low") == band);
+    // The point runs on the layout the band's samples shared (SharedLayouts): the same as without them.
+    if (band) point = j["iteration_time_s"].get<double>();
+    if (!band) CHECK(j["iteration_time_s"].get<double>() == point);
     CHECK(j.contains("time_to_train_s_high") == band);
     CHECK((r.output.find("band from") != std::string::npos) == band);
     if (band) CHECK(j["images_per_sec_low"].get<double>() < j["images_per_sec"].get<double>());

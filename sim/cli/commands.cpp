@@ -12,6 +12,7 @@
 #include "calibrate/nccl_tests.h"
 #include "calibrate/runs.h"
 #include "execute/analytic/collective_bench.h"
+#include "execute/buffer_collective.h"
 #include "execute/estimate/child_process.h"
 #include "execute/estimate/prediction_band.h"
 #include "execute/simgrid/training_sim.h"
@@ -153,7 +154,9 @@ int run_predict(const std::string& catalog_dir, const PredictOptions& o) {
   }
   check_work_limits(work, fidelity, o.limits, "predict");
   const CatalogOverlay calibration = s.calibration.empty() ? CatalogOverlay{} : catalog.read_overlay(s.calibration);
-  // The band's runs go in children, before this process's engine starts.
+  // The band's runs go in children, before this process's engine starts; they and this process's own run
+  // share one layout of the collectives (SharedLayouts).
+  const SharedLayouts shared;
   const BandRatios band = o.no_band ? BandRatios{} : band_ratios(catalog, s, calibration, fidelity);
   Prediction p = predict(catalog, s, fidelity);
   apply_band(band, p);

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <numeric>
+#include <sstream>
 #include <stdexcept>
 
 #include "execute/analytic/step_model.h"
@@ -193,8 +195,8 @@ collective::Protocol protocol_cost(const AlgorithmChoice& c, const AlgorithmPick
   return out;
 }
 
-BufferCollectiveLayout buffer_collective_layout(const Scenario& s, collective::Space space, CommModel& costs,
-                                                bool multicast) {
+namespace {
+BufferCollectiveLayout make_layout(const Scenario& s, collective::Space space, CommModel& costs, bool multicast) {
   RingSearch search(costs);
   const Strategy st = s.communication.strategy;
   const int channels = s.communication.channels;
@@ -236,6 +238,45 @@ BufferCollectiveLayout buffer_collective_layout(const Scenario& s, collective::S
   if ((st == Strategy::Nvls || st == Strategy::NvlsTree) && costs.library().tuning)
     l.nvls_latency = costs.library().tuning->nvls_latency;
   return l;
+}
+
+struct LayoutStore {
+  int open = 0;  // SharedLayouts alive
+  std::map<std::string, BufferCollectiveLayout> layouts;
+};
+LayoutStore& layout_store() {
+  static LayoutStore store;
+  return store;
+}
+
+// What a layout depends on besides the catalog's figures: the cluster, the library, the strategy, the data.
+std::string layout_key(const Scenario& s, collective::Space space, bool multicast) {
+  const ClusterConfig& c = s.cluster;
+  const CommunicationConfig& m = s.communication;
+  std::ostringstream k;
+  k << c.sku << ' ' << c.nodes << ' ' << c.gpus_per_node << ' ' << to_string(c.fabric) << ' '
+    << to_string(c.fabric_topology) << ' ' << c.nodes_per_leaf << ' ' << c.oversubscription << ' '
+    << to_string(m.strategy) << ' ' << m.channels << ' ' << m.protocol << ' ' << to_string(m.library) << ' '
+    << m.library_version << ' ' << m.parameter_servers << ' ' << to_string(m.ps_placement) << ' '
+    << static_cast<int>(m.ps_transport) << ' ' << s.model.precision << ' ' << m.gradient_precision << ' '
+    << static_cast<int>(space) << ' ' << multicast;
+  return k.str();
+}
+}  // namespace
+
+BufferCollectiveLayout buffer_collective_layout(const Scenario& s, collective::Space space, CommModel& costs,
+                                                bool multicast) {
+  LayoutStore& store = layout_store();
+  if (store.open == 0) return make_layout(s, space, costs, multicast);
+  const std::string key = layout_key(s, space, multicast);
+  auto it = store.layouts.find(key);
+  if (it == store.layouts.end()) it = store.layouts.emplace(key, make_layout(s, space, costs, multicast)).first;
+  return it->second;
+}
+
+SharedLayouts::SharedLayouts() { ++layout_store().open; }
+SharedLayouts::~SharedLayouts() {
+  if (--layout_store().open == 0) layout_store().layouts.clear();
 }
 
 std::vector<int> tensor_servers(const Scenario& s, const std::vector<std::uint64_t>& tensor_bytes) {

@@ -80,6 +80,18 @@ class CommModel;
 BufferCollectiveLayout buffer_collective_layout(const Scenario& s, collective::Space space, CommModel& costs,
                                                 bool multicast = true);
 
+// While one is alive, buffer_collective_layout gives the layout it first made for the same cluster, library,
+// strategy and data path: the band's samples (prediction_band.h), forked after the catalog's own layout was
+// made, search and tune nothing of their own. NCCL searches its rings and picks its algorithms from its own
+// view of the hardware, not from what a run reaches, which is what the samples' figures move.
+class SharedLayouts {
+ public:
+  SharedLayouts();
+  ~SharedLayouts();
+  SharedLayouts(const SharedLayouts&) = delete;
+  SharedLayouts& operator=(const SharedLayouts&) = delete;
+};
+
 // parameter_server only: the server of each tensor, as the scenario assigns them.
 std::vector<int> tensor_servers(const Scenario& s, const std::vector<std::uint64_t>& tensor_bytes);
 

@@ -6,6 +6,7 @@
 #include <functional>
 #include <sstream>
 
+#include "execute/buffer_collective.h"
 #include "execute/estimate/child_process.h"
 #include "execute/simgrid/training_sim.h"
 #include "load/uncertain.h"
@@ -161,6 +162,9 @@ BandRatios band_ratios(const Catalog& catalog, const Scenario& s, const CatalogO
   if (reference_gpu) band.parameters.push_back(kReferenceGpu);
   std::vector<ChildPrediction> jobs;
   const bool step = band_samples_step(s, fidelity);
+  // The samples' children share the layout of the catalog's own figures, made here once.
+  const SharedLayouts shared;
+  share_layout(catalog, s);
   for (int k = 0; k <= kBandSamples; ++k)
     jobs.push_back({&s, sample_figures(catalog, params, k, reference_gpu), step, fidelity});
   const auto q = predict_in_children(catalog, jobs);  // q[0]: the catalog's own figures

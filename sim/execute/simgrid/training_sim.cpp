@@ -40,6 +40,12 @@ ClusterShape simulated_shape(const Scenario& s) {
   return shape;
 }
 
+void share_layout(const Catalog& catalog, const Scenario& s) {
+  const Topology topo = Topology::build(catalog, simulated_shape(s));
+  CommModel cm(catalog, s, topo);
+  buffer_collective_layout(s, cm.data_space(), cm);
+}
+
 namespace training_detail {
 
 namespace {

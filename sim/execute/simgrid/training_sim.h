@@ -28,6 +28,10 @@ ClusterShape simulated_shape(const Scenario& s);
 
 Prediction predict(const Catalog& catalog, const Scenario& scenario, Fidelity fidelity);
 
+// Makes the layout predict() would run the scenario's collectives on, at the catalog's figures, for the
+// SharedLayouts alive (execute/buffer_collective.h) to give the predictions made after it. No engine runs.
+void share_layout(const Catalog& catalog, const Scenario& scenario);
+
 // One collective alone on the scenario's cluster and library (no compute, no fusion, no per-call
 // overhead): its duration and the bytes it put on each link, by link name. For tests and benchmarks;
 // members are the scenario's GPU ranks (then its parameter servers). Same one-engine-per-process rule.
