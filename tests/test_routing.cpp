@@ -1,4 +1,5 @@
 #include "graph/routing.h"
+#include "load/uncertain.h"
 #include "test_support.h"
 
 using namespace ringsim;
@@ -218,4 +219,35 @@ TEST_CASE("routing: a GB200 NVL72 rack of 18 VMs is one NVLink domain, InfiniBan
   CHECK_FALSE(t.same_nvlink_domain(17, 18));
   CHECK_FALSE(h.same_nvlink_domain(0, 1));
   CHECK(h.device(h.nvswitch(1)).name == "n1.nvswitch");
+}
+
+TEST_CASE("routing: shared routes are the paths first found, with each graph's own costs", "[routing]") {
+  const Catalog& c = test::catalog();
+  Catalog slow = c;  // Ethernet at another speed: the same shape, other figures
+  for (const auto& p : c.uncertain())
+    if (p.figure == "skus.N*.ethernet_bandwidth") slow.apply(uncertain_overlay(c, p, 0.1));
+  REQUIRE(slow.sku("NC24s_v3").ethernet_bandwidth != c.sku("NC24s_v3").ethernet_bandwidth);
+  const ClusterShape shape{"NC24s_v3", 4, FabricKind::Ethernet, FabricTopology::FatTree, 2, 1};
+  const Topology own = Topology::build(c, shape), other = Topology::build(slow, shape);
+  auto same = [](const Route& a, const Route& b) {
+    return a.edges == b.edges && a.latency == b.latency && a.bottleneck_bandwidth == b.bottleneck_bandwidth &&
+           a.kind == b.kind && a.nvlinks == b.nvlinks && a.src == b.src && a.dst == b.dst;
+  };
+  const Router alone(own), alone_other(other);
+  const SharedRoutes shared;
+  const Router first(own), second(own), sample(other);
+  for (VertexId a : own.gpus())
+    for (VertexId b : own.gpus()) {
+      const Route r = alone.route(a, b);
+      CHECK(same(first.route(a, b), r));
+      CHECK(same(second.route(a, b), r));  // from the store
+      const Route s = sample.route(a, b), s_alone = alone_other.route(a, b);
+      CHECK(path_names(other, s) == path_names(own, r));
+      CHECK(same(s, s_alone));  // its own graph's edges and costs
+    }
+  // A topology of another shape routes on its own.
+  const Topology bigger =
+      Topology::build(c, ClusterShape{"NC24s_v3", 6, FabricKind::Ethernet, FabricTopology::FatTree, 2, 1});
+  const Route far = Router(bigger).route(bigger.gpu(0, 0), bigger.gpu(5, 0));
+  CHECK(path_names(bigger, far).back() == "n5.gpu0");
 }

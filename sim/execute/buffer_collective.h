@@ -11,6 +11,7 @@
 
 #include "collective/collective.h"
 #include "collective/fusion.h"
+#include "graph/routing.h"
 #include "load/catalog.h"
 #include "load/scenario.h"
 
@@ -83,13 +84,17 @@ BufferCollectiveLayout buffer_collective_layout(const Scenario& s, collective::S
 // While one is alive, buffer_collective_layout gives the layout it first made for the same cluster, library,
 // strategy and data path: the band's samples (prediction_band.h), forked after the catalog's own layout was
 // made, search and tune nothing of their own. NCCL searches its rings and picks its algorithms from its own
-// view of the hardware, not from what a run reaches, which is what the samples' figures move.
+// view of the hardware, not from what a run reaches, which is what the samples' figures move. The routes
+// are shared alike (SharedRoutes, graph/routing.h).
 class SharedLayouts {
  public:
   SharedLayouts();
   ~SharedLayouts();
   SharedLayouts(const SharedLayouts&) = delete;
   SharedLayouts& operator=(const SharedLayouts&) = delete;
+
+ private:
+  SharedRoutes routes_;
 };
 
 // parameter_server only: the server of each tensor, as the scenario assigns them.

@@ -6,6 +6,8 @@
 #include <boost/property_map/function_property_map.hpp>
 #include <boost/property_map/property_map.hpp>
 #include <limits>
+#include <map>
+#include <sstream>
 #include <stdexcept>
 #include <unordered_map>
 #include <vector>
@@ -131,9 +133,46 @@ ConnectionKind classify(const Topology& t, const Route& r, int* nvlinks) {
   return switches > 1 ? ConnectionKind::Pxb : ConnectionKind::Pix;
 }
 
+struct RouteStore {
+  int open = 0;  // SharedRoutes alive
+  std::map<std::string, std::unordered_map<std::uint64_t, std::vector<VertexId>>> by_shape;
+};
+RouteStore& route_store() {
+  static RouteStore store;
+  return store;
+}
+
+// What the vertex numbering of a topology follows from: its shape and its size.
+std::string shape_key(const Topology& t) {
+  const ClusterShape& c = t.shape();
+  std::ostringstream k;
+  k << c.sku << ' ' << c.nodes << ' ' << static_cast<int>(c.fabric) << ' ' << static_cast<int>(c.fabric_topology) << ' '
+    << c.nodes_per_leaf << ' ' << c.oversubscription << ' ' << boost::num_vertices(t.graph()) << ' '
+    << boost::num_edges(t.graph());
+  return k.str();
+}
+
 }  // namespace
 
+SharedRoutes::SharedRoutes() { ++route_store().open; }
+SharedRoutes::~SharedRoutes() {
+  if (--route_store().open == 0) route_store().by_shape.clear();
+}
+
 Route Router::route(VertexId src, VertexId dst) const {
+  RouteStore& store = route_store();
+  if (store.open == 0 || src == dst) return search(src, dst);
+  auto& routes = store.by_shape[shape_key(t_)];
+  const std::uint64_t key = (static_cast<std::uint64_t>(src) << 32) | static_cast<std::uint64_t>(dst);
+  if (auto it = routes.find(key); it != routes.end()) return along(it->second);
+  Route r = search(src, dst);
+  std::vector<VertexId>& vertices = routes[key];
+  vertices.push_back(src);
+  for (EdgeId e : r.edges) vertices.push_back(boost::target(e, t_.graph()));
+  return r;
+}
+
+Route Router::search(VertexId src, VertexId dst) const {
   Route r;
   r.src = src;
   r.dst = dst;
@@ -173,6 +212,15 @@ Route Router::route(VertexId src, VertexId dst) const {
   for (VertexId v = dst; v != src; v = pred[v]) path.push_back(v);
   path.push_back(src);
   std::reverse(path.begin(), path.end());
+  return along(path);
+}
+
+Route Router::along(const std::vector<VertexId>& path) const {
+  const TopologyGraph& g = t_.graph();
+  Route r;
+  r.src = path.front();
+  r.dst = path.back();
+  r.bottleneck_bandwidth = std::numeric_limits<double>::infinity();
   for (std::size_t i = 0; i + 1 < path.size(); ++i) {
     // Parallel edges do not occur; pick the lowest-latency edge between the two vertices anyway.
     std::optional<EdgeId> best;

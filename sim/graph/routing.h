@@ -41,7 +41,22 @@ class Router {
   Route route(VertexId src, VertexId dst) const;
 
  private:
+  Route search(VertexId src, VertexId dst) const;            // the lowest-latency path, as route() says
+  Route along(const std::vector<VertexId>& vertices) const;  // the route through these vertices, its costs
+
   const Topology& t_;
+};
+
+// While one is alive, Router::route gives the vertices it first found between the same two endpoints of a
+// topology of the same shape, with this graph's links and costs: the band's samples (forked after the
+// catalog's own figures were routed) search nothing of their own. An InfiniBand subnet manager routes by
+// the fabric's structure and NCCL its paths by their kinds, not by the latencies a sample moves.
+class SharedRoutes {
+ public:
+  SharedRoutes();
+  ~SharedRoutes();
+  SharedRoutes(const SharedRoutes&) = delete;
+  SharedRoutes& operator=(const SharedRoutes&) = delete;
 };
 
 }  // namespace ringsim
