@@ -154,6 +154,8 @@ std::string shape_key(const Topology& t) {
 
 }  // namespace
 
+Router::Router(const Topology& topology) : t_(topology), shape_(shape_key(topology)) {}
+
 SharedRoutes::SharedRoutes() { ++route_store().open; }
 SharedRoutes::~SharedRoutes() {
   if (--route_store().open == 0) route_store().by_shape.clear();
@@ -162,7 +164,7 @@ SharedRoutes::~SharedRoutes() {
 Route Router::route(VertexId src, VertexId dst) const {
   RouteStore& store = route_store();
   if (store.open == 0 || src == dst) return search(src, dst);
-  auto& routes = store.by_shape[shape_key(t_)];
+  auto& routes = store.by_shape[shape_];
   const std::uint64_t key = (static_cast<std::uint64_t>(src) << 32) | static_cast<std::uint64_t>(dst);
   if (auto it = routes.find(key); it != routes.end()) return along(it->second);
   Route r = search(src, dst);

@@ -34,7 +34,7 @@ struct Route {
 
 class Router {
  public:
-  explicit Router(const Topology& topology) : t_(topology) {}
+  explicit Router(const Topology& topology);
   // Lowest-latency path (ties: lowest vertex ids) that does not pass through another GPU or host
   // memory; routes between nodes cross the fabric NICs, and a fat tree picks spine = destination
   // node mod spines (D-mod-k). Throws std::runtime_error when no path exists.
@@ -45,6 +45,7 @@ class Router {
   Route along(const std::vector<VertexId>& vertices) const;  // the route through these vertices, its costs
 
   const Topology& t_;
+  std::string shape_;  // what the topology's vertex numbering follows from (SharedRoutes' key)
 };
 
 // While one is alive, Router::route gives the vertices it first found between the same two endpoints of a
