@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -276,6 +277,46 @@ TEST_CASE("band: the same with its predictions one at a time and side by side", 
   CHECK(one.rate_high == four.rate_high);
   CHECK(one.time_high == four.time_high);
   CHECK(one.rate_low < 1);
+}
+
+TEST_CASE("band: given the point prepared, its samples run alone and the point is their run at the catalog's own",
+          "[model]") {
+  for (const auto& [text, fidelity] :
+       {std::pair{"communication: {library: nccl}\n", Fidelity::Step},
+        std::pair{"communication: {library: nccl, concurrent_collectives: unlimited}\n", Fidelity::Flow}}) {
+    CAPTURE(text);
+    const Scenario s = scenario(
+        "cluster: {sku: NC24r, nodes: 2, fabric: ethernet}\nmodel: {name: resnet50, "
+        "batch_per_gpu: 32}\ntraining: {epochs: 1}\n" +
+        std::string(text));
+    REQUIRE(band_runs_as_point(s, fidelity));
+    const BandRatios alone = band_ratios(test::catalog(), s, {}, fidelity);
+    const SharedLayouts shared;
+    PreparedPrediction point(test::catalog(), s, fidelity);
+    BandRatios given = band_ratios(test::catalog(), s, {}, fidelity, &point);
+    CHECK(given.pending.size() == kBandSamples);  // the catalog's own figures' run left to the point
+    const std::string rates = run_in_child([&] {
+      const Prediction p = point.run();
+      char b[80];
+      std::snprintf(b, sizeof b, "%.17g %.17g", p.images_per_sec, p.time_to_train_s);
+      return std::string(b);
+    });
+    const double rate = std::stod(rates), time = std::stod(rates.substr(rates.find(' ')));
+    relate_band(given, rate, time);
+    CHECK(given.pending.empty());
+    CHECK(given.rate_low == alone.rate_low);  // the same runs, the same figures
+    CHECK(given.rate_high == alone.rate_high);
+    CHECK(given.time_low == alone.time_low);
+    CHECK(given.time_high == alone.time_high);
+    CHECK(given.rate_low < 1);
+  }
+  const Scenario flow_point = scenario(
+      "cluster: {sku: NC24r, nodes: 2, fabric: ethernet}\nmodel: {name: resnet50, batch_per_gpu: 32}\n"
+      "training: {epochs: 1}\ncommunication: {library: nccl}\n");
+  CHECK_FALSE(band_runs_as_point(flow_point, Fidelity::Flow));  // its band samples the step fidelity
+  const SharedLayouts shared;
+  const PreparedPrediction point(test::catalog(), flow_point, Fidelity::Flow);
+  CHECK_THROWS_AS(band_ratios(test::catalog(), flow_point, {}, Fidelity::Flow, &point), std::logic_error);
 }
 
 TEST_CASE("band: its samples share the layout of the catalog's own figures, as NCCL tunes from its own view",

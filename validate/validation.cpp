@@ -16,6 +16,7 @@
 #include "calibrate/placement.h"
 #include "calibrate/runs.h"
 #include "collective/collective.h"
+#include "execute/buffer_collective.h"
 #include "execute/estimate/child_process.h"
 #include "execute/estimate/prediction_band.h"
 #include "execute/simgrid/training_sim.h"
@@ -59,8 +60,14 @@ nlohmann::json predict_isolated(const Catalog& catalog, const Scenario& s) {
 // a calibration fitted over the ranges it left them) unless `band` is false.
 void predict_case(const Catalog& catalog, const Scenario& s, const CatalogOverlay& calibration, bool band,
                   ValidationCase& vc) {
-  const BandRatios ratios = band ? band_ratios(catalog, s, calibration, default_fidelity(s)) : BandRatios{};
-  vc.predicted = predict_isolated(catalog, s)["images_per_sec"].get<double>();
+  const Fidelity fidelity = default_fidelity(s);
+  const SharedLayouts shared;
+  PreparedPrediction point(catalog, s, fidelity);  // where the band runs as it does, its run at the catalog's
+  const bool own = band_runs_as_point(s, fidelity);
+  BandRatios ratios = band ? band_ratios(catalog, s, calibration, fidelity, own ? &point : nullptr) : BandRatios{};
+  const auto result = nlohmann::json::parse(run_in_child([&] { return result_json(point.run(), "predict"); }));
+  vc.predicted = result["images_per_sec"].get<double>();
+  relate_band(ratios, vc.predicted, result["time_to_train_s"].get<double>());
   vc.low = vc.high = 0;
   if (ratios.samples > 0) {
     vc.low = std::min(vc.predicted, vc.predicted * ratios.rate_low);

@@ -134,7 +134,7 @@ void CommandLine::define_validate() {
   validate_cmd->add_option("--baseline", validate.baseline,
                            "Recorded validation JSON: fail when a case's |error| grew by more than --tolerance points");
   validate_cmd->add_flag("--no-band", validate.no_band,
-                         "--published: the predictions without their bands (17 predictions fewer per case)");
+                         "--published: the predictions without their bands (16 or 17 predictions fewer per case)");
   validate_cmd->add_option("--tolerance", validate.tolerance_pp, "Percentage points allowed over the baseline")
       ->check(CLI::Range(0.0, 100.0));
   validate_cmd->add_option("--max-mape", validate.max_mape, "Fail when the MAPE exceeds this many percent")

@@ -147,7 +147,7 @@ int run_predict(const std::string& catalog_dir, const PredictOptions& o) {
     if (band_samples_step(s, fidelity)) one.communication.concurrent_collectives = 1;
     const Fidelity band = band_samples_step(s, fidelity) ? Fidelity::Step : fidelity;
     // Side by side in children, child_jobs() at once.
-    work.band_runs = kBandSamples + 1;
+    work.band_runs = kBandSamples + (band_runs_as_point(s, fidelity) ? 0 : 1);  // the point may be its own
     const int rounds = (work.band_runs + child_jobs() - 1) / child_jobs();
     work.band_seconds = rounds * estimate_work(catalog, one, band).seconds;
     work.seconds += work.band_seconds;
@@ -157,8 +157,12 @@ int run_predict(const std::string& catalog_dir, const PredictOptions& o) {
   // The band's runs go in children, before this process's engine starts; they and this process's own run
   // share one layout of the collectives (SharedLayouts).
   const SharedLayouts shared;
-  const BandRatios band = o.no_band ? BandRatios{} : band_ratios(catalog, s, calibration, fidelity);
-  Prediction p = predict(catalog, s, fidelity);
+  // Where the band runs as the point does, the point is its run at the catalog's own figures.
+  PreparedPrediction point(catalog, s, fidelity);
+  const bool own = band_runs_as_point(s, fidelity);
+  const BandRatios band =
+      o.no_band ? BandRatios{} : band_ratios(catalog, s, calibration, fidelity, own ? &point : nullptr);
+  Prediction p = point.run();
   apply_band(band, p);
   const bool banded = p.band_samples > 0;
   p.goodput = estimate_goodput(catalog, s, p.time_to_train_s, banded ? p.time_to_train_s_low : p.time_to_train_s,

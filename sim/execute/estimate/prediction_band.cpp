@@ -113,9 +113,10 @@ std::vector<std::pair<double, double>> predict_in_children(const Catalog& catalo
       // of it is a ratio between figures, which this keeps (the flow fidelity's cost, many times, would not).
       Scenario one = *j.scenario;
       if (j.step) one.communication.concurrent_collectives = 1;
-      const Prediction q = predict(c, one, j.step ? Fidelity::Step : j.fidelity.value_or(default_fidelity(one)));
+      const auto [rate, time] =
+          predict_rates_and_exit(c, one, j.step ? Fidelity::Step : j.fidelity.value_or(default_fidelity(one)));
       char b[80];
-      std::snprintf(b, sizeof b, "%.17g %.17g", q.images_per_sec, q.time_to_train_s);
+      std::snprintf(b, sizeof b, "%.17g %.17g", rate, time);
       return std::string(b);
     });
   std::vector<std::pair<double, double>> out;
@@ -137,8 +138,24 @@ bool band_samples_step(const Scenario& s, Fidelity fidelity) {
   return fidelity == Fidelity::Step || s.communication.concurrent_collectives == 1;
 }
 
-BandRatios band_ratios(const Catalog& catalog, const Scenario& s, const CatalogOverlay& calibration,
-                       Fidelity fidelity) {
+bool band_runs_as_point(const Scenario& s, Fidelity fidelity) {
+  return fidelity == Fidelity::Step || !band_samples_step(s, fidelity);
+}
+
+void relate_band(BandRatios& band, double rate, double time) {
+  if (band.pending.empty()) return;
+  std::vector<double> rates{1}, times{1};  // the point's own, relative to itself
+  for (const auto& [r, t] : band.pending) {
+    rates.push_back(r / rate);
+    times.push_back(t / time);
+  }
+  band.pending.clear();
+  std::tie(band.rate_low, band.rate_high) = ends(rates);
+  std::tie(band.time_low, band.time_high) = ends(times);
+}
+
+BandRatios band_ratios(const Catalog& catalog, const Scenario& s, const CatalogOverlay& calibration, Fidelity fidelity,
+                       const PreparedPrediction* point) {
   BandRatios band;
   std::vector<const UncertainParameter*> params;
   std::vector<UncertainParameter> fitted;  // figures a fit to runs set, over what the runs leave them
@@ -162,20 +179,19 @@ BandRatios band_ratios(const Catalog& catalog, const Scenario& s, const CatalogO
   if (reference_gpu) band.parameters.push_back(kReferenceGpu);
   std::vector<ChildPrediction> jobs;
   const bool step = band_samples_step(s, fidelity);
-  // The samples' children share the layout of the catalog's own figures, made here once.
+  if (point && (!band_runs_as_point(s, fidelity) || point->fidelity() != fidelity))
+    throw std::logic_error("band_ratios: the point runs otherwise than the band's samples");
+  // The samples' children share the layout of the catalog's own figures, made once: by the point, or here.
   const SharedLayouts shared;
-  share_layout(catalog, s);
-  for (int k = 0; k <= kBandSamples; ++k)
+  if (!point) share_layout(catalog, s);
+  for (int k = point ? 1 : 0; k <= kBandSamples; ++k)
     jobs.push_back({&s, sample_figures(catalog, params, k, reference_gpu), step, fidelity});
-  const auto q = predict_in_children(catalog, jobs);  // q[0]: the catalog's own figures
-  std::vector<double> rate, time;
-  for (const auto& [r, t] : q) {
-    rate.push_back(r / q[0].first);
-    time.push_back(t / q[0].second);
-  }
+  band.pending = predict_in_children(catalog, jobs);
   band.samples = kBandSamples;
-  std::tie(band.rate_low, band.rate_high) = ends(rate);
-  std::tie(band.time_low, band.time_high) = ends(time);
+  if (point) return band;
+  const auto [rate, time] = band.pending.front();  // the catalog's own figures
+  band.pending.erase(band.pending.begin());
+  relate_band(band, rate, time);
   return band;
 }
 
@@ -223,7 +239,8 @@ void apply_bench_band(const Catalog& catalog, const Scenario& s, const CatalogOv
   b.band_samples = kBandSamples;
 }
 
-void apply_band(const BandRatios& band, Prediction& p) {
+void apply_band(BandRatios band, Prediction& p) {
+  relate_band(band, p.images_per_sec, p.time_to_train_s);
   p.band_samples = band.samples;
   p.band_parameters = band.parameters;
   p.band_compute_evidence = band.compute_evidence;

@@ -9,6 +9,7 @@
 
 #include "execute/analytic/collective_bench.h"
 #include "execute/prediction.h"
+#include "execute/simgrid/training_sim.h"
 #include "load/catalog.h"
 #include "load/overlay.h"
 #include "load/scenario.h"
@@ -22,6 +23,9 @@ struct BandRatios {
   double time_low = 1, time_high = 1;  // time to train
   std::vector<std::string> parameters;
   std::string compute_evidence;  // where the compute model's range came from (schedule/compute_evidence.h)
+  // The samples' images/s and time to train while no run at the catalog's own figures is there to take
+  // them relative to (band_ratios' `point_is_own`): relate_band does, with the point's.
+  std::vector<std::pair<double, double>> pending;
 };
 
 // Predictions at kBandSamples deterministic points (a Halton sequence: log-uniform over each range, uniform
@@ -34,11 +38,19 @@ struct BandRatios {
 // prediction. The samples run the step fidelity with one collective at a time, except where the prediction runs the
 // flow fidelity with collectives at once: then that, as the prediction does (the links the collectives
 // share make the network's figures move it more than one collective at a time shows).
+// Given `point`, this scenario's prediction in `fidelity` prepared (where band_runs_as_point), the samples
+// share its layout, and the prediction at the catalog's own figures is not run here: it is the point's, which
+// relate_band (or apply_band) takes the samples relative to.
 constexpr int kBandSamples = 16;
 BandRatios band_ratios(const Catalog& catalog, const Scenario& scenario, const CatalogOverlay& calibration = {},
-                       Fidelity fidelity = Fidelity::Step);
+                       Fidelity fidelity = Fidelity::Step, const PreparedPrediction* point = nullptr);
 // Whether a band around a prediction in `fidelity` samples the step fidelity, one collective at a time.
 bool band_samples_step(const Scenario& scenario, Fidelity fidelity);
+// Whether the band's samples run as the prediction in `fidelity` itself does (its fidelity, the scenario as
+// it is), so that the point is the band's run at the catalog's own figures.
+bool band_runs_as_point(const Scenario& scenario, Fidelity fidelity);
+// The pending samples of `band` taken relative to the point's images/s and time to train.
+void relate_band(BandRatios& band, double rate, double time);
 
 // images/s and time to train of `scenario` with the catalog's figures changed by `figures`, predicted in a
 // child process: the step fidelity with one collective at a time where `step`, else the scenario's own
@@ -56,8 +68,8 @@ struct ChildPrediction {
 std::vector<std::pair<double, double>> predict_in_children(const Catalog& catalog,
                                                            const std::vector<ChildPrediction>& jobs);
 
-// The band around `point`, which it always holds.
-void apply_band(const BandRatios& band, Prediction& point);
+// The band around `point`, which it always holds (pending samples taken relative to it).
+void apply_band(BandRatios band, Prediction& point);
 
 // A bench table's band: the figures of uncertain.yaml its collectives depend on (not the compute's), sampled
 // as a prediction's band samples them, each sample's table predicted in a child process (run side by side);

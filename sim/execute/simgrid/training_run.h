@@ -117,7 +117,10 @@ class TrainingRun final : public collective::CycleRuntime, public collective::Bu
       bucket_element_bytes_ = gradient_element_bytes(p->second.gradient);
   }
 
-  Prediction run();
+  // Makes the layout of the scenario's collectives on this run's cluster, for the SharedLayouts alive.
+  void share_layout() { buffer_collective_layout(s_, cm_.data_space(), cm_); }
+  // `links`: with each link's load (Prediction::links), which a band's sample does without.
+  Prediction run(bool links = true);
   // Each edge that carried bytes, its load over an iteration of `iteration_s`: busiest first.
   std::vector<LinkLoad> link_loads(double iteration_s) const;
   CollectiveTiming run_alone(const Collective& c);

@@ -558,7 +558,7 @@ CollectiveTiming TrainingRun::run_alone(const Collective& c) {
   return out;
 }
 
-Prediction TrainingRun::run() {
+Prediction TrainingRun::run(bool links) {
   EngineArgs args;
   sg4::Engine engine(&args.argc, args.argv);
   start_engine(engine);
@@ -628,7 +628,7 @@ Prediction TrainingRun::run() {
     return a.rank != b.rank ? a.rank < b.rank : a.start < b.start;
   });
   p.compute_spans = std::move(spans_);
-  p.links = link_loads(p.iteration_time_s);
+  if (links) p.links = link_loads(p.iteration_time_s);
   if (!p.links.empty()) p.bottleneck = p.links.front();
   p.simulated_activities = activities_ + (loader_ ? loader_->activities() : 0);
   for (const auto& r : p.collectives)
@@ -640,7 +640,8 @@ Prediction TrainingRun::run() {
 
 using training_detail::TrainingRun;
 
-Prediction predict(const Catalog& catalog, const Scenario& scenario, Fidelity fidelity) {
+namespace {
+void check_fidelity(const Scenario& scenario, Fidelity fidelity) {
   if (fidelity == Fidelity::Step && scenario.communication.concurrent_collectives != 1)
     throw InputError({},
                      "communication.concurrent_collectives other than 1 is simulated by the flow fidelity only "
@@ -648,8 +649,34 @@ Prediction predict(const Catalog& catalog, const Scenario& scenario, Fidelity fi
                      "has " +
                          std::to_string(scenario.cluster.total_gpus()) +
                          " GPUs: pass --fidelity flow, or set concurrent_collectives: 1");
+}
+}  // namespace
+
+Prediction predict(const Catalog& catalog, const Scenario& scenario, Fidelity fidelity) {
+  check_fidelity(scenario, fidelity);
   TrainingRun run(catalog, scenario, fidelity);
   return run.run();
+}
+
+PreparedPrediction::PreparedPrediction(const Catalog& catalog, const Scenario& scenario, Fidelity fidelity)
+    : scenario_(scenario), fidelity_(fidelity) {
+  check_fidelity(scenario, fidelity);
+  run_ = std::make_unique<TrainingRun>(catalog, scenario_, fidelity);
+  run_->share_layout();
+}
+
+PreparedPrediction::~PreparedPrediction() = default;
+
+Prediction PreparedPrediction::run() { return run_->run(); }
+
+std::pair<double, double> predict_rates_and_exit(const Catalog& catalog, const Scenario& scenario, Fidelity fidelity) {
+  // Reachable until the process exits, which a child does with _exit: no teardown, a seventh of a large
+  // cluster's run (its graph, routes and paths freed piece by piece). Its catalog and scenario may be gone.
+  check_fidelity(scenario, fidelity);
+  static std::vector<std::unique_ptr<TrainingRun>> kept;
+  kept.push_back(std::make_unique<TrainingRun>(catalog, scenario, fidelity));
+  const Prediction p = kept.back()->run(false);
+  return {p.images_per_sec, p.time_to_train_s};
 }
 
 CollectiveTiming simulate_collective(const Catalog& catalog, const Scenario& scenario, const collective::Collective& c,

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <string>
 
 #include "collective/collective.h"
@@ -27,6 +28,32 @@ Fidelity default_fidelity(const Scenario& s);
 ClusterShape simulated_shape(const Scenario& s);
 
 Prediction predict(const Catalog& catalog, const Scenario& scenario, Fidelity fidelity);
+namespace training_detail {
+class TrainingRun;
+}
+
+// predict() in two steps: the run's cluster, routes and collectives' layout made first, at the catalog's
+// figures (into the SharedLayouts alive, execute/buffer_collective.h), so that a band's children forked
+// after share them; then run() (once: it starts this process's engine).
+class PreparedPrediction {
+ public:
+  PreparedPrediction(const Catalog& catalog, const Scenario& scenario, Fidelity fidelity);
+  ~PreparedPrediction();
+  PreparedPrediction(const PreparedPrediction&) = delete;
+  PreparedPrediction& operator=(const PreparedPrediction&) = delete;
+  Prediction run();
+  const Scenario& scenario() const { return scenario_; }
+  Fidelity fidelity() const { return fidelity_; }
+
+ private:
+  Scenario scenario_;
+  Fidelity fidelity_;
+  std::unique_ptr<training_detail::TrainingRun> run_;
+};
+
+// predict()'s images/s and time to train alone, for a process about to end with _exit (a band's sample in
+// its child): no link loads, and the run's memory is left to the exit rather than freed.
+std::pair<double, double> predict_rates_and_exit(const Catalog& catalog, const Scenario& scenario, Fidelity fidelity);
 
 // Makes the layout predict() would run the scenario's collectives on, at the catalog's figures, for the
 // SharedLayouts alive (execute/buffer_collective.h) to give the predictions made after it. No engine runs.
